@@ -1,0 +1,205 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/shard"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC).UnixNano()
+
+func token(key string, interval time.Duration, capacity, n int64) algorithms.Request {
+	return algorithms.Request{
+		Key:   []byte(key),
+		Limit: algorithms.Limit{Algo: algorithms.Token, Count: capacity, Period: int64(interval)},
+		N:     n,
+	}
+}
+
+func decide(st *Store, now int64, req algorithms.Request) algorithms.Outcome {
+	out := make([]algorithms.Outcome, 1)
+	st.Decide(now, []algorithms.Request{req}, out)
+	return out[0]
+}
+
+func TestRacingGoroutinesAdmitExactlyCapacity(t *testing.T) {
+	const capacity, workers, tries = 1000, 32, 100
+	st := New(8)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reqs := []algorithms.Request{token("hot", time.Hour, capacity, 1)}
+			out := make([]algorithms.Outcome, 1)
+			for i := 0; i < tries; i++ {
+				st.Decide(t0, reqs, out) // one frozen instant: no refill at all
+				if out[0].Err != nil {
+					t.Error(out[0].Err)
+					return
+				}
+				if out[0].Result.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if got := admitted.Load(); got != capacity {
+		t.Fatalf("%d goroutines × %d tries admitted %d; want exactly %d", workers, tries, got, capacity)
+	}
+}
+
+func TestFullBucketIsAbsent(t *testing.T) {
+	st := New(4)
+	t1 := t0 + int64(100*time.Millisecond)
+	o := decide(st, t0, token("k", 100*time.Millisecond, 5, 1))
+	if !o.Result.Allowed {
+		t.Fatalf("first take denied: %+v", o)
+	}
+	if n := st.Exists(t0, [][]byte{[]byte("k")}); n != 1 {
+		t.Fatalf("Exists(t0) = %d; want 1", n)
+	}
+	if n := st.DBSize(t1 - 1); n != 1 {
+		t.Fatalf("DBSize(t1-1ns) = %d; want 1", n)
+	}
+	if n := st.DBSize(t1); n != 0 {
+		t.Fatalf("DBSize(t1) = %d; want 0: the bucket is full again", n)
+	}
+	if n := st.Exists(t1, [][]byte{[]byte("k")}); n != 0 {
+		t.Fatalf("Exists(t1) = %d; want 0", n)
+	}
+}
+
+func TestPeekCreatesNothing(t *testing.T) {
+	st := New(4)
+	o := decide(st, t0, token("k", time.Second, 5, 0))
+	if !o.Result.Allowed || o.Result.Remaining != 5 {
+		t.Fatalf("peek = %+v", o)
+	}
+	if n := st.DBSize(t0); n != 0 {
+		t.Fatalf("DBSize after a peek = %d; want 0", n)
+	}
+	decide(st, t0, token("k", time.Second, 5, -1))
+	if n := st.DBSize(t0); n != 0 {
+		t.Fatalf("DBSize after a refund on an absent key = %d; want 0", n)
+	}
+}
+
+func TestWrongTypeLeavesStateAlone(t *testing.T) {
+	st := New(1)
+	decide(st, t0, token("k", time.Second, 5, 2))
+	bad := token("k", time.Second, 5, 1)
+	bad.Limit.Algo = algorithms.Algo(200)
+	if o := decide(st, t0, bad); o.Err != ErrWrongType {
+		t.Fatalf("other algorithm on a token key: err = %v; want WRONGTYPE", o.Err)
+	}
+	if o := decide(st, t0, token("k", time.Second, 5, 0)); o.Result.Remaining != 3 {
+		t.Fatalf("remaining after WRONGTYPE = %d; want 3", o.Result.Remaining)
+	}
+}
+
+func TestSweepRemovesUntouchedEntries(t *testing.T) {
+	st := New(4)
+	for i := 0; i < 10_000; i++ {
+		decide(st, t0, token(fmt.Sprintf("k%d", i), time.Millisecond, 1, 1))
+	}
+	decide(st, t0, token("long", time.Hour, 1, 1))
+	later := t0 + int64(time.Second)
+	var removed int
+	for i := 0; i < 1000 && st.Stats().Keys > 1; i++ {
+		removed += st.Sweep(later, 16).Removed
+	}
+	if removed != 10_000 || st.Stats().Keys != 1 {
+		t.Fatalf("sweep removed %d, %d entries left; want 10000 removed, 1 left", removed, st.Stats().Keys)
+	}
+	if n := st.DBSize(later); n != 1 {
+		t.Fatalf("DBSize = %d; want 1", n)
+	}
+}
+
+func TestScanReturnsEveryStableKey(t *testing.T) {
+	st := New(8)
+	want := map[string]bool{}
+	for i := 0; i < 500; i++ {
+		k := fmt.Sprintf("user:%d", i)
+		want[k] = true
+		decide(st, t0, token(k, time.Hour, 10, 1))
+	}
+	seen := map[string]bool{}
+	var cursor uint64
+	for calls := 0; ; calls++ {
+		if calls > 10_000 {
+			t.Fatal("scan does not terminate")
+		}
+		// Churn during the scan: other keys come and go.
+		decide(st, t0, token(fmt.Sprintf("tmp:%d", calls), time.Hour, 10, 1))
+		st.Delete(t0, [][]byte{[]byte(fmt.Sprintf("tmp:%d", calls-1))})
+		cursor = st.Scan(t0, cursor, 7, func(key []byte, e shard.Entry) { seen[string(key)] = true })
+		if cursor == 0 {
+			break
+		}
+	}
+	for k := range want {
+		if !seen[k] {
+			t.Fatalf("scan missed %q", k)
+		}
+	}
+}
+
+func TestSweepRacesWithWriters(t *testing.T) {
+	st := New(4)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var now atomic.Int64
+	now.Store(t0)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				st.Sweep(now.Load(), 4)
+			}
+		}
+	}()
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				at := now.Add(int64(time.Microsecond))
+				decide(st, at, token(fmt.Sprintf("k%d", i%64), 10*time.Microsecond, 3, 1))
+			}
+		}(w)
+	}
+	time.Sleep(10 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+}
+
+func BenchmarkStoreDecide(b *testing.B) {
+	st := New(16)
+	keys := make([][]byte, 1024)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("user:%08d", i))
+	}
+	reqs := []algorithms.Request{token("", 100*time.Millisecond, 100, 1)}
+	out := make([]algorithms.Outcome, 1)
+	now := t0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		now += 1000
+		reqs[0].Key = keys[i&1023]
+		st.Decide(now, reqs, out)
+	}
+}
