@@ -130,23 +130,22 @@ func (s *Shard) Flush() {
 }
 
 // Scan calls fn for the live entries in slots [pos, pos+count) and returns
-// the position to continue from, or 0 when the shard is done. The key passed
-// to fn is only valid during the call. Scan requires that s is locked.
-func (s *Shard) Scan(pos, count int, now int64, fn func(key []byte, e Entry)) int {
-	end := pos + count
-	if end >= len(s.slots) {
-		end = len(s.slots)
-	}
+// the position to continue from, 0 when the shard is done, and how many
+// slots it visited. The key passed to fn is only valid during the call.
+// Scan requires that s is locked.
+func (s *Shard) Scan(pos, count int, now int64, fn func(key []byte, e Entry)) (next, visited int) {
+	end := min(pos+count, len(s.slots))
 	for i := pos; i < end; i++ {
 		sl := &s.slots[i]
 		if sl.used && sl.e.Live(now) {
 			fn([]byte(sl.key), sl.e)
 		}
 	}
+	visited = max(end-pos, 0)
 	if end >= len(s.slots) {
-		return 0
+		return 0, visited
 	}
-	return end
+	return end, visited
 }
 
 // Sweep examines up to budget slots, resuming where the previous sweep

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"math/bits"
+	"strconv"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -80,8 +81,10 @@ func apply(now int64, req *algorithms.Request, e shard.Entry) (o algorithms.Outc
 	}
 }
 
-// Delete removes keys and returns how many of them held a live entry.
-func (st *Store) Delete(now int64, keys [][]byte) int64 {
+// Delete removes keys and returns how many of them held a live entry. The
+// error is always nil; the signature is the one the edge's Keyspace shares
+// with the Raft node, which can fail.
+func (st *Store) Delete(now int64, keys [][]byte) (int64, error) {
 	var n int64
 	for _, k := range keys {
 		sh := st.shardOf(k)
@@ -91,33 +94,47 @@ func (st *Store) Delete(now int64, keys [][]byte) int64 {
 		}
 		sh.Unlock()
 	}
-	return n
+	return n, nil
 }
 
 // Exists returns how many of keys hold a live entry (a key named twice counts
 // twice, as in Redis).
-func (st *Store) Exists(now int64, keys [][]byte) int64 {
+func (st *Store) Exists(now int64, keys [][]byte) (int64, error) {
 	var n int64
 	for _, k := range keys {
-		if _, e := st.Get(now, k); e.Algo != algorithms.None {
+		if st.Get(now, k).Algo != algorithms.None {
 			n++
 		}
 	}
-	return n
+	return n, nil
+}
+
+// Type returns the algorithm of key's state, None if absent.
+func (st *Store) Type(now int64, key []byte) (algorithms.Algo, error) {
+	return st.Get(now, key).Algo, nil
+}
+
+// TTL returns the time until key's state expires, -1 if absent.
+func (st *Store) TTL(now int64, key []byte) (int64, error) {
+	e := st.Get(now, key)
+	if e.Algo == algorithms.None {
+		return -1, nil
+	}
+	return e.Expire - now, nil
 }
 
 // Get returns key's live entry at now (Algo None if absent).
-func (st *Store) Get(now int64, key []byte) (bool, shard.Entry) {
+func (st *Store) Get(now int64, key []byte) shard.Entry {
 	sh := st.shardOf(key)
 	sh.Lock()
-	ref, e := sh.Find(key, now)
+	_, e := sh.Find(key, now)
 	sh.Unlock()
-	return !ref.Absent(), e
+	return e
 }
 
 // DBSize returns the number of live keys at now. It visits every entry, one
 // shard lock at a time.
-func (st *Store) DBSize(now int64) int64 {
+func (st *Store) DBSize(now int64) (int64, error) {
 	var n int64
 	for i := range st.shards {
 		sh := &st.shards[i]
@@ -125,45 +142,50 @@ func (st *Store) DBSize(now int64) int64 {
 		n += int64(sh.Len(now))
 		sh.Unlock()
 	}
-	return n
+	return n, nil
 }
 
 // Flush removes every key.
-func (st *Store) Flush() {
+func (st *Store) Flush(now int64) error {
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.Lock()
 		sh.Flush()
 		sh.Unlock()
 	}
+	return nil
 }
 
-// Scan visits about count slots from cursor and calls fn for each live
-// entry; it returns the cursor to continue from, 0 when the iteration is
-// complete. A key that is present for a whole iteration is returned at least
-// once; the key passed to fn is only valid during the call.
-func (st *Store) Scan(now int64, cursor uint64, count int, fn func(key []byte, e shard.Entry)) uint64 {
-	const posBits = 40
+// Scan visits about count slots from cursor, moving on to the next shards
+// until it has visited count slots, and calls fn for each live entry. It
+// returns the cursor to continue from, 0 when the iteration is complete. A
+// key that is present for a whole iteration is returned at least once; the
+// key passed to fn is only valid during the call.
+func (st *Store) Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo)) (uint64, error) {
+	const posBits = 40 // cursor = shard index << posBits | slot position
 	idx := cursor >> posBits
 	pos := int(cursor & (1<<posBits - 1))
 	if count < 1 {
 		count = 10
 	}
+	visit := func(key []byte, e shard.Entry) { fn(key, e.Algo) }
+	for budget := count; idx < uint64(len(st.shards)); {
+		sh := &st.shards[idx]
+		sh.Lock()
+		next, visited := sh.Scan(pos, budget, now, visit)
+		sh.Unlock()
+		if next != 0 {
+			return idx<<posBits | uint64(next), nil
+		}
+		idx, pos = idx+1, 0
+		if budget -= visited; budget <= 0 {
+			break
+		}
+	}
 	if idx >= uint64(len(st.shards)) {
-		return 0
+		return 0, nil
 	}
-	sh := &st.shards[idx]
-	sh.Lock()
-	next := sh.Scan(pos, count, now, fn)
-	sh.Unlock()
-	switch {
-	case next != 0:
-		return idx<<posBits | uint64(next)
-	case idx+1 < uint64(len(st.shards)):
-		return (idx + 1) << posBits
-	default:
-		return 0
-	}
+	return idx << posBits, nil
 }
 
 // SweepStats sums what the sweep did in one call.
@@ -171,10 +193,17 @@ type SweepStats struct {
 	Examined, Removed int
 }
 
-// Sweep runs one bounded step of active expiry over every shard at now:
-// per shard, rounds of 20 slots while more than a tenth of a round had
-// expired, at most maxRounds rounds. Each round holds one shard lock.
-func (st *Store) Sweep(now int64, maxRounds int) SweepStats {
+// sweepRounds bounds one Sweep call's work per shard: 16 rounds of 20 slots.
+const sweepRounds = 16
+
+// Sweep runs one bounded step of active expiry at now; the edge calls it a
+// few times a second.
+func (st *Store) Sweep(now int64) { st.SweepRounds(now, sweepRounds) }
+
+// SweepRounds runs one step of active expiry over every shard at now: per
+// shard, rounds of 20 slots while more than a tenth of a round had expired,
+// at most maxRounds rounds. Each round holds one shard lock, briefly.
+func (st *Store) SweepRounds(now int64, maxRounds int) SweepStats {
 	const round = 20
 	var out SweepStats
 	for i := range st.shards {
@@ -191,6 +220,18 @@ func (st *Store) Sweep(now int64, maxRounds int) SweepStats {
 		}
 	}
 	return out
+}
+
+// InfoStats returns the store's counters as INFO stats fields.
+func (st *Store) InfoStats() [][2]string {
+	s := st.Stats()
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return [][2]string{
+		{"expired_keys", itoa(s.ExpiredKeys)},
+		{"sweep_examined", itoa(s.SweepSteps)},
+		{"sweep_removed", itoa(s.SweepRemoved)},
+		{"shards", strconv.Itoa(len(st.shards))},
+	}
 }
 
 // Stats sums the shards' counters.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/algorithms"
-	"github.com/sluice-rl/sluice/shard"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC).UnixNano()
@@ -63,16 +62,16 @@ func TestFullBucketIsAbsent(t *testing.T) {
 	if !o.Result.Allowed {
 		t.Fatalf("first take denied: %+v", o)
 	}
-	if n := st.Exists(t0, [][]byte{[]byte("k")}); n != 1 {
+	if n, _ := st.Exists(t0, [][]byte{[]byte("k")}); n != 1 {
 		t.Fatalf("Exists(t0) = %d; want 1", n)
 	}
-	if n := st.DBSize(t1 - 1); n != 1 {
+	if n, _ := st.DBSize(t1 - 1); n != 1 {
 		t.Fatalf("DBSize(t1-1ns) = %d; want 1", n)
 	}
-	if n := st.DBSize(t1); n != 0 {
+	if n, _ := st.DBSize(t1); n != 0 {
 		t.Fatalf("DBSize(t1) = %d; want 0: the bucket is full again", n)
 	}
-	if n := st.Exists(t1, [][]byte{[]byte("k")}); n != 0 {
+	if n, _ := st.Exists(t1, [][]byte{[]byte("k")}); n != 0 {
 		t.Fatalf("Exists(t1) = %d; want 0", n)
 	}
 }
@@ -83,11 +82,11 @@ func TestPeekCreatesNothing(t *testing.T) {
 	if !o.Result.Allowed || o.Result.Remaining != 5 {
 		t.Fatalf("peek = %+v", o)
 	}
-	if n := st.DBSize(t0); n != 0 {
+	if n, _ := st.DBSize(t0); n != 0 {
 		t.Fatalf("DBSize after a peek = %d; want 0", n)
 	}
 	decide(st, t0, token("k", time.Second, 5, -1))
-	if n := st.DBSize(t0); n != 0 {
+	if n, _ := st.DBSize(t0); n != 0 {
 		t.Fatalf("DBSize after a refund on an absent key = %d; want 0", n)
 	}
 }
@@ -114,12 +113,12 @@ func TestSweepRemovesUntouchedEntries(t *testing.T) {
 	later := t0 + int64(time.Second)
 	var removed int
 	for i := 0; i < 1000 && st.Stats().Keys > 1; i++ {
-		removed += st.Sweep(later, 16).Removed
+		removed += st.SweepRounds(later, 16).Removed
 	}
 	if removed != 10_000 || st.Stats().Keys != 1 {
 		t.Fatalf("sweep removed %d, %d entries left; want 10000 removed, 1 left", removed, st.Stats().Keys)
 	}
-	if n := st.DBSize(later); n != 1 {
+	if n, _ := st.DBSize(later); n != 1 {
 		t.Fatalf("DBSize = %d; want 1", n)
 	}
 }
@@ -141,7 +140,7 @@ func TestScanReturnsEveryStableKey(t *testing.T) {
 		// Churn during the scan: other keys come and go.
 		decide(st, t0, token(fmt.Sprintf("tmp:%d", calls), time.Hour, 10, 1))
 		st.Delete(t0, [][]byte{[]byte(fmt.Sprintf("tmp:%d", calls-1))})
-		cursor = st.Scan(t0, cursor, 7, func(key []byte, e shard.Entry) { seen[string(key)] = true })
+		cursor, _ = st.Scan(t0, cursor, 7, func(key []byte, _ algorithms.Algo) { seen[string(key)] = true })
 		if cursor == 0 {
 			break
 		}
@@ -167,7 +166,7 @@ func TestSweepRacesWithWriters(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				st.Sweep(now.Load(), 4)
+				st.SweepRounds(now.Load(), 4)
 			}
 		}
 	}()

@@ -1,0 +1,304 @@
+package commands
+
+import (
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+const (
+	initialIn   = 16 << 10 // a client's read buffer to begin with, and to shrink back to
+	flushAtOut  = 64 << 10 // flush replies early past this many bytes, to bound memory
+	maxKeptOut  = 1 << 20  // output buffers larger than this are dropped after a flush
+	maxNameSize = 1 << 10
+)
+
+// Client is one connection and its session state. Only its own goroutine
+// touches the buffers; the fields that CLIENT LIST and INFO read from other
+// goroutines are atomics or guarded by mu.
+type Client struct {
+	srv  *Server
+	conn net.Conn
+	id   int64
+
+	addr, laddr string
+	created     time.Time
+	local       bool // connected over loopback
+
+	mu      sync.Mutex // guards name, libName, libVer
+	name    string
+	libName string
+	libVer  string
+
+	resp3   atomic.Bool
+	authed  bool
+	closing bool // QUIT or a protocol error: close after this batch's flush
+	inline  bool // the command being run came as an inline line
+
+	// One batch: input, arguments, the instant read for it, replies.
+	in         []byte
+	start, end int
+	args       [][]byte
+	scratch    []byte
+	now        int64
+	out        []byte
+
+	// Decisions of this batch not yet carried out, with how to reply.
+	pending  []algorithms.Request
+	replies  []replyShape
+	outcomes []algorithms.Outcome
+
+	// Counters of the batch being run, added to the totals once per batch.
+	errors, allowed, denied int64
+	totals                  clientTotals
+	lastCmd                 atomic.Int64 // unix ns of the last batch, for CLIENT LIST idle=
+}
+
+// clientTotals are a client's counters, read by INFO from other goroutines.
+type clientTotals struct {
+	cmds, errors, allowed, denied atomic.Int64
+}
+
+// replyShape says how a pending decision's outcome is written.
+type replyShape uint8
+
+const (
+	shapeDecision replyShape = iota // the five fields of every RL.* decision
+)
+
+func newClient(s *Server, nc net.Conn, id int64) *Client {
+	c := &Client{
+		srv:     s,
+		conn:    nc,
+		id:      id,
+		addr:    nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
+		created: time.Now(),
+		authed:  s.cfg.Password == "",
+		in:      make([]byte, initialIn),
+	}
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		c.local = ta.IP.IsLoopback()
+	} else if nc.RemoteAddr().Network() == "unix" {
+		c.local = true
+	}
+	c.lastCmd.Store(time.Now().UnixNano())
+	return c
+}
+
+// serve is the client's goroutine: read, run the batch, flush, repeat.
+func (c *Client) serve() {
+	defer c.srv.removeClient(c)
+	defer c.conn.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			c.srv.stats.panics.Add(1)
+			c.srv.log.Error("panic while serving a client; closing it",
+				"client", c.id, "addr", c.addr, "panic", p, "stack", string(debug.Stack()))
+			c.out = append(c.out[:0], "-ERR internal error while running the command; closing the connection\r\n"...)
+			c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+			c.conn.Write(c.out)
+		}
+	}()
+	timeout := c.srv.cfg.IdleTimeout
+	for !c.closing {
+		if !c.makeRoom() {
+			c.protocolError(errProtoQueryBufLimit)
+			c.flushOut()
+			return
+		}
+		if timeout > 0 {
+			c.conn.SetReadDeadline(time.Now().Add(timeout))
+		}
+		n, err := c.conn.Read(c.in[c.end:])
+		if n > 0 {
+			c.end += n
+			c.srv.stats.netIn.Add(int64(n))
+			c.runBatch()
+			if !c.flushOut() {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// makeRoom makes space to read into: it moves an unfinished command to the
+// front of the buffer, grows the buffer up to the query buffer limit, and
+// shrinks a buffer that an earlier large command left behind. It reports
+// false if the unfinished command already fills the limit.
+func (c *Client) makeRoom() bool {
+	if c.start == c.end {
+		c.start, c.end = 0, 0
+		if len(c.in) > initialIn {
+			c.in = make([]byte, initialIn)
+		}
+		return true
+	}
+	if c.end < len(c.in) {
+		return true
+	}
+	if c.start > 0 {
+		c.end = copy(c.in, c.in[c.start:c.end])
+		c.start = 0
+		return true
+	}
+	if len(c.in) >= c.srv.cfg.QueryBufferLimit {
+		return false
+	}
+	grown := make([]byte, min(2*len(c.in), c.srv.cfg.QueryBufferLimit))
+	copy(grown, c.in[:c.end])
+	c.in = grown
+	return true
+}
+
+// runBatch runs every complete command in the input with one clock read.
+func (c *Client) runBatch() {
+	c.now = c.srv.clock.Now()
+	c.lastCmd.Store(c.now)
+	lim := &c.srv.cfg.Limits
+	var ran int64
+	for c.start < c.end && !c.closing {
+		buf := c.in[c.start:c.end]
+		args, used, err := readCommand(buf, c.args, &c.scratch, lim, !c.authed)
+		c.args = args
+		if err != nil {
+			c.protocolError(err)
+			break
+		}
+		if used == 0 {
+			break // the rest has not arrived yet
+		}
+		c.start += used
+		if len(args) == 0 {
+			continue
+		}
+		c.inline = buf[0] != '*'
+		c.exec(args)
+		ran++
+		if c.inline {
+			c.runPending() // inline arguments live in scratch, which the next line reuses
+		}
+		if len(c.out) > flushAtOut {
+			c.runPending()
+			if !c.flushOut() {
+				c.closing = true
+			}
+		}
+	}
+	c.runPending()
+	c.addTotals(ran)
+}
+
+// addTotals publishes the batch's counters: a few uncontended atomic adds
+// per batch rather than per command.
+func (c *Client) addTotals(ran int64) {
+	if ran > 0 {
+		c.totals.cmds.Add(ran)
+	}
+	if c.errors > 0 {
+		c.totals.errors.Add(c.errors)
+		c.errors = 0
+	}
+	if c.allowed > 0 {
+		c.totals.allowed.Add(c.allowed)
+		c.allowed = 0
+	}
+	if c.denied > 0 {
+		c.totals.denied.Add(c.denied)
+		c.denied = 0
+	}
+}
+
+// protocolError answers a broken frame as Redis does: the error, then the
+// connection is closed once it is flushed.
+func (c *Client) protocolError(err error) {
+	c.runPending()
+	c.writeError(err)
+	c.closing = true
+	c.srv.stats.protoErrors.Add(1)
+	c.srv.log.Debug("protocol error; closing client", "client", c.id, "addr", c.addr, "err", err)
+}
+
+// exec runs one command: lookup, arity and authentication checks, then the
+// handler. Decisions are queued and carried out together by runPending;
+// every other command first lets the queued ones finish, so replies keep
+// their order.
+func (c *Client) exec(args [][]byte) {
+	cmd := lookupCommand(args[0])
+	if cmd == nil {
+		c.runPending()
+		c.writeError(errUnknownCommand(args))
+		return
+	}
+	if !c.authed && cmd.flags&flagNoAuth == 0 {
+		c.runPending()
+		c.writeError(errNoAuth)
+		return
+	}
+	if !cmd.arityOK(len(args)) {
+		c.runPending()
+		c.writeError(errWrongArgs(cmd.name))
+		return
+	}
+	if cmd.flags&flagDecision == 0 {
+		c.runPending()
+	}
+	cmd.run(c, args)
+}
+
+// queue adds a decision to the batch's pending ones.
+func (c *Client) queue(req algorithms.Request, shape replyShape) {
+	c.pending = append(c.pending, req)
+	c.replies = append(c.replies, shape)
+}
+
+// runPending carries out the queued decisions in one call to the keyspace
+// and writes their replies.
+func (c *Client) runPending() {
+	n := len(c.pending)
+	if n == 0 {
+		return
+	}
+	if cap(c.outcomes) < n {
+		c.outcomes = make([]algorithms.Outcome, n, 2*n)
+	}
+	out := c.outcomes[:n]
+	c.srv.ks.Decide(c.now, c.pending, out)
+	for i := range out {
+		if out[i].Err != nil {
+			c.writeError(out[i].Err)
+			continue
+		}
+		if out[i].Result.Allowed {
+			c.allowed++
+		} else {
+			c.denied++
+		}
+		c.writeDecision(&out[i].Result)
+	}
+	clear(c.pending) // drop references into the input buffer
+	c.pending = c.pending[:0]
+	c.replies = c.replies[:0]
+}
+
+// flushOut writes the replies. It reports false if the connection is gone.
+func (c *Client) flushOut() bool {
+	if len(c.out) == 0 {
+		return true
+	}
+	n, err := c.conn.Write(c.out)
+	c.srv.stats.netOut.Add(int64(n))
+	if cap(c.out) > maxKeptOut {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
+	return err == nil
+}

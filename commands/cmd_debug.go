@@ -1,0 +1,66 @@
+package commands
+
+import "math"
+
+// DEBUG CLOCK: the test clock, only with --enable-debug-command yes (or
+// local, for loopback clients).
+
+func init() {
+	register(&command{name: "debug", arity: -2, flags: flagAdmin, run: cmdDebug, group: "server", since: "0.1.0",
+		summary:    "DEBUG CLOCK SET <unix_ms> | ADVANCE <ms> | REAL: drives the server clock (needs --enable-debug-command).",
+		complexity: "O(1)", subs: []string{"clock", "help"}})
+}
+
+// The debug clock's range: from the Unix epoch to the year 2262 in
+// nanoseconds, less a margin for the longest limit's arithmetic.
+const maxDebugMillis = math.MaxInt64 / 1_000_000 / 2
+
+func cmdDebug(c *Client, args [][]byte) {
+	switch c.srv.cfg.Debug {
+	case "yes":
+	case "local":
+		if !c.local {
+			c.writeError(errDebugDisabled)
+			return
+		}
+	default:
+		c.writeError(errDebugDisabled)
+		return
+	}
+	clock := c.srv.clock
+	switch {
+	case equalFold(args[1], "clock") && len(args) == 4 && equalFold(args[2], "set"):
+		ms, ok := parseInt(args[3])
+		if !ok || ms < 0 || ms > maxDebugMillis {
+			c.writeError(errNotInteger)
+			return
+		}
+		clock.Set(ms * 1e6)
+		c.writeOK()
+	case equalFold(args[1], "clock") && len(args) == 4 && equalFold(args[2], "advance"):
+		ms, ok := parseInt(args[3])
+		if !ok || ms < 0 || ms > maxDebugMillis || clock.Now()/1e6+ms > maxDebugMillis {
+			c.writeError(errNotInteger)
+			return
+		}
+		clock.Advance(ms * 1e6)
+		c.writeOK()
+	case equalFold(args[1], "clock") && len(args) == 3 && equalFold(args[2], "real"):
+		clock.Real()
+		c.writeOK()
+	case equalFold(args[1], "help") && len(args) == 2:
+		help := []string{
+			"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"CLOCK SET <unix_ms>", "    Freeze the server clock at this instant.",
+			"CLOCK ADVANCE <ms>", "    Move the server clock forward.",
+			"CLOCK REAL", "    Return to the real clock.",
+		}
+		c.writeArray(len(help))
+		for _, l := range help {
+			c.writeSimple(l)
+		}
+	default:
+		c.writeError(errUnknownSubcommand(args[1], "DEBUG"))
+	}
+	c.now = clock.Now() // the rest of the batch runs at the clock just set
+}

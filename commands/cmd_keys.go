@@ -1,0 +1,184 @@
+package commands
+
+import (
+	"strconv"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+// The key-space commands, with Redis's arguments and replies. Every key's
+// state expires exactly when it becomes equal to "absent", so a key that
+// exists always has a TTL.
+
+func init() {
+	keys := []argDoc{{name: "key", typ: "key", multiple: true}}
+	one := []argDoc{{name: "key", typ: "key"}}
+	flushArgs := []argDoc{{name: "async", typ: "pure-token", token: "ASYNC", optional: true}}
+	register(
+		&command{name: "del", arity: -2, flags: flagWrite, run: cmdDel, group: "generic", since: "0.1.0",
+			summary: "Deletes one or more keys.", complexity: "O(N)", arguments: keys, firstKey: 1, lastKey: -1, keyStep: 1},
+		&command{name: "unlink", arity: -2, flags: flagWrite | flagFast, run: cmdDel, group: "generic", since: "0.1.0",
+			summary: "Deletes one or more keys (the same as DEL: deleting a limiter's state is O(1)).", complexity: "O(N)",
+			arguments: keys, firstKey: 1, lastKey: -1, keyStep: 1},
+		&command{name: "exists", arity: -2, flags: flagReadOnly | flagFast, run: cmdExists, group: "generic", since: "0.1.0",
+			summary: "Counts how many of the keys exist.", complexity: "O(N)", arguments: keys, firstKey: 1, lastKey: -1, keyStep: 1},
+		&command{name: "type", arity: 2, flags: flagReadOnly | flagFast, run: cmdType, group: "generic", since: "0.1.0",
+			summary: "Names the algorithm whose state the key holds (rl-token, …) or none.", complexity: "O(1)",
+			arguments: one, firstKey: 1, lastKey: 1, keyStep: 1},
+		&command{name: "pttl", arity: 2, flags: flagReadOnly | flagFast, run: cmdPTTL, group: "generic", since: "0.1.0",
+			summary:    "Milliseconds until the key's state is back to its initial state and disappears, -2 if absent.",
+			complexity: "O(1)", arguments: one, firstKey: 1, lastKey: 1, keyStep: 1},
+		&command{name: "ttl", arity: 2, flags: flagReadOnly | flagFast, run: cmdTTL, group: "generic", since: "0.1.0",
+			summary: "Seconds until the key's state disappears, -2 if absent.", complexity: "O(1)",
+			arguments: one, firstKey: 1, lastKey: 1, keyStep: 1},
+		&command{name: "scan", arity: -2, flags: flagReadOnly, run: cmdScan, group: "generic", since: "0.1.0",
+			summary: "Iterates over the keys.", complexity: "O(1) per call, O(N) for a whole iteration",
+			arguments: []argDoc{
+				{name: "cursor", typ: "integer"},
+				{name: "pattern", typ: "pattern", token: "MATCH", optional: true},
+				{name: "count", typ: "integer", token: "COUNT", optional: true},
+				{name: "type", typ: "string", token: "TYPE", optional: true},
+			}},
+		&command{name: "dbsize", arity: 1, flags: flagReadOnly, run: cmdDBSize, group: "server", since: "0.1.0",
+			summary: "Counts the keys that hold state.", complexity: "O(N): expired entries not yet swept are not counted"},
+		&command{name: "flushall", arity: -1, maxArgs: 2, flags: flagWrite, run: cmdFlush, group: "server", since: "0.1.0",
+			summary: "Removes every key.", complexity: "O(N)", arguments: flushArgs},
+		&command{name: "flushdb", arity: -1, maxArgs: 2, flags: flagWrite, run: cmdFlush, group: "server", since: "0.1.0",
+			summary: "Removes every key (sluice has one database).", complexity: "O(N)", arguments: flushArgs},
+	)
+}
+
+func cmdDel(c *Client, args [][]byte) {
+	n, err := c.srv.ks.Delete(c.now, args[1:])
+	c.replyInt(n, err)
+}
+
+func cmdExists(c *Client, args [][]byte) {
+	n, err := c.srv.ks.Exists(c.now, args[1:])
+	c.replyInt(n, err)
+}
+
+func cmdType(c *Client, args [][]byte) {
+	algo, err := c.srv.ks.Type(c.now, args[1])
+	if err != nil {
+		c.writeError(err)
+		return
+	}
+	c.writeSimple(algo.String())
+}
+
+func cmdPTTL(c *Client, args [][]byte) {
+	ttl, err := c.srv.ks.TTL(c.now, args[1])
+	if err != nil {
+		c.writeError(err)
+		return
+	}
+	if ttl < 0 {
+		c.writeInt(-2)
+		return
+	}
+	c.writeInt(ceilMillis(ttl))
+}
+
+func cmdTTL(c *Client, args [][]byte) {
+	ttl, err := c.srv.ks.TTL(c.now, args[1])
+	if err != nil {
+		c.writeError(err)
+		return
+	}
+	if ttl < 0 {
+		c.writeInt(-2)
+		return
+	}
+	c.writeInt((ceilMillis(ttl) + 500) / 1000) // Redis rounds TTL to the nearest second
+}
+
+// cmdScan: SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+func cmdScan(c *Client, args [][]byte) {
+	// arguments
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		c.writeError(Error("ERR invalid cursor"))
+		return
+	}
+	var pattern []byte
+	count := 10
+	typ := ""
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.writeError(errSyntax)
+			return
+		}
+		switch {
+		case equalFold(args[i], "match"):
+			pattern = args[i+1]
+			if len(pattern) == 1 && pattern[0] == '*' {
+				pattern = nil
+			}
+		case equalFold(args[i], "count"):
+			v, ok := parseInt(args[i+1])
+			if !ok {
+				c.writeError(errNotInteger)
+				return
+			}
+			if v < 1 {
+				c.writeError(errSyntax)
+				return
+			}
+			count = int(min(v, 1<<20))
+		case equalFold(args[i], "type"):
+			typ = string(args[i+1])
+		default:
+			c.writeError(errSyntax)
+			return
+		}
+	}
+	// operation
+	var keys [][]byte
+	next, err := c.srv.ks.Scan(c.now, cursor, count, func(key []byte, algo algorithms.Algo) {
+		if typ != "" && algo.String() != typ {
+			return
+		}
+		if pattern != nil && !globMatch(pattern, key, false) {
+			return
+		}
+		keys = append(keys, append([]byte(nil), key...))
+	})
+	if err != nil {
+		c.writeError(err)
+		return
+	}
+	// reply
+	c.writeArray(2)
+	c.writeBulkString(strconv.FormatUint(next, 10))
+	c.writeArray(len(keys))
+	for _, k := range keys {
+		c.writeBulk(k)
+	}
+}
+
+func cmdDBSize(c *Client, args [][]byte) {
+	n, err := c.srv.ks.DBSize(c.now)
+	c.replyInt(n, err)
+}
+
+// cmdFlush: FLUSHALL [ASYNC|SYNC], FLUSHDB [ASYNC|SYNC]. Both run at once.
+func cmdFlush(c *Client, args [][]byte) {
+	if len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync") {
+		c.writeError(errSyntax)
+		return
+	}
+	if err := c.srv.ks.Flush(c.now); err != nil {
+		c.writeError(err)
+		return
+	}
+	c.writeOK()
+}
+
+func (c *Client) replyInt(n int64, err error) {
+	if err != nil {
+		c.writeError(err)
+		return
+	}
+	c.writeInt(n)
+}

@@ -1,0 +1,265 @@
+package commands
+
+import "bytes"
+
+// ReaderLimits bound what one client can make the server hold. The defaults
+// are tighter than Redis's because sluice stores no values: a key and a few
+// short numbers are all a command carries.
+type ReaderLimits struct {
+	// MaxBulk is the longest bulk argument accepted (proto-max-bulk-len).
+	MaxBulk int64
+	// MaxArgs is the most arguments one command may have.
+	MaxArgs int64
+	// MaxInline is the longest inline (telnet) command line.
+	MaxInline int
+}
+
+// The reader's protocol errors. The wording is Redis's.
+const (
+	errProtoMultibulkLen  Error = "ERR Protocol error: invalid multibulk length"
+	errProtoBulkLen       Error = "ERR Protocol error: invalid bulk length"
+	errProtoBigMbulkCount Error = "ERR Protocol error: too big mbulk count string"
+	errProtoBigBulkCount  Error = "ERR Protocol error: too big bulk count string"
+	errProtoBigInline     Error = "ERR Protocol error: too big inline request"
+	errProtoUnbalanced    Error = "ERR Protocol error: unbalanced quotes in request"
+	errProtoUnauthMbulk   Error = "ERR Protocol error: unauthenticated multibulk length"
+	errProtoUnauthBulk    Error = "ERR Protocol error: unauthenticated bulk length"
+	errProtoQueryBufLimit Error = "ERR Protocol error: client query buffer limit reached"
+	maxCountLine                = 64 * 1024 // Redis's PROTO_INLINE_MAX_SIZE
+	unauthMaxArgs               = 10        // Redis's limits for clients that have not authenticated
+	unauthMaxBulk               = 16 * 1024
+)
+
+func errProtoExpectedDollar(got byte) Error {
+	return Error("ERR Protocol error: expected '$', got '" + string(rune(got)) + "'")
+}
+
+// readCommand parses one command from the start of buf. It returns the
+// command's arguments (appended to args[:0]; multibulk arguments point into
+// buf, inline ones into *scratch), and the number of bytes the command took.
+// used is 0 and err nil when buf does not hold a whole command yet. A frame
+// that is not a command (an empty line, "*0", "*-1") is consumed and yields
+// no arguments. unauth applies Redis's stricter limits for clients that have
+// not authenticated yet.
+//
+// readCommand never allocates more than the arguments it returns and never
+// reads a bulk body it was not given: a length is checked against the
+// limits before any of its bytes are awaited.
+func readCommand(buf []byte, args [][]byte, scratch *[]byte, lim *ReaderLimits, unauth bool) (out [][]byte, used int, err error) {
+	args = args[:0]
+	if len(buf) == 0 {
+		return args, 0, nil
+	}
+	if buf[0] != '*' {
+		return readInline(buf, args, scratch, lim)
+	}
+	count, pos, err := readCountLine(buf, 1, errProtoBigMbulkCount)
+	if err != nil || pos == 0 {
+		return args, 0, err
+	}
+	if !countOK(count) {
+		return args, 0, errProtoMultibulkLen
+	}
+	if count <= 0 {
+		return args, pos, nil // Redis ignores empty and negative multibulk frames
+	}
+	if count > lim.MaxArgs || (unauth && count > unauthMaxArgs) {
+		if unauth && count > unauthMaxArgs {
+			return args, 0, errProtoUnauthMbulk
+		}
+		return args, 0, errProtoMultibulkLen
+	}
+	for i := int64(0); i < count; i++ {
+		if pos >= len(buf) {
+			return args, 0, nil
+		}
+		if buf[pos] != '$' {
+			return args, 0, errProtoExpectedDollar(buf[pos])
+		}
+		n, next, err := readCountLine(buf, pos+1, errProtoBigBulkCount)
+		if err != nil || next == 0 {
+			return args, 0, err
+		}
+		if !countOK(n) || n < 0 || n > lim.MaxBulk {
+			return args, 0, errProtoBulkLen
+		}
+		if unauth && n > unauthMaxBulk {
+			return args, 0, errProtoUnauthBulk
+		}
+		if int64(len(buf)-next) < n+2 {
+			return args, 0, nil // body not here yet
+		}
+		end := next + int(n)
+		if buf[end] != '\r' || buf[end+1] != '\n' {
+			return args, 0, errProtoBulkLen
+		}
+		args = append(args, buf[next:end:end])
+		pos = end + 2
+	}
+	return args, pos, nil
+}
+
+// countOK reports whether a parsed count fits Redis's range for lengths.
+func countOK(n int64) bool { return n <= 1<<31-1 }
+
+// readCountLine reads the integer that starts at buf[from] and ends with
+// "\r\n". It returns the value and the position after the line, or pos 0 if
+// the line is not complete. An integer that is not valid reads as a value
+// out of every range, as Redis's string2ll failure does.
+func readCountLine(buf []byte, from int, tooBig Error) (v int64, pos int, err error) {
+	cr := bytes.IndexByte(buf[from:], '\r')
+	if cr < 0 {
+		if len(buf)-from > maxCountLine {
+			return 0, 0, tooBig
+		}
+		return 0, 0, nil
+	}
+	if from+cr+1 >= len(buf) {
+		return 0, 0, nil // wait for the '\n'
+	}
+	v, ok := parseInt(buf[from : from+cr])
+	if !ok {
+		v = 1 << 62
+	}
+	return v, from + cr + 2, nil
+}
+
+// readInline parses a telnet-style command line, split as Redis's
+// sdssplitargs splits it: spaces separate arguments, "double quotes" take
+// \n \r \t \b \a \\ \" and \xHH escapes, 'single quotes' take \'.
+func readInline(buf []byte, args [][]byte, scratch *[]byte, lim *ReaderLimits) ([][]byte, int, error) {
+	nl := bytes.IndexByte(buf, '\n')
+	if nl < 0 {
+		if len(buf) > lim.MaxInline {
+			return args, 0, errProtoBigInline
+		}
+		return args, 0, nil
+	}
+	if nl > lim.MaxInline {
+		return args, 0, errProtoBigInline
+	}
+	line := buf[:nl]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	args, err := splitArgs(line, args, scratch)
+	if err != nil {
+		return args[:0], 0, err
+	}
+	if int64(len(args)) > lim.MaxArgs {
+		return args[:0], 0, errProtoMultibulkLen
+	}
+	return args, nl + 1, nil
+}
+
+// splitArgs splits line into args the way Redis's sdssplitargs does,
+// unquoting into *scratch: spaces separate arguments; a double quote starts
+// a quoted part that takes \n \r \t \b \a \xHH and \<any> escapes; a
+// single quote starts one that takes \'; a closing quote must be followed
+// by a space or the end of the line. Unlike Redis, a NUL byte is an ordinary
+// byte rather than the end of the line. *scratch is grown once to len(line)
+// so that earlier arguments never move.
+func splitArgs(line []byte, args [][]byte, scratch *[]byte) ([][]byte, error) {
+	if cap(*scratch) < len(line) {
+		*scratch = make([]byte, 0, len(line))
+	}
+	out := (*scratch)[:0]
+	i := 0
+	for {
+		for i < len(line) && isSpace(line[i]) {
+			i++
+		}
+		if i == len(line) {
+			return args, nil
+		}
+		start := len(out)
+		var inDouble, inSingle bool
+	token:
+		for i < len(line) {
+			c := line[i]
+			switch {
+			case inDouble:
+				switch {
+				case c == '\\' && i+3 < len(line) && line[i+1] == 'x' && isHex(line[i+2]) && isHex(line[i+3]):
+					out = append(out, unhex(line[i+2])<<4|unhex(line[i+3]))
+					i += 3
+				case c == '\\' && i+1 < len(line):
+					i++
+					out = append(out, unescape(line[i]))
+				case c == '"':
+					if i+1 < len(line) && !isSpace(line[i+1]) {
+						return args, errProtoUnbalanced // closing quote must be followed by a space
+					}
+					i, inDouble = i+1, false
+					break token
+				default:
+					out = append(out, c)
+				}
+			case inSingle:
+				switch {
+				case c == '\\' && i+1 < len(line) && line[i+1] == '\'':
+					out = append(out, '\'')
+					i++
+				case c == '\'':
+					if i+1 < len(line) && !isSpace(line[i+1]) {
+						return args, errProtoUnbalanced
+					}
+					i, inSingle = i+1, false
+					break token
+				default:
+					out = append(out, c)
+				}
+			case isSpace(c):
+				break token
+			case c == '"':
+				inDouble = true
+			case c == '\'':
+				inSingle = true
+			default:
+				out = append(out, c)
+			}
+			i++
+		}
+		if inDouble || inSingle {
+			return args, errProtoUnbalanced // the line ended inside quotes
+		}
+		args = append(args, out[start:len(out):len(out)])
+	}
+}
+
+// unescape maps the character after a backslash inside double quotes.
+func unescape(c byte) byte {
+	switch c {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'b':
+		return '\b'
+	case 'a':
+		return '\a'
+	default:
+		return c
+	}
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}

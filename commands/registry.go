@@ -1,0 +1,137 @@
+package commands
+
+// command is one entry of the registration table.
+type command struct {
+	name    string // lower case, as Redis names commands in errors and COMMAND
+	arity   int    // Redis's convention: n means exactly n arguments, -n at least n
+	maxArgs int    // most arguments, counting the name; 0 means no maximum
+	flags   cmdFlags
+	run     func(c *Client, args [][]byte)
+
+	// What COMMAND and COMMAND DOCS report.
+	group      string
+	since      string
+	summary    string
+	complexity string
+	arguments  []argDoc
+	firstKey   int
+	lastKey    int
+	keyStep    int
+	subs       []string // subcommand names, for COMMAND's tenth field
+}
+
+type cmdFlags uint16
+
+const (
+	flagDecision cmdFlags = 1 << iota // queued and carried out with the batch's other decisions
+	flagNoAuth                        // allowed before AUTH
+	flagWrite
+	flagReadOnly
+	flagFast
+	flagAdmin
+	flagLoading
+)
+
+// argDoc describes one argument for COMMAND DOCS, in the form redis-cli
+// reads to show hints.
+type argDoc struct {
+	name     string
+	typ      string // key, string, integer, pattern, pure-token
+	token    string
+	optional bool
+	multiple bool
+}
+
+func (cmd *command) arityOK(n int) bool {
+	if cmd.arity >= 0 {
+		return n == cmd.arity
+	}
+	return n >= -cmd.arity && (cmd.maxArgs == 0 || n <= cmd.maxArgs)
+}
+
+// commandTable is the one registration table: every command the server
+// knows, by lower-case name. Families register from their own files.
+var commandTable = map[string]*command{}
+
+func register(cmds ...*command) {
+	for _, cmd := range cmds {
+		if commandTable[cmd.name] != nil {
+			panic("commands: " + cmd.name + " registered twice")
+		}
+		commandTable[cmd.name] = cmd
+	}
+}
+
+// lookupCommand finds a command by name, in any letter case, without
+// allocating.
+func lookupCommand(name []byte) *command {
+	var buf [24]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	lower := buf[:len(name)]
+	for i, b := range name {
+		if b >= 'A' && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		lower[i] = b
+	}
+	return commandTable[string(lower)]
+}
+
+// equalFold reports whether b equals the lower-case ASCII word s in any
+// letter case.
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// errUnknownCommand is Redis's reply to a command it does not know.
+func errUnknownCommand(args [][]byte) Error {
+	const max = 128
+	msg := "ERR unknown command '" + clip(string(args[0]), max) + "', with args beginning with: "
+	room := max
+	for _, a := range args[1:] {
+		if room <= 0 {
+			break
+		}
+		part := clip(string(a), room)
+		msg += "'" + part + "' "
+		room -= len(part) + 3
+	}
+	return Error(sanitize(msg))
+}
+
+// errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
+func errUnknownSubcommand(sub []byte, cmd string) Error {
+	return Error(sanitize("ERR unknown subcommand '" + clip(string(sub), 128) + "'. Try " + cmd + " HELP."))
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// sanitize replaces the bytes that would break an error line, as Redis does.
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '\r' || c == '\n' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,289 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+// Keyspace is what the commands need from the state behind them: the store
+// on a single node, the Raft node in a replicated group. Every method takes
+// the instant the edge read for the batch. Errors are reply errors with a
+// Redis error code (WRONGTYPE, OOM, CLUSTERDOWN, TRYAGAIN …).
+type Keyspace interface {
+	// Decide carries out reqs in order and writes each outcome to the same
+	// index of out.
+	Decide(now int64, reqs []algorithms.Request, out []algorithms.Outcome)
+	Delete(now int64, keys [][]byte) (int64, error)
+	Exists(now int64, keys [][]byte) (int64, error)
+	// Type returns the algorithm of key's state, None if absent.
+	Type(now int64, key []byte) (algorithms.Algo, error)
+	// TTL returns the time until key's state expires, or -1 if absent.
+	TTL(now int64, key []byte) (int64, error)
+	// Scan visits about count entries from cursor and returns the cursor to
+	// continue from, 0 when done.
+	Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo)) (uint64, error)
+	DBSize(now int64) (int64, error)
+	Flush(now int64) error
+}
+
+// Sweeper is implemented by keyspaces that expire entries actively; the
+// server calls Sweep with its clock a few times a second.
+type Sweeper interface {
+	Sweep(now int64)
+}
+
+// Config is the server's configuration. The zero value of a field means its
+// default (see DefaultConfig).
+type Config struct {
+	Password         string
+	MaxClients       int
+	IdleTimeout      time.Duration // 0: never close idle clients
+	Limits           ReaderLimits
+	QueryBufferLimit int    // most bytes buffered for one client's unfinished command
+	Debug            string // enable-debug-command: "no", "yes" or "local"
+	Logger           *slog.Logger
+	// Params are the resolved settings that CONFIG GET reports.
+	Params []Param
+	// Info adds lines to INFO's server section (shards, mode, config file).
+	Info []Param
+}
+
+// Param is one name/value pair of configuration.
+type Param struct{ Name, Value string }
+
+// DefaultConfig returns the defaults: Redis's where they make sense for a
+// server that stores no values.
+func DefaultConfig() Config {
+	return Config{
+		MaxClients: 10000,
+		Limits: ReaderLimits{
+			MaxBulk:   1 << 20,
+			MaxArgs:   1 << 20,
+			MaxInline: 64 * 1024,
+		},
+		QueryBufferLimit: 8 << 20,
+		Debug:            "no",
+	}
+}
+
+// errTooManyFiles is accept's error when the process is out of descriptors:
+// a reason to back off and retry rather than stop serving.
+var errTooManyFiles = syscall.EMFILE
+
+// Server accepts Redis-protocol clients and runs their commands against a
+// Keyspace. Each client has its own goroutine, which reads whatever bytes
+// have arrived, runs every complete command in them with one clock read,
+// and flushes the replies once. A client that breaks the protocol or a
+// limit gets an error and is closed; a panic while serving a client is
+// recovered and closes that client only.
+type Server struct {
+	cfg   Config
+	ks    Keyspace
+	clock *Clock
+	log   *slog.Logger
+	start time.Time
+
+	mu      sync.Mutex
+	ln      net.Listener
+	clients map[int64]*Client
+	closed  bool
+	wg      sync.WaitGroup
+
+	nextID atomic.Int64
+	stats  serverStats
+}
+
+type serverStats struct {
+	connections atomic.Int64 // accepted connections
+	rejected    atomic.Int64 // refused at maxclients
+	// Totals of clients that have left; INFO adds the live clients' own.
+	commands    atomic.Int64
+	errors      atomic.Int64
+	allowed     atomic.Int64
+	denied      atomic.Int64
+	protoErrors atomic.Int64
+	panics      atomic.Int64
+	netIn       atomic.Int64
+	netOut      atomic.Int64
+}
+
+// NewServer returns a server for ks that reads time from clock.
+func NewServer(cfg Config, ks Keyspace, clock *Clock) *Server {
+	def := DefaultConfig()
+	if cfg.MaxClients <= 0 {
+		cfg.MaxClients = def.MaxClients
+	}
+	if cfg.Limits.MaxBulk <= 0 {
+		cfg.Limits.MaxBulk = def.Limits.MaxBulk
+	}
+	if cfg.Limits.MaxArgs <= 0 {
+		cfg.Limits.MaxArgs = def.Limits.MaxArgs
+	}
+	if cfg.Limits.MaxInline <= 0 {
+		cfg.Limits.MaxInline = def.Limits.MaxInline
+	}
+	if cfg.QueryBufferLimit <= 0 {
+		cfg.QueryBufferLimit = def.QueryBufferLimit
+	}
+	if cfg.Debug == "" {
+		cfg.Debug = def.Debug
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Server{
+		cfg:     cfg,
+		ks:      ks,
+		clock:   clock,
+		log:     cfg.Logger,
+		start:   time.Now(),
+		clients: make(map[int64]*Client),
+	}
+}
+
+// Clock returns the server's clock.
+func (s *Server) Clock() *Clock { return s.clock }
+
+// Serve accepts clients on ln until Shutdown. It returns nil after
+// Shutdown and the accept error otherwise.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	s.ln = ln
+	s.mu.Unlock()
+
+	stopSweep := make(chan struct{})
+	defer close(stopSweep)
+	if sw, ok := s.ks.(Sweeper); ok {
+		go s.sweepLoop(sw, stopSweep)
+	}
+
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.isClosed() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "err", err, "in", delay)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.accept(nc)
+	}
+}
+
+func (s *Server) accept(nc net.Conn) {
+	s.stats.connections.Add(1)
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	s.mu.Lock()
+	if s.closed || len(s.clients) >= s.cfg.MaxClients {
+		closed := s.closed
+		s.mu.Unlock()
+		if !closed {
+			s.stats.rejected.Add(1)
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			nc.Write([]byte("-" + string(errMaxClients) + "\r\n"))
+		}
+		nc.Close()
+		return
+	}
+	c := newClient(s, nc, s.nextID.Add(1))
+	s.clients[c.id] = c
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go c.serve()
+}
+
+func (s *Server) removeClient(c *Client) {
+	s.mu.Lock()
+	delete(s.clients, c.id)
+	s.mu.Unlock()
+	c.addTotals(0)
+	s.stats.commands.Add(c.totals.cmds.Load())
+	s.stats.errors.Add(c.totals.errors.Load())
+	s.stats.allowed.Add(c.totals.allowed.Load())
+	s.stats.denied.Add(c.totals.denied.Load())
+	s.wg.Done()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// Shutdown stops accepting, lets every client finish the batch it is
+// running, closes their connections and waits for their goroutines, or for
+// ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for _, c := range s.clients {
+		c.conn.SetReadDeadline(time.Now()) // wakes the reader; the batch in hand completes
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for _, c := range s.clients {
+			c.conn.Close()
+		}
+		s.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// sweepLoop runs active expiry ten times a second, as Redis's hz 10 does.
+func (s *Server) sweepLoop(sw Sweeper, stop <-chan struct{}) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			sw.Sweep(s.clock.Now())
+		}
+	}
+}
+
+// forEachClient calls fn for every connected client, in id order not
+// guaranteed.
+func (s *Server) forEachClient(fn func(c *Client)) {
+	s.mu.Lock()
+	list := make([]*Client, 0, len(s.clients))
+	for _, c := range s.clients {
+		list = append(list, c)
+	}
+	s.mu.Unlock()
+	for _, c := range list {
+		fn(c)
+	}
+}
