@@ -6,14 +6,19 @@ import (
 	"github.com/sluice-rl/sluice/algorithms"
 )
 
-// Entry is one key's state. It holds no pointers.
+// Entry is one key's state.
 type Entry struct {
 	Algo algorithms.Algo
 	// Expire is the instant at which the state becomes equal to "absent"
 	// (a full bucket, an ended window). At or after it the entry is gone.
 	Expire int64
-	// State holds the algorithm's words (Token: State[0] is the TAT).
-	State [2]int64
+	// State holds the fixed-size algorithms' words (Token: State[0] is the
+	// TAT).
+	State [3]int64
+	// Ext is the variable-size part of the algorithms that need one (a
+	// sliding log's ring, a concurrency limit's leases); nil for the others.
+	// A slice that Find returns is valid while the shard's lock is held.
+	Ext []int64
 }
 
 // Live reports whether e is a present, unexpired entry at now.

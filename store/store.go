@@ -74,7 +74,7 @@ func apply(now int64, req *algorithms.Request, e shard.Entry) (o algorithms.Outc
 	switch req.Limit.Algo {
 	case algorithms.Token:
 		r, s := req.Limit.TokenBucket().Take(algorithms.TokenState{TAT: e.State[0]}, now, req.N)
-		next = shard.Entry{Algo: algorithms.Token, Expire: s.TAT, State: [2]int64{s.TAT}}
+		next = shard.Entry{Algo: algorithms.Token, Expire: s.TAT, State: [3]int64{s.TAT}}
 		return algorithms.Outcome{Result: r}, next, req.N != 0 && r.Allowed
 	default:
 		return algorithms.Outcome{Err: errors.New("ERR unknown algorithm")}, e, false
