@@ -67,6 +67,8 @@ func run(cfg config) error {
 	for _, s := range settings {
 		params = append(params, commands.Param{Name: s.name, Value: s.get(&cfg)})
 	}
+	// Redis tools (redis-benchmark) ask for this; sluice has no append-only file.
+	params = append(params, commands.Param{Name: "appendonly", Value: "no"})
 	srv := commands.NewServer(commands.Config{
 		Password:    cfg.requirepass,
 		MaxClients:  cfg.maxclients,
