@@ -28,10 +28,12 @@ func (f *fakeConn) Read(p []byte) (int, error) {
 }
 
 func (f *fakeConn) Write(p []byte) (int, error) { f.written += int64(len(p)); return len(p), nil }
-func (f *fakeConn) Close() error                 { return nil }
-func (f *fakeConn) LocalAddr() net.Addr          { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6380} }
-func (f *fakeConn) RemoteAddr() net.Addr         { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000} }
-func (f *fakeConn) SetDeadline(time.Time) error  { return nil }
+func (f *fakeConn) Close() error                { return nil }
+func (f *fakeConn) LocalAddr() net.Addr         { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 6380} }
+func (f *fakeConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 50000}
+}
+func (f *fakeConn) SetDeadline(time.Time) error { return nil }
 func (f *fakeConn) SetReadDeadline(time.Time) error {
 	return nil
 }
