@@ -16,11 +16,23 @@ func (l Limit) TokenBucket() TokenBucket {
 }
 
 // Request is one decision as the edge hands it to a keyspace: apply Limit
-// with cost N to Key. Key is only valid for the duration of the call.
+// with cost N to Key. Key and ID are only valid for the duration of the call.
 type Request struct {
 	Key   []byte
 	Limit Limit
-	N     int64
+	// N is the cost: > 0 takes, 0 peeks (writes nothing), < 0 refunds. For
+	// Concurrency it is the operation: 1 acquires (or renews) the lease ID,
+	// -1 releases it, 0 peeks.
+	N int64
+	// Group makes consecutive requests with the same nonzero Group one
+	// all-or-nothing decision (RL.ALL): either every one of them is admitted
+	// and carried out, or none changes anything. Requests with Group 0 are
+	// independent. Two groups that follow each other in one call must have
+	// different values.
+	Group int32
+	// ID is the lease holder's id (Concurrency only); the keyspace hashes it
+	// to the 64 bits the algorithm keeps.
+	ID []byte
 }
 
 // Outcome is a Request's answer: a Result, or an error whose text is a

@@ -34,10 +34,11 @@ type Client struct {
 	libName string
 	libVer  string
 
-	resp3   atomic.Bool
-	authed  bool
-	closing bool // QUIT or a protocol error: close after this batch's flush
-	inline  bool // the command being run came as an inline line
+	resp3    atomic.Bool
+	authed   bool
+	closing  bool // QUIT or a protocol error: close after this batch's flush
+	inline   bool // the command being run came as an inline line
+	readonly bool // READONLY: peeks answered from this node's own state
 
 	// One batch: input, arguments, the instant read for it, replies.
 	in         []byte
@@ -46,6 +47,9 @@ type Client struct {
 	scratch    []byte
 	now        int64
 	out        []byte
+
+	// Forwarded submissions of this batch not yet carried out (RAFT.FORWARD).
+	forwards [][]byte
 
 	// Decisions of this batch not yet carried out, with how to reply.
 	pending  []algorithms.Request
@@ -193,6 +197,7 @@ func (c *Client) runBatch() {
 		}
 	}
 	c.runPending()
+	c.runForwards()
 	c.addTotals(ran)
 }
 
@@ -220,6 +225,7 @@ func (c *Client) addTotals(ran int64) {
 // connection is closed once it is flushed.
 func (c *Client) protocolError(err error) {
 	c.runPending()
+	c.runForwards()
 	c.writeError(err)
 	c.closing = true
 	c.srv.stats.protoErrors.Add(1)
@@ -232,6 +238,9 @@ func (c *Client) protocolError(err error) {
 // their order.
 func (c *Client) exec(args [][]byte) {
 	cmd := lookupCommand(args[0])
+	if cmd == nil || cmd.name != "raft.forward" {
+		c.runForwards()
+	}
 	if cmd == nil {
 		c.runPending()
 		c.writeError(errUnknownCommand(args))
@@ -270,7 +279,7 @@ func (c *Client) runPending() {
 		c.outcomes = make([]algorithms.Outcome, n, 2*n)
 	}
 	out := c.outcomes[:n]
-	c.srv.ks.Decide(c.now, c.pending, out)
+	c.decide(out)
 	for i := range out {
 		if out[i].Err != nil {
 			c.writeError(out[i].Err)

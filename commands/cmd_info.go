@@ -22,7 +22,7 @@ func init() {
 	)
 }
 
-var infoSections = []string{"server", "clients", "memory", "stats", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "stats", "replication", "keyspace"}
 
 // cmdInfo: INFO [section …]
 func cmdInfo(c *Client, args [][]byte) {
@@ -114,6 +114,8 @@ func (s *Server) infoSection(name string, now int64) []Param {
 			}
 		}
 		return out
+	case "replication":
+		return s.replicationInfo()
 	case "keyspace":
 		n, err := s.ks.DBSize(now)
 		if err != nil || n == 0 {

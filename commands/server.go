@@ -54,6 +54,8 @@ type Config struct {
 	Params []Param
 	// Info adds lines to INFO's server section (shards, mode, config file).
 	Info []Param
+	// Cluster is the replicated node, nil on a single node.
+	Cluster Cluster
 }
 
 // Param is one name/value pair of configuration.

@@ -25,6 +25,16 @@ type config struct {
 	protoMaxBulkLen  int64
 	maxMultibulkLen  int64
 	queryBufferLimit int64
+
+	// Replication (node-id and raft-bind empty: a single node).
+	dir           string
+	nodeID        string
+	raftBind      string
+	raftAdvertise string
+	announceAddr  string
+	bootstrap     string
+	join          string
+	raftFsync     string
 }
 
 func defaultConfig() config {
@@ -38,6 +48,9 @@ func defaultConfig() config {
 		protoMaxBulkLen:  1 << 20,
 		maxMultibulkLen:  1 << 20,
 		queryBufferLimit: 8 << 20,
+		dir:              ".",
+		bootstrap:        "no",
+		raftFsync:        "yes",
 	}
 }
 
@@ -86,6 +99,22 @@ var settings = []setting{
 	{"client-query-buffer-limit", func(c *config, a []string) error {
 		return memArg(a, 1<<10, 1<<31-1, &c.queryBufferLimit)
 	}, func(c *config) string { return strconv.FormatInt(c.queryBufferLimit, 10) }},
+	{"dir", func(c *config, a []string) error { return stringArg(a, &c.dir) },
+		func(c *config) string { return c.dir }},
+	{"node-id", func(c *config, a []string) error { return stringArg(a, &c.nodeID) },
+		func(c *config) string { return c.nodeID }},
+	{"raft-bind", func(c *config, a []string) error { return stringArg(a, &c.raftBind) },
+		func(c *config) string { return c.raftBind }},
+	{"raft-advertise", func(c *config, a []string) error { return stringArg(a, &c.raftAdvertise) },
+		func(c *config) string { return c.raftAdvertise }},
+	{"announce-addr", func(c *config, a []string) error { return stringArg(a, &c.announceAddr) },
+		func(c *config) string { return c.announceAddr }},
+	{"bootstrap", func(c *config, a []string) error { return enumArg(a, &c.bootstrap, "yes", "no") },
+		func(c *config) string { return c.bootstrap }},
+	{"join", func(c *config, a []string) error { return stringArg(a, &c.join) },
+		func(c *config) string { return c.join }},
+	{"raft-fsync", func(c *config, a []string) error { return enumArg(a, &c.raftFsync, "yes", "no") },
+		func(c *config) string { return c.raftFsync }},
 }
 
 func findSetting(name string) *setting {

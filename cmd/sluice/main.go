@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -45,6 +46,15 @@ func usage() {
 	}
 }
 
+// clusterOf returns node as the commands' Cluster, or a nil interface on a
+// single node (not a non-nil interface holding a nil pointer).
+func clusterOf(node *cluster.Node) commands.Cluster {
+	if node == nil {
+		return nil
+	}
+	return node
+}
+
 func logLevel(name string) slog.Level {
 	switch name {
 	case "debug", "verbose":
@@ -63,6 +73,37 @@ func run(cfg config) error {
 	slog.SetDefault(log)
 
 	st := store.New(cfg.shards)
+	var ks commands.Keyspace = st
+	var node *cluster.Node
+	if cfg.nodeID != "" || cfg.raftBind != "" {
+		if cfg.nodeID == "" || cfg.raftBind == "" {
+			return errors.New("replication needs both --node-id and --raft-bind")
+		}
+		announce := cfg.announceAddr
+		if announce == "" {
+			announce = net.JoinHostPort(cfg.bind[0], strconv.Itoa(cfg.port))
+		}
+		var err error
+		node, err = cluster.Open(cluster.Config{
+			ID:            cfg.nodeID,
+			RaftBind:      cfg.raftBind,
+			RaftAdvertise: cfg.raftAdvertise,
+			RESPAddr:      announce,
+			Dir:           cfg.dir,
+			Bootstrap:     cfg.bootstrap == "yes",
+			Join:          cfg.join,
+			Fsync:         cfg.raftFsync == "yes",
+			Password:      cfg.requirepass,
+			Logger:        log,
+		}, st)
+		if err != nil {
+			return err
+		}
+		defer node.Close()
+		ks = node
+		log.Info("replication on", "node_id", cfg.nodeID, "raft_bind", cfg.raftBind, "dir", cfg.dir,
+			"fsync", cfg.raftFsync)
+	}
 	var params []commands.Param
 	for _, s := range settings {
 		params = append(params, commands.Param{Name: s.name, Value: s.get(&cfg)})
@@ -86,7 +127,8 @@ func run(cfg config) error {
 			{Name: "config_file", Value: cfg.file},
 			{Name: "shards", Value: strconv.Itoa(st.Shards())},
 		},
-	}, st, commands.NewClock())
+		Cluster: clusterOf(node),
+	}, ks, commands.NewClock())
 
 	var lns []net.Listener
 	for _, host := range cfg.bind {

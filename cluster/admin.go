@@ -1,0 +1,217 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The operations behind RAFT.MEMBERS, RAFT.JOIN, RAFT.REMOVE,
+// RAFT.TRANSFER, RAFT.SNAPSHOT and INFO replication.
+
+// Member describes one voter of the group.
+type Member struct {
+	ID       string
+	RaftAddr string
+	RESPAddr string
+	Leader   bool
+	Voter    bool
+}
+
+// Members returns the group's configuration, leader first.
+func (n *Node) Members() ([]Member, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	_, leader := n.raft.LeaderWithID()
+	resp := n.fsm.Members()
+	var out []Member
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Member{
+			ID: string(s.ID), RaftAddr: string(s.Address), RESPAddr: resp[string(s.ID)],
+			Leader: s.ID == leader, Voter: s.Suffrage == raft.Voter,
+		})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Leader && !out[j].Leader })
+	return out, nil
+}
+
+// MemberFields describes each member as name/value pairs, leader first, for
+// RAFT.MEMBERS.
+func (n *Node) MemberFields() ([][][2]string, error) {
+	members, err := n.Members()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][][2]string, len(members))
+	for i, m := range members {
+		role := "follower"
+		if m.Leader {
+			role = "leader"
+		}
+		if !m.Voter {
+			role = "nonvoter"
+		}
+		out[i] = [][2]string{{"id", m.ID}, {"raft_addr", m.RaftAddr}, {"resp_addr", m.RESPAddr}, {"role", role}}
+	}
+	return out, nil
+}
+
+// Join adds a voter. On a follower it asks the leader. Joining again with
+// the same addresses is a no-op, so a restarted joiner can retry safely.
+func (n *Node) Join(id, raftAddr, respAddr string) error {
+	if id == "" || raftAddr == "" || respAddr == "" {
+		return errors.New("ERR RAFT.JOIN needs an id, a raft address and a RESP address")
+	}
+	if !n.ready.Load() {
+		return n.askLeader("RAFT.JOIN", id, raftAddr, respAddr)
+	}
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return err
+	}
+	known := false
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id && string(s.Address) == raftAddr {
+			known = true
+		}
+	}
+	if !known {
+		if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 10*time.Second).Error(); err != nil {
+			return fmt.Errorf("ERR adding %s: %v", id, err)
+		}
+	}
+	_, err := n.batcher.submit(0, []op{{code: opMember, id: id, addr: respAddr}})
+	return err
+}
+
+// Remove takes a voter out of the group.
+func (n *Node) Remove(id string) error {
+	if !n.ready.Load() {
+		return n.askLeader("RAFT.REMOVE", id)
+	}
+	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
+		return fmt.Errorf("ERR removing %s: %v", id, err)
+	}
+	_, err := n.batcher.submit(0, []op{{code: opMember, id: id}})
+	return err
+}
+
+// Transfer hands leadership to id, or to the most up-to-date follower.
+func (n *Node) Transfer(id string) error {
+	if !n.ready.Load() {
+		if id == "" {
+			return n.askLeader("RAFT.TRANSFER")
+		}
+		return n.askLeader("RAFT.TRANSFER", id)
+	}
+	var f raft.Future
+	if id == "" {
+		f = n.raft.LeadershipTransfer()
+	} else {
+		members, err := n.Members()
+		if err != nil {
+			return err
+		}
+		addr := ""
+		for _, m := range members {
+			if m.ID == id {
+				addr = m.RaftAddr
+			}
+		}
+		if addr == "" {
+			return fmt.Errorf("ERR no member %q", id)
+		}
+		f = n.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
+	}
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("ERR leadership transfer: %v", err)
+	}
+	return nil
+}
+
+// Snapshot takes a snapshot now and compacts the log.
+func (n *Node) Snapshot() error {
+	if err := n.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("ERR snapshot: %v", err)
+	}
+	return nil
+}
+
+// askLeader runs an administrative command on the leader.
+func (n *Node) askLeader(args ...string) error {
+	_, leaderID := n.raft.LeaderWithID()
+	addr := n.fsm.Member(string(leaderID))
+	if leaderID == "" || addr == "" {
+		return errNoLeader
+	}
+	if string(leaderID) == n.cfg.ID {
+		return errNotReady
+	}
+	bargs := make([][]byte, len(args))
+	for i, a := range args {
+		bargs[i] = []byte(a)
+	}
+	_, err := n.fwd.call(addr, bargs...)
+	return err
+}
+
+// InfoReplication returns INFO's replication section.
+func (n *Node) InfoReplication() [][2]string {
+	stats := n.raft.Stats()
+	leaderAddr, leaderID := n.raft.LeaderWithID()
+	_ = leaderAddr
+	role := "follower"
+	switch n.raft.State() {
+	case raft.Leader:
+		role = "leader"
+	case raft.Candidate:
+		role = "candidate"
+	case raft.Shutdown:
+		role = "shutdown"
+	}
+	contact := int64(0)
+	if role != "leader" {
+		if lc := n.raft.LastContact(); !lc.IsZero() {
+			contact = time.Since(lc).Milliseconds()
+		} else {
+			contact = -1
+		}
+	}
+	voters := 0
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			if s.Suffrage == raft.Voter {
+				voters++
+			}
+		}
+	}
+	entries, ops, maxSeen := n.batcher.entries.Load(), n.batcher.ops.Load(), n.batcher.maxSeen.Load()
+	avg := "0"
+	if entries > 0 {
+		avg = strconv.FormatFloat(float64(ops)/float64(entries), 'f', 1, 64)
+	}
+	return [][2]string{
+		{"role", role},
+		{"node_id", n.cfg.ID},
+		{"leader_id", string(leaderID)},
+		{"leader_addr", n.fsm.Member(string(leaderID))},
+		{"ready", strconv.FormatBool(n.ready.Load())},
+		{"members", strconv.Itoa(voters)},
+		{"term", stats["term"]},
+		{"commit_index", strconv.FormatUint(n.raft.CommitIndex(), 10)},
+		{"applied_index", strconv.FormatUint(n.raft.AppliedIndex(), 10)},
+		{"last_log_index", strconv.FormatUint(n.raft.LastIndex(), 10)},
+		{"last_contact_ms", strconv.FormatInt(contact, 10)},
+		{"applied_time_ms", strconv.FormatInt(n.fsm.AppliedTime()/1e6, 10)},
+		{"log_entries_written", strconv.FormatInt(entries, 10)},
+		{"batch_ops_avg", avg},
+		{"batch_ops_max", strconv.FormatInt(maxSeen, 10)},
+		{"fsync", strconv.FormatBool(n.cfg.Fsync)},
+	}
+}

@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Group commit: submissions that arrive while earlier entries are in flight
+// are packed into the next log entry, up to maxOps operations and maxBytes
+// bytes. Throughput comes from batching, never from acknowledging anything
+// before it is committed.
+
+const (
+	maxOps      = 4096
+	maxBytes    = 1 << 20
+	maxInflight = 4 // entries handed to raft and not yet applied
+	queueLen    = 8192
+)
+
+// submission is one caller's operations, applied together in one entry.
+type submission struct {
+	now     int64
+	ops     []op
+	results []result
+	err     error
+	done    chan struct{}
+}
+
+// errNotApplied means the submission never reached the log (this node was
+// not the leader, or could not enqueue it): retrying elsewhere is safe.
+var errNotApplied = errors.New("not applied: this node is not the leader")
+
+type batcher struct {
+	r        *raft.Raft
+	in       chan *submission
+	inflight chan struct{}
+	stop     chan struct{}
+
+	entries atomic.Int64 // log entries written
+	ops     atomic.Int64 // operations in them
+	maxSeen atomic.Int64 // the largest batch, in operations
+}
+
+func newBatcher(r *raft.Raft) *batcher {
+	b := &batcher{
+		r:        r,
+		in:       make(chan *submission, queueLen),
+		inflight: make(chan struct{}, maxInflight),
+		stop:     make(chan struct{}),
+	}
+	go b.loop()
+	return b
+}
+
+// submit queues ops and waits for their results.
+func (b *batcher) submit(now int64, ops []op) ([]result, error) {
+	s := &submission{now: now, ops: ops, done: make(chan struct{})}
+	select {
+	case b.in <- s:
+	case <-b.stop:
+		return nil, errNotApplied
+	}
+	select {
+	case <-s.done:
+		return s.results, s.err
+	case <-b.stop:
+		return nil, errUnknown("the node shut down while the request was queued")
+	}
+}
+
+// submitAll queues several submissions at once, so that they share a log
+// entry, and waits for all of them. It returns each one's results or error.
+func (b *batcher) submitAll(subs []*submission) ([][]result, []error) {
+	results := make([][]result, len(subs))
+	errs := make([]error, len(subs))
+	queued := 0
+enqueue:
+	for _, s := range subs {
+		select {
+		case b.in <- s:
+			queued++
+		case <-b.stop:
+			break enqueue
+		}
+	}
+	for i, s := range subs {
+		if i >= queued {
+			errs[i] = errNotApplied
+			continue
+		}
+		select {
+		case <-s.done:
+			results[i], errs[i] = s.results, s.err
+		case <-b.stop:
+			errs[i] = errUnknown("the node shut down while the request was queued")
+		}
+	}
+	return results, errs
+}
+
+func (b *batcher) close() { close(b.stop) }
+
+func (b *batcher) loop() {
+	var batch []*submission
+	var buf []byte
+	for {
+		var first *submission
+		select {
+		case first = <-b.in:
+		case <-b.stop:
+			return
+		}
+		// Wait for room in flight; meanwhile more submissions queue up.
+		select {
+		case b.inflight <- struct{}{}:
+		case <-b.stop:
+			first.err = errNotApplied
+			close(first.done)
+			return
+		}
+		batch = append(batch[:0], first)
+		nops, size := len(first.ops), 0
+	drain:
+		for nops < maxOps && size < maxBytes {
+			select {
+			case s := <-b.in:
+				batch = append(batch, s)
+				nops += len(s.ops)
+				size += 64 * len(s.ops)
+			default:
+				break drain
+			}
+		}
+		buf = b.encode(buf[:0], batch)
+		f := b.r.Apply(append([]byte(nil), buf...), 5*time.Second)
+		subs := append([]*submission(nil), batch...)
+		b.entries.Add(1)
+		b.ops.Add(int64(nops))
+		if int64(nops) > b.maxSeen.Load() {
+			b.maxSeen.Store(int64(nops))
+		}
+		go b.finish(f, subs)
+	}
+}
+
+// encode packs the submissions into one entry stamped with the latest of
+// their instants, renumbering RL.ALL groups so that no two groups of
+// different submissions (or of one) merge.
+func (b *batcher) encode(buf []byte, subs []*submission) []byte {
+	var now int64
+	var all []op
+	group := int32(0)
+	for _, s := range subs {
+		now = max(now, s.now)
+		prev := int32(0)
+		for _, o := range s.ops {
+			if o.code == opDecide && o.req.Group != 0 {
+				if o.req.Group != prev {
+					group++
+					prev = o.req.Group
+				}
+				o.req.Group = group
+			} else {
+				prev = 0
+			}
+			all = append(all, o)
+		}
+	}
+	return appendBatch(buf, now, all)
+}
+
+// finish waits for an entry to be applied and hands each submission its
+// results.
+func (b *batcher) finish(f raft.ApplyFuture, subs []*submission) {
+	err := f.Error()
+	<-b.inflight
+	var results []result
+	if err == nil {
+		resp, _ := f.Response().(applyResponse)
+		results, err = resp.results, resp.err
+	} else {
+		err = applyError(err)
+	}
+	off := 0
+	for _, s := range subs {
+		if err != nil {
+			s.err = err
+		} else if off+len(s.ops) <= len(results) {
+			s.results = results[off : off+len(s.ops) : off+len(s.ops)]
+		}
+		off += len(s.ops)
+		close(s.done)
+	}
+}
+
+// applyError turns raft's error into what the client is told: nothing was
+// applied (retry elsewhere), or the outcome is unknown.
+func applyError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress),
+		errors.Is(err, raft.ErrEnqueueTimeout):
+		return errNotApplied
+	default:
+		return errUnknown(err.Error())
+	}
+}

@@ -1,0 +1,278 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+// A log entry is one batch: a header with the leader's timestamp, then the
+// operations of every submission packed into it, in order.
+//
+//	entry   = version:u8 kind:u8 now:i64le count:uvarint op*
+//	op      = code:u8 body
+//	decide  = group:uvarint algo:u8 count:varint period:varint n:varint key:bytes id:bytes
+//	keys    = nkeys:uvarint key:bytes*           (delete, exists)
+//	key     = key:bytes                           (type, ttl)
+//	member  = id:bytes addr:bytes                 (a node's RESP address)
+//	bytes   = len:uvarint data
+//
+// The same encoding carries a follower's forwarded submission to the leader
+// (without the header's timestamp mattering: the leader stamps its own).
+
+const codecVersion = 1
+
+const (
+	kindOps byte = 1
+)
+
+type opCode uint8
+
+const (
+	opDecide opCode = 1 + iota
+	opDelete
+	opFlush
+	opExists
+	opType
+	opTTL
+	opDBSize
+	opMember
+)
+
+// op is one operation of a batch.
+type op struct {
+	code opCode
+	req  algorithms.Request // opDecide
+	keys [][]byte           // opDelete, opExists (several), opType, opTTL (one)
+	id   string             // opMember
+	addr string             // opMember
+}
+
+// result is one operation's answer: an outcome for decisions, a number for
+// the others, or an error.
+type result struct {
+	out algorithms.Outcome
+	n   int64
+}
+
+var errCorrupt = errors.New("cluster: corrupt batch encoding")
+
+// appendBatch encodes ops with the timestamp now.
+func appendBatch(b []byte, now int64, ops []op) []byte {
+	b = append(b, codecVersion, kindOps)
+	b = binary.LittleEndian.AppendUint64(b, uint64(now))
+	b = binary.AppendUvarint(b, uint64(len(ops)))
+	for i := range ops {
+		b = appendOp(b, &ops[i])
+	}
+	return b
+}
+
+func appendOp(b []byte, o *op) []byte {
+	b = append(b, byte(o.code))
+	switch o.code {
+	case opDecide:
+		r := &o.req
+		b = binary.AppendUvarint(b, uint64(uint32(r.Group)))
+		b = append(b, byte(r.Limit.Algo))
+		b = binary.AppendVarint(b, r.Limit.Count)
+		b = binary.AppendVarint(b, r.Limit.Period)
+		b = binary.AppendVarint(b, r.N)
+		b = appendBytes(b, r.Key)
+		b = appendBytes(b, r.ID)
+	case opDelete, opExists, opType, opTTL:
+		b = binary.AppendUvarint(b, uint64(len(o.keys)))
+		for _, k := range o.keys {
+			b = appendBytes(b, k)
+		}
+	case opMember:
+		b = appendBytes(b, []byte(o.id))
+		b = appendBytes(b, []byte(o.addr))
+	}
+	return b
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// decoder reads a batch; every read is bounds-checked, so a corrupt or
+// hostile entry yields errCorrupt, never a panic.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail() {
+	if d.err == nil {
+		d.err = errCorrupt
+	}
+	d.b = nil
+}
+
+func (d *decoder) byte() byte {
+	if len(d.b) < 1 {
+		d.fail()
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// decodeBatch decodes an entry. The ops' keys alias data.
+func decodeBatch(data []byte) (now int64, ops []op, err error) {
+	d := decoder{b: data}
+	if d.byte() != codecVersion || d.byte() != kindOps {
+		return 0, nil, errCorrupt
+	}
+	if len(d.b) < 8 {
+		return 0, nil, errCorrupt
+	}
+	now = int64(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	count := d.uvarint()
+	if count > uint64(len(d.b)) { // every op takes at least one byte
+		return 0, nil, errCorrupt
+	}
+	ops = make([]op, 0, count)
+	for i := uint64(0); i < count && d.err == nil; i++ {
+		var o op
+		o.code = opCode(d.byte())
+		switch o.code {
+		case opDecide:
+			g := d.uvarint()
+			if g > math.MaxUint32 {
+				d.fail()
+			}
+			o.req.Group = int32(uint32(g))
+			o.req.Limit.Algo = algorithms.Algo(d.byte())
+			o.req.Limit.Count = d.varint()
+			o.req.Limit.Period = d.varint()
+			o.req.N = d.varint()
+			o.req.Key = d.bytes()
+			o.req.ID = d.bytes()
+		case opDelete, opExists, opType, opTTL:
+			n := d.uvarint()
+			if n > uint64(len(d.b)) {
+				d.fail()
+				break
+			}
+			o.keys = make([][]byte, 0, n)
+			for j := uint64(0); j < n && d.err == nil; j++ {
+				o.keys = append(o.keys, d.bytes())
+			}
+		case opFlush, opDBSize:
+		case opMember:
+			o.id = string(d.bytes())
+			o.addr = string(d.bytes())
+		default:
+			d.fail()
+		}
+		ops = append(ops, o)
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return 0, nil, errCorrupt
+	}
+	return now, ops, nil
+}
+
+// appendResults encodes results for a forwarded submission's reply.
+//
+//	results = count:uvarint result*
+//	result  = 0:u8 allowed:u8 limit:varint remaining:varint retry:varint reset:varint n:varint
+//	        | 1:u8 error:bytes
+func appendResults(b []byte, rs []result) []byte {
+	b = binary.AppendUvarint(b, uint64(len(rs)))
+	for i := range rs {
+		r := &rs[i]
+		if r.out.Err != nil {
+			b = append(b, 1)
+			b = appendBytes(b, []byte(r.out.Err.Error()))
+			continue
+		}
+		b = append(b, 0)
+		allowed := byte(0)
+		if r.out.Result.Allowed {
+			allowed = 1
+		}
+		b = append(b, allowed)
+		b = binary.AppendVarint(b, r.out.Result.Limit)
+		b = binary.AppendVarint(b, r.out.Result.Remaining)
+		b = binary.AppendVarint(b, r.out.Result.RetryAfter)
+		b = binary.AppendVarint(b, r.out.Result.ResetAfter)
+		b = binary.AppendVarint(b, r.n)
+	}
+	return b
+}
+
+// replyError is an error relayed from another node, with its Redis text.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+func decodeResults(data []byte) ([]result, error) {
+	d := decoder{b: data}
+	count := d.uvarint()
+	if count > uint64(len(d.b)) {
+		return nil, errCorrupt
+	}
+	rs := make([]result, count)
+	for i := range rs {
+		switch d.byte() {
+		case 0:
+			r := &rs[i]
+			r.out.Result.Allowed = d.byte() == 1
+			r.out.Result.Limit = d.varint()
+			r.out.Result.Remaining = d.varint()
+			r.out.Result.RetryAfter = d.varint()
+			r.out.Result.ResetAfter = d.varint()
+			r.n = d.varint()
+		case 1:
+			rs[i].out.Err = replyError(d.bytes())
+		default:
+			d.fail()
+		}
+		if d.err != nil {
+			return nil, d.err
+		}
+	}
+	if len(d.b) != 0 {
+		return nil, errCorrupt
+	}
+	return rs, nil
+}

@@ -1,0 +1,249 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A follower forwards its clients' operations to the leader over pooled,
+// pipelined connections to the leader's RESP port: many callers share a
+// connection, each reply goes to the caller whose request was written at
+// the same position.
+
+const (
+	connsPerPeer = 4
+	dialTimeout  = time.Second
+)
+
+type forwarder struct {
+	password string
+
+	mu    sync.Mutex
+	peers map[string]*peer
+}
+
+type peer struct {
+	mu    sync.Mutex
+	conns [connsPerPeer]*pipeConn
+	next  int
+}
+
+func newForwarder(password string) *forwarder {
+	return &forwarder{password: password, peers: map[string]*peer{}}
+}
+
+// call sends one command to addr and returns its bulk reply. A failure
+// before the command left this node is errNotApplied; a failure after is
+// reported as an unknown outcome.
+func (f *forwarder) call(addr string, args ...[]byte) ([]byte, error) {
+	pc, err := f.conn(addr)
+	if err != nil {
+		return nil, errNotApplied
+	}
+	return pc.call(args)
+}
+
+func (f *forwarder) conn(addr string) (*pipeConn, error) {
+	f.mu.Lock()
+	p := f.peers[addr]
+	if p == nil {
+		p = &peer{}
+		f.peers[addr] = p
+	}
+	f.mu.Unlock()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := p.next % connsPerPeer
+	p.next++
+	if pc := p.conns[i]; pc != nil && !pc.isDead() {
+		return pc, nil
+	}
+	pc, err := dialPipe(addr, f.password)
+	if err != nil {
+		return nil, err
+	}
+	p.conns[i] = pc
+	return pc, nil
+}
+
+func (f *forwarder) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.peers {
+		p.mu.Lock()
+		for _, pc := range p.conns {
+			if pc != nil {
+				pc.close(errors.New("forwarder closed"))
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+type pending struct {
+	reply []byte
+	err   error
+	done  chan struct{}
+}
+
+// pipeConn is one connection to a peer, shared by concurrent callers.
+type pipeConn struct {
+	nc net.Conn
+	bw *bufio.Writer
+
+	wmu     sync.Mutex // serializes writes and the order of waiters
+	waiters chan *pending
+
+	dmu  sync.Mutex
+	dead error
+}
+
+func dialPipe(addr, password string) (*pipeConn, error) {
+	nc, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	pc := &pipeConn{nc: nc, bw: bufio.NewWriterSize(nc, 64<<10), waiters: make(chan *pending, 65536)}
+	br := bufio.NewReaderSize(nc, 64<<10)
+	if password != "" {
+		nc.SetDeadline(time.Now().Add(dialTimeout))
+		pc.bw.Write(encodeCommand(nil, [][]byte{[]byte("AUTH"), []byte(password)}))
+		if err := pc.bw.Flush(); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		if _, err := readReply(br); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("AUTH at %s: %w", addr, err)
+		}
+		nc.SetDeadline(time.Time{})
+	}
+	go pc.readLoop(br)
+	return pc, nil
+}
+
+func (pc *pipeConn) isDead() bool {
+	pc.dmu.Lock()
+	defer pc.dmu.Unlock()
+	return pc.dead != nil
+}
+
+func (pc *pipeConn) call(args [][]byte) ([]byte, error) {
+	p := &pending{done: make(chan struct{})}
+	pc.wmu.Lock()
+	if pc.isDead() {
+		pc.wmu.Unlock()
+		return nil, errNotApplied
+	}
+	pc.waiters <- p
+	pc.bw.Write(encodeCommand(nil, args))
+	err := pc.bw.Flush()
+	pc.wmu.Unlock()
+	if err != nil {
+		pc.close(err) // the command may have left in part: its waiter learns "unknown"
+	}
+	<-p.done
+	return p.reply, p.err
+}
+
+func (pc *pipeConn) readLoop(br *bufio.Reader) {
+	for {
+		reply, err := readReply(br)
+		if err != nil && !isReplyError(err) {
+			pc.close(err)
+			return
+		}
+		p := <-pc.waiters
+		p.reply, p.err = reply, err
+		close(p.done)
+	}
+}
+
+// close marks the connection dead and fails every caller still waiting:
+// their commands were sent, so their outcome is unknown.
+func (pc *pipeConn) close(err error) {
+	pc.dmu.Lock()
+	if pc.dead != nil {
+		pc.dmu.Unlock()
+		return
+	}
+	pc.dead = err
+	pc.dmu.Unlock()
+	pc.nc.Close()
+	pc.wmu.Lock()
+	defer pc.wmu.Unlock()
+	for {
+		select {
+		case p := <-pc.waiters:
+			p.err = errUnknown("the connection to the leader broke after the request was sent (" + err.Error() + ")")
+			close(p.done)
+		default:
+			return
+		}
+	}
+}
+
+func encodeCommand(b []byte, args [][]byte) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, '\r', '\n')
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, '\r', '\n')
+		b = append(b, a...)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// readReply reads one reply: a bulk string or simple string is returned as
+// bytes, an error reply as a replyError.
+func readReply(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, errors.New("cluster: malformed reply line")
+	}
+	body := line[1 : len(line)-2]
+	switch line[0] {
+	case '+':
+		return append([]byte(nil), body...), nil
+	case '-':
+		return nil, replyError(string(body))
+	case ':':
+		return append([]byte(nil), body...), nil
+	case '$':
+		n, err := strconv.Atoi(string(body))
+		if err != nil || n < -1 || n > 512<<20 {
+			return nil, errors.New("cluster: malformed bulk length")
+		}
+		if n == -1 {
+			return nil, nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return nil, err
+		}
+		return buf[:n], nil
+	default:
+		return nil, fmt.Errorf("cluster: unexpected reply type %q", line[0])
+	}
+}
+
+func isReplyError(err error) bool {
+	var re replyError
+	return errors.As(err, &re)
+}

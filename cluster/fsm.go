@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// FSM applies the replicated log to a store.
+//
+// Determinism: Apply reads no clock. Each entry carries the leader's
+// timestamp, and the FSM applies it at max(timestamp, the last applied
+// time), so applied time never moves backwards, not even across leaders
+// whose clocks disagree. Every replica that applies the same log reaches
+// the same state.
+//
+// Concurrency: raft calls Apply, Snapshot and Restore from one goroutine.
+// AppliedTime and Member may be called from any goroutine.
+type FSM struct {
+	st *store.Store
+
+	mu      sync.RWMutex
+	applied int64             // the instant the last entry was applied at
+	members map[string]string // node id → RESP address
+
+	reqs []algorithms.Request // scratch for runs of decisions
+	outs []algorithms.Outcome
+}
+
+// NewFSM returns an FSM over st.
+func NewFSM(st *store.Store) *FSM {
+	return &FSM{st: st, members: map[string]string{}}
+}
+
+// AppliedTime returns the instant the last entry was applied at: the
+// cluster's notion of now for local reads and expiry.
+func (f *FSM) AppliedTime() int64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.applied
+}
+
+// Member returns the RESP address recorded for node id.
+func (f *FSM) Member(id string) string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.members[id]
+}
+
+// Members returns a copy of the id → RESP address table.
+func (f *FSM) Members() map[string]string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make(map[string]string, len(f.members))
+	for k, v := range f.members {
+		out[k] = v
+	}
+	return out
+}
+
+// applyResponse is what Apply returns for an entry: one result per op, or
+// the reason the entry could not be decoded.
+type applyResponse struct {
+	results []result
+	err     error
+}
+
+// Apply applies one log entry.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	now, ops, err := decodeBatch(l.Data)
+	if err != nil {
+		return applyResponse{err: fmt.Errorf("entry %d: %w", l.Index, err)}
+	}
+	f.mu.Lock()
+	if now > f.applied {
+		f.applied = now
+	}
+	at := f.applied
+	f.mu.Unlock()
+	results := make([]result, len(ops))
+	f.run(at, ops, results)
+	return applyResponse{results: results}
+}
+
+// run applies ops at the instant at. Consecutive decisions go to the store
+// in one call, so RL.ALL groups stay whole.
+func (f *FSM) run(at int64, ops []op, results []result) {
+	for i := 0; i < len(ops); {
+		o := &ops[i]
+		r := &results[i]
+		switch o.code {
+		case opDecide:
+			j := i
+			f.reqs = f.reqs[:0]
+			for j < len(ops) && ops[j].code == opDecide {
+				f.reqs = append(f.reqs, ops[j].req)
+				j++
+			}
+			if cap(f.outs) < len(f.reqs) {
+				f.outs = make([]algorithms.Outcome, len(f.reqs))
+			}
+			outs := f.outs[:len(f.reqs)]
+			f.st.Decide(at, f.reqs, outs)
+			for k := range outs {
+				results[i+k].out = outs[k]
+				outs[k] = algorithms.Outcome{}
+			}
+			clear(f.reqs)
+			i = j
+			continue
+		case opDelete:
+			r.n, r.out.Err = f.st.Delete(at, o.keys)
+		case opExists:
+			r.n, r.out.Err = f.st.Exists(at, o.keys)
+		case opType:
+			if len(o.keys) == 1 {
+				algo, err := f.st.Type(at, o.keys[0])
+				r.n, r.out.Err = int64(algo), err
+			}
+		case opTTL:
+			if len(o.keys) == 1 {
+				r.n, r.out.Err = f.st.TTL(at, o.keys[0])
+			}
+		case opDBSize:
+			r.n, r.out.Err = f.st.DBSize(at)
+		case opFlush:
+			r.out.Err = f.st.Flush(at)
+		case opMember:
+			f.mu.Lock()
+			if o.addr == "" {
+				delete(f.members, o.id)
+			} else {
+				f.members[o.id] = o.addr
+			}
+			f.mu.Unlock()
+		}
+		i++
+	}
+}
+
+// The FSM snapshot: a header, then the store's own snapshot.
+//
+//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* store…
+const fsmMagic = "SLUICEFSM"
+const fsmVersion = 1
+
+// Snapshot captures the state at the current index. It serializes the
+// store in memory before returning, so the applies that follow do not leak
+// into it; Persist then writes the bytes while applies go on.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	var buf bytes.Buffer
+	f.mu.RLock()
+	buf.WriteString(fsmMagic)
+	buf.WriteByte(fsmVersion)
+	var hdr []byte
+	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(f.applied))
+	ids := make([]string, 0, len(f.members))
+	for id := range f.members {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	hdr = binary.AppendUvarint(hdr, uint64(len(ids)))
+	for _, id := range ids {
+		hdr = appendBytes(hdr, []byte(id))
+		hdr = appendBytes(hdr, []byte(f.members[id]))
+	}
+	f.mu.RUnlock()
+	buf.Write(hdr)
+	if err := f.st.Snapshot(&buf); err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{data: buf.Bytes()}, nil
+}
+
+// Restore replaces the state with a snapshot's.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	br := bufio.NewReader(rc)
+	magic := make([]byte, len(fsmMagic)+1)
+	if _, err := io.ReadFull(br, magic); err != nil {
+		return fmt.Errorf("cluster: snapshot header: %w", err)
+	}
+	if string(magic[:len(fsmMagic)]) != fsmMagic || magic[len(fsmMagic)] != fsmVersion {
+		return errors.New("cluster: not a sluice FSM snapshot, or an unknown version")
+	}
+	var ts [8]byte
+	if _, err := io.ReadFull(br, ts[:]); err != nil {
+		return fmt.Errorf("cluster: snapshot header: %w", err)
+	}
+	n, err := binary.ReadUvarint(br)
+	if err != nil || n > 1<<16 {
+		return fmt.Errorf("cluster: snapshot members: %v", err)
+	}
+	members := make(map[string]string, n)
+	for i := uint64(0); i < n; i++ {
+		id, err1 := readBytes(br)
+		addr, err2 := readBytes(br)
+		if err := errors.Join(err1, err2); err != nil {
+			return fmt.Errorf("cluster: snapshot members: %w", err)
+		}
+		members[string(id)] = string(addr)
+	}
+	if err := f.st.Restore(br); err != nil {
+		return fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+	f.mu.Lock()
+	f.applied = int64(binary.LittleEndian.Uint64(ts[:]))
+	f.members = members
+	f.mu.Unlock()
+	return nil
+}
+
+func readBytes(r *bufio.Reader) ([]byte, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if n > 1<<20 {
+		return nil, errCorrupt
+	}
+	b := make([]byte, n)
+	_, err = io.ReadFull(r, b)
+	return b, err
+}
+
+type fsmSnapshot struct{ data []byte }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

@@ -1,0 +1,204 @@
+package cluster
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+// The commands package's Keyspace, replicated: every operation is carried
+// out by the leader through the log, at the leader's time. A follower
+// forwards; a leader that is not ready (its first barrier has not applied)
+// waits up to LeaderWait, then answers CLUSTERDOWN.
+
+// Decide carries out reqs through the log and writes their outcomes.
+func (n *Node) Decide(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
+	ops := make([]op, len(reqs))
+	for i := range reqs {
+		ops[i] = op{code: opDecide, req: reqs[i]}
+	}
+	rs, err := n.submit(now, ops)
+	for i := range out[:len(reqs)] {
+		switch {
+		case err != nil:
+			out[i] = algorithms.Outcome{Err: err}
+		case i < len(rs):
+			out[i] = rs[i].out
+		default:
+			out[i] = algorithms.Outcome{Err: errUnknown("the leader's reply was short")}
+		}
+	}
+}
+
+func (n *Node) one(now int64, o op) (int64, error) {
+	rs, err := n.submit(now, []op{o})
+	if err != nil {
+		return 0, err
+	}
+	if len(rs) != 1 {
+		return 0, errUnknown("the leader's reply was short")
+	}
+	return rs[0].n, rs[0].out.Err
+}
+
+// Delete removes keys through the log.
+func (n *Node) Delete(now int64, keys [][]byte) (int64, error) {
+	return n.one(now, op{code: opDelete, keys: keys})
+}
+
+// Exists counts live keys, linearizably (through the log).
+func (n *Node) Exists(now int64, keys [][]byte) (int64, error) {
+	return n.one(now, op{code: opExists, keys: keys})
+}
+
+// Type returns the algorithm of key's state, linearizably.
+func (n *Node) Type(now int64, key []byte) (algorithms.Algo, error) {
+	v, err := n.one(now, op{code: opType, keys: [][]byte{key}})
+	return algorithms.Algo(v), err
+}
+
+// TTL returns the time until key's state expires (-1 if absent), as of the
+// applied time.
+func (n *Node) TTL(now int64, key []byte) (int64, error) {
+	return n.one(now, op{code: opTTL, keys: [][]byte{key}})
+}
+
+// DBSize counts live keys, linearizably.
+func (n *Node) DBSize(now int64) (int64, error) {
+	return n.one(now, op{code: opDBSize})
+}
+
+// Flush removes every key through the log.
+func (n *Node) Flush(now int64) error {
+	_, err := n.one(now, op{code: opFlush})
+	return err
+}
+
+// Scan iterates over this node's own state, as of its applied time (as
+// SCAN on a Redis replica does).
+func (n *Node) Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo)) (uint64, error) {
+	return n.st.Scan(n.fsm.AppliedTime(), cursor, count, fn)
+}
+
+// Sweep expires entries at the applied time, never at this node's clock, so
+// that no replica forgets state that the log has not yet made absent.
+func (n *Node) Sweep(now int64) { n.st.Sweep(n.fsm.AppliedTime()) }
+
+// submit gets ops applied: by this node's batcher if it is the ready
+// leader, by forwarding to the leader otherwise. While there is no leader,
+// or the request never reached one (errNotApplied), it retries until
+// LeaderWait has passed.
+func (n *Node) submit(now int64, ops []op) ([]result, error) {
+	deadline := time.Now().Add(n.cfg.LeaderWait)
+	var blob []byte
+	for {
+		var rs []result
+		var err error
+		switch leaderAddr, leaderID := n.raft.LeaderWithID(); {
+		case n.ready.Load():
+			rs, err = n.batcher.submit(now, ops)
+		case leaderID == raft.ServerID(n.cfg.ID):
+			err = errNotReady
+		case leaderAddr == "":
+			err = errNoLeader
+		default:
+			addr := n.fsm.Member(string(leaderID))
+			if addr == "" {
+				err = errNoLeader
+				break
+			}
+			if blob == nil {
+				blob = appendBatch(nil, now, ops)
+			}
+			rs, err = n.forward(addr, blob)
+		}
+		if err == nil || !retryable(err) {
+			return rs, err
+		}
+		if time.Now().After(deadline) {
+			if errors.Is(err, errNotApplied) {
+				err = errNoLeader
+			}
+			return nil, err
+		}
+		select {
+		case <-n.stop:
+			return nil, errNoLeader
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// retryable reports whether err says that nothing was applied.
+func retryable(err error) bool {
+	var ce clusterError
+	if errors.As(err, &ce) {
+		return ce == errNoLeader || ce == errNotReady || ce == errNotLeader
+	}
+	var re replyError
+	if errors.As(err, &re) {
+		return len(re) >= 11 && re[:11] == "CLUSTERDOWN"
+	}
+	return errors.Is(err, errNotApplied)
+}
+
+// forward sends an encoded submission to the leader at addr.
+func (n *Node) forward(addr string, blob []byte) ([]result, error) {
+	reply, err := n.fwd.call(addr, []byte("RAFT.FORWARD"), blob)
+	if err != nil {
+		return nil, err
+	}
+	return decodeResults(reply)
+}
+
+// Forward runs the submissions a follower forwarded (RAFT.FORWARD), all
+// stamped with this leader's clock, and returns each one's encoded results.
+// It never forwards again: a node that is not the ready leader answers
+// CLUSTERDOWN, and the follower retries.
+func (n *Node) Forward(now int64, blobs [][]byte) ([][]byte, []error) {
+	replies := make([][]byte, len(blobs))
+	errs := make([]error, len(blobs))
+	subs := make([]*submission, 0, len(blobs))
+	idx := make([]int, 0, len(blobs))
+	for i, blob := range blobs {
+		_, ops, err := decodeBatch(blob)
+		switch {
+		case err != nil:
+			errs[i] = errCorruptForward
+		case !n.ready.Load():
+			errs[i] = errNotLeader
+		default:
+			subs = append(subs, &submission{now: now, ops: ops, done: make(chan struct{})})
+			idx = append(idx, i)
+		}
+	}
+	results, subErrs := n.batcher.submitAll(subs)
+	for j := range subs {
+		i := idx[j]
+		switch err := subErrs[j]; {
+		case errors.Is(err, errNotApplied):
+			errs[i] = errNotLeader
+		case err != nil:
+			errs[i] = err
+		default:
+			replies[i] = appendResults(nil, results[j])
+		}
+	}
+	return replies, errs
+}
+
+// LocalDecide answers peeks from this node's own state at its applied time
+// (READONLY). Anything but a peek is refused: it would change state outside
+// the log.
+func (n *Node) LocalDecide(reqs []algorithms.Request, out []algorithms.Outcome) {
+	at := n.fsm.AppliedTime()
+	for i := range reqs {
+		if reqs[i].N != 0 {
+			out[i] = algorithms.Outcome{Err: errReadonlyWrite}
+			continue
+		}
+		n.st.Decide(at, reqs[i:i+1], out[i:i+1])
+	}
+}

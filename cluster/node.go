@@ -1,0 +1,256 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// Config configures a Node. ID, RESPAddr and either RaftBind or Transport
+// are required.
+type Config struct {
+	ID            string // this node's id, unique in the group
+	RaftBind      string // host:port the Raft transport listens on
+	RaftAdvertise string // the address peers dial; RaftBind if empty
+	RESPAddr      string // this node's client address, where followers forward to
+	Dir           string // raft.db and snapshots live in Dir/raft
+	Bootstrap     bool   // start a new group with this node as its only voter
+	Join          string // a member's RESP address to join through (ignored if Dir holds state)
+	Fsync         bool   // fsync the log on every write (the default; false trades durability for speed)
+	Password      string // requirepass of the group's nodes, for forwarding
+	Logger        *slog.Logger
+
+	// LeaderWait bounds how long a request waits for a leader (default 3s).
+	LeaderWait time.Duration
+
+	// For tests: raft's in-memory stores and transport, and timing.
+	Transport  raft.Transport
+	Logs       raft.LogStore
+	Stable     raft.StableStore
+	Snapshots  raft.SnapshotStore
+	RaftConfig func(*raft.Config)
+}
+
+// Node is one member of a replicated group. It implements the commands
+// package's Keyspace (every decision and key operation goes through the
+// log, on the leader, with the leader's clock) and its cluster commands.
+//
+// Concurrency: all methods are safe for concurrent use.
+type Node struct {
+	cfg     Config
+	log     *slog.Logger
+	st      *store.Store
+	fsm     *FSM
+	raft    *raft.Raft
+	trans   raft.Transport
+	batcher *batcher
+	fwd     *forwarder
+	closers []io.Closer
+
+	ready   atomic.Bool // leader, and its first barrier has applied
+	stop    chan struct{}
+	stopped sync.WaitGroup
+}
+
+// Open starts a node over st (which must be empty: its state comes from the
+// log and snapshots).
+func Open(cfg Config, st *store.Store) (*Node, error) {
+	if cfg.ID == "" || cfg.RESPAddr == "" {
+		return nil, errors.New("cluster: a node needs --node-id and a RESP address")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.LeaderWait <= 0 {
+		cfg.LeaderWait = 3 * time.Second
+	}
+	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: NewFSM(st), fwd: newForwarder(cfg.Password), stop: make(chan struct{})}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	rc.SnapshotThreshold = 8192
+	rc.SnapshotInterval = 30 * time.Second
+	rc.TrailingLogs = 10240
+	notify := make(chan bool, 64)
+	rc.NotifyCh = notify
+	if cfg.RaftConfig != nil {
+		cfg.RaftConfig(rc)
+	}
+
+	if err := n.openStorage(); err != nil {
+		n.closeAll()
+		return nil, err
+	}
+	existing, err := raft.HasExistingState(n.cfg.Logs, n.cfg.Stable, n.cfg.Snapshots)
+	if err != nil {
+		n.closeAll()
+		return nil, fmt.Errorf("cluster: reading %s: %w", cfg.Dir, err)
+	}
+	r, err := raft.NewRaft(rc, n.fsm, n.cfg.Logs, n.cfg.Stable, n.cfg.Snapshots, n.trans)
+	if err != nil {
+		n.closeAll()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n.raft = r
+	n.batcher = newBatcher(r)
+
+	switch {
+	case existing:
+		n.log.Info("raft: restarting on existing state; --bootstrap and --join are ignored", "dir", cfg.Dir)
+	case cfg.Bootstrap:
+		f := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{
+			{Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()},
+		}})
+		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.Close()
+			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+	case cfg.Join != "":
+		n.stopped.Add(1)
+		go n.joinLoop()
+	}
+	n.stopped.Add(1)
+	go n.watchLeadership(notify)
+	return n, nil
+}
+
+func (n *Node) openStorage() error {
+	cfg := &n.cfg
+	if cfg.Logs == nil || cfg.Stable == nil || cfg.Snapshots == nil {
+		dir := filepath.Join(cfg.Dir, "raft")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), NoSync: !cfg.Fsync})
+		if err != nil {
+			return fmt.Errorf("cluster: opening the log in %s: %w", dir, err)
+		}
+		n.closers = append(n.closers, bolt)
+		snaps, err := raft.NewFileSnapshotStore(dir, 2, os.Stderr)
+		if err != nil {
+			return err
+		}
+		cfg.Logs, cfg.Stable, cfg.Snapshots = bolt, bolt, snaps
+	}
+	if cfg.Transport != nil {
+		n.trans = cfg.Transport
+		return nil
+	}
+	adv := cfg.RaftAdvertise
+	if adv == "" {
+		adv = cfg.RaftBind
+	}
+	addr, err := resolveTCP(adv)
+	if err != nil {
+		return err
+	}
+	t, err := raft.NewTCPTransport(cfg.RaftBind, addr, 3, 10*time.Second, os.Stderr)
+	if err != nil {
+		return fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
+	}
+	n.trans = t
+	n.closers = append(n.closers, t)
+	return nil
+}
+
+// watchLeadership keeps ready true exactly while this node is a leader
+// whose first barrier has applied: a new leader decides nothing before it
+// has applied every entry of its predecessors. It also records the
+// leader's RESP address in the replicated member table.
+func (n *Node) watchLeadership(notify <-chan bool) {
+	defer n.stopped.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case leader := <-notify:
+			n.ready.Store(false)
+			if !leader {
+				n.log.Info("raft: no longer the leader")
+				continue
+			}
+			if err := n.raft.Barrier(10 * time.Second).Error(); err != nil {
+				n.log.Warn("raft: barrier after election failed", "err", err)
+				continue
+			}
+			if n.raft.State() != raft.Leader {
+				continue
+			}
+			n.ready.Store(true)
+			n.log.Info("raft: leader, serving decisions", "term", n.raft.Stats()["term"])
+			if n.fsm.Member(n.cfg.ID) != n.cfg.RESPAddr {
+				go n.batcher.submit(0, []op{{code: opMember, id: n.cfg.ID, addr: n.cfg.RESPAddr}})
+			}
+		}
+	}
+}
+
+// joinLoop asks the member at cfg.Join to add this node, retrying until it
+// is a member or the node stops.
+func (n *Node) joinLoop() {
+	defer n.stopped.Done()
+	delay := 100 * time.Millisecond
+	for {
+		_, err := n.fwd.call(n.cfg.Join, []byte("RAFT.JOIN"), []byte(n.cfg.ID),
+			[]byte(n.trans.LocalAddr()), []byte(n.cfg.RESPAddr))
+		if err == nil {
+			n.log.Info("raft: joined the group", "through", n.cfg.Join)
+			return
+		}
+		n.log.Warn("raft: join failed; retrying", "through", n.cfg.Join, "err", err, "in", delay)
+		select {
+		case <-n.stop:
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// Close stops the node: it leaves leadership as is (the others elect a new
+// leader after their timeout) and closes the log.
+func (n *Node) Close() error {
+	select {
+	case <-n.stop:
+		return nil
+	default:
+	}
+	close(n.stop)
+	var err error
+	if n.raft != nil {
+		err = n.raft.Shutdown().Error()
+		n.batcher.close()
+	}
+	n.stopped.Wait()
+	n.fwd.close()
+	n.closeAll()
+	return err
+}
+
+func (n *Node) closeAll() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i].Close()
+	}
+	n.closers = nil
+}
+
+// Raft returns the underlying raft instance, for tests and operations.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// FSM returns the node's state machine.
+func (n *Node) FSM() *FSM { return n.fsm }
+
+// Ready reports whether this node is a leader that serves decisions.
+func (n *Node) Ready() bool { return n.ready.Load() }
