@@ -156,9 +156,9 @@ func (n *Node) openStorage() error {
 	if err != nil {
 		return err
 	}
-	t, err := raft.NewTCPTransport(cfg.RaftBind, addr, 3, 10*time.Second, os.Stderr)
+	t, err := newTCPTransport(cfg.RaftBind, addr)
 	if err != nil {
-		return fmt.Errorf("cluster: raft transport on %s: %w", cfg.RaftBind, err)
+		return err
 	}
 	n.trans = t
 	n.closers = append(n.closers, t)

@@ -1,0 +1,569 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+)
+
+// Real processes on 127.0.0.1: the sluice binary built from this tree,
+// three nodes, clients on all of them, and a leader that is killed, paused
+// or cut off. Every history is checked with porcupine against a counter.
+
+var sluiceBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func buildSluice(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("process tests build and run the binary; skipped with -short")
+	}
+	sluiceBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "sluice-bin-")
+		if err != nil {
+			sluiceBin.err = err
+			return
+		}
+		sluiceBin.path = filepath.Join(dir, "sluice")
+		out, err := exec.Command("go", "build", "-o", sluiceBin.path, "github.com/sluice-rl/sluice/cmd/sluice").CombinedOutput()
+		if err != nil {
+			sluiceBin.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if sluiceBin.err != nil {
+		t.Fatal(sluiceBin.err)
+	}
+	return sluiceBin.path
+}
+
+func freePort(t *testing.T) int { return freePortOn(t, "127.0.0.1") }
+
+func freePortOn(t *testing.T, ip string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type proc struct {
+	t        *testing.T
+	bin      string
+	id       string
+	port     int
+	raftIP   string // each node's Raft traffic has its own loopback address
+	raftPort int
+	advPort  int // where peers dial this node's raft port (a proxy, or raftPort)
+	dir      string
+	logPath  string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+}
+
+func (p *proc) addr() string { return fmt.Sprintf("127.0.0.1:%d", p.port) }
+
+func (p *proc) start(extra ...string) {
+	p.t.Helper()
+	args := []string{"--port", fmt.Sprint(p.port), "--node-id", p.id,
+		"--raft-bind", fmt.Sprintf("%s:%d", p.raftIP, p.raftPort),
+		"--raft-advertise", fmt.Sprintf("%s:%d", p.raftIP, p.advPort),
+		"--dir", p.dir, "--loglevel", "warning"}
+	args = append(args, extra...)
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd = exec.Command(p.bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.exited = make(chan struct{})
+	go func() { p.cmd.Wait(); logf.Close(); close(p.exited) }()
+	// Wait for the RESP port.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", p.addr(), 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s did not start: %v\n%s", p.id, err, p.logTail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (p *proc) signal(s syscall.Signal) { p.cmd.Process.Signal(s) }
+
+func (p *proc) kill() {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Signal(syscall.SIGCONT)
+	p.cmd.Process.Kill()
+	<-p.exited
+}
+
+func (p *proc) logTail() string {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+func (p *proc) info(field string) string {
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, DialTimeout: 300 * time.Millisecond,
+		ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	defer rdb.Close()
+	text, err := rdb.Info(context.Background(), "replication").Result()
+	if err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// startProcGroup starts three nodes: n1 bootstraps, n2 and n3 join through
+// it. With proxies, peers reach each node's Raft port through a proxy that
+// can cut it off; each node's Raft traffic uses its own loopback address
+// (127.0.0.11, .12, .13) so that the proxies can tell who is calling.
+func startProcGroup(t *testing.T, withProxies bool) ([]*proc, []*proxy) {
+	bin := buildSluice(t)
+	base := t.TempDir()
+	var ps []*proc
+	var proxies []*proxy
+	for i := 1; i <= 3; i++ {
+		ip := fmt.Sprintf("127.0.0.%d", 10+i)
+		p := &proc{t: t, bin: bin, id: fmt.Sprintf("n%d", i), port: freePort(t), raftIP: ip, raftPort: freePortOn(t, ip),
+			dir: filepath.Join(base, fmt.Sprintf("n%d", i)), logPath: filepath.Join(base, fmt.Sprintf("n%d.log", i))}
+		p.advPort = p.raftPort
+		if withProxies {
+			px := startProxy(t, ip, fmt.Sprintf("%s:%d", ip, p.raftPort))
+			p.advPort = px.port
+			proxies = append(proxies, px)
+		}
+		ps = append(ps, p)
+	}
+	t.Cleanup(func() {
+		for _, p := range ps {
+			p.kill()
+		}
+		if t.Failed() {
+			for _, p := range ps {
+				t.Logf("--- %s log:\n%s", p.id, p.logTail())
+			}
+		}
+	})
+	ps[0].start("--bootstrap", "yes")
+	waitFor(t, 10*time.Second, func() bool { return ps[0].info("role") == "leader" && ps[0].info("ready") == "true" })
+	for _, p := range ps[1:] {
+		p.start("--join", ps[0].addr())
+	}
+	waitFor(t, 15*time.Second, func() bool { return ps[0].info("members") == "3" && ps[2].info("leader_id") != "" })
+	return ps, proxies
+}
+
+func waitFor(t *testing.T, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func leaderOf(ps []*proc) *proc {
+	for _, p := range ps {
+		if p.info("role") == "leader" {
+			return p
+		}
+	}
+	return nil
+}
+
+// takeOutput is what a client saw: admitted or not with the remaining
+// count, nothing applied (CLUSTERDOWN), or an unknown outcome.
+type takeOutput struct {
+	kind      string // "ok", "none", "unknown"
+	allowed   bool
+	remaining int
+}
+
+// counterModel: the state is the tokens left in a bucket that never refills.
+func counterModel(capacity int) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return capacity },
+		Step: func(state, input, output any) (bool, any) {
+			left, out := state.(int), output.(takeOutput)
+			switch out.kind {
+			case "none":
+				return true, left
+			case "unknown":
+				// An unknown outcome returns at the end of time, so it can be
+				// placed last, where taking a token is invisible: counting
+				// it as applied is sound whether or not it was.
+				if left >= 1 {
+					return true, left - 1
+				}
+				return true, left
+			}
+			if out.allowed {
+				return left >= 1 && out.remaining == left-1, left - 1
+			}
+			return left < 1 && out.remaining == left, left
+		},
+		DescribeOperation: func(input, output any) string {
+			o := output.(takeOutput)
+			return fmt.Sprintf("take -> %s %v %d", o.kind, o.allowed, o.remaining)
+		},
+	}
+}
+
+// history records clients' operations on one key.
+type history struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   []porcupine.Operation
+	acked int // admissions acknowledged to clients
+}
+
+func (h *history) record(client int, call time.Time, out takeOutput, ret time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := int64(ret.Sub(h.start))
+	if out.kind == "unknown" {
+		r = math.MaxInt64 // it may take effect at any point from now on
+	}
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: 1, Call: int64(call.Sub(h.start)), Output: out, Return: r})
+	if out.kind == "ok" && out.allowed {
+		h.acked++
+	}
+}
+
+// pace spaces each client's calls, so that a 3000-token bucket lasts
+// through the faults instead of being empty before they happen.
+const pace = 8 * time.Millisecond
+
+func isDialError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// drive runs clients on every node until stop closes.
+func drive(t *testing.T, ps []*proc, perNode int, key string, capacity int, h *history, stop <-chan struct{}) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	client := 0
+	for _, p := range ps {
+		for i := 0; i < perNode; i++ {
+			wg.Add(1)
+			go func(id int, addr string) {
+				defer wg.Done()
+				rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, PoolSize: 1, MaxRetries: -1,
+					DialTimeout: 300 * time.Millisecond, ReadTimeout: 4 * time.Second, WriteTimeout: time.Second})
+				defer rdb.Close()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					call := time.Now()
+					v, err := rdb.Do(context.Background(), "RL.TOKEN", key, "1/h", capacity).Slice()
+					ret := time.Now()
+					var out takeOutput
+					var re redis.Error
+					switch {
+					case err == nil && len(v) == 5:
+						out = takeOutput{kind: "ok", allowed: v[0] == int64(1), remaining: int(v[2].(int64))}
+					case errors.As(err, &re) && strings.HasPrefix(err.Error(), "CLUSTERDOWN"):
+						out = takeOutput{kind: "none"}
+					case isDialError(err):
+						out = takeOutput{kind: "none"} // nothing was sent
+						time.Sleep(100 * time.Millisecond)
+					case err != nil && strings.HasPrefix(err.Error(), "ERR"):
+						t.Errorf("client %d: unexpected error %v", id, err)
+						return
+					default:
+						out = takeOutput{kind: "unknown"} // TRYAGAIN, timeouts, broken connections
+						if err != nil && !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+							time.Sleep(100 * time.Millisecond) // the node is down: don't spin
+						}
+					}
+					h.record(id, call, out, ret)
+					time.Sleep(pace)
+				}
+			}(client, p.addr())
+			client++
+		}
+	}
+	return &wg
+}
+
+func checkHistory(t *testing.T, h *history, capacity int) {
+	t.Helper()
+	if h.acked > capacity {
+		t.Fatalf("%d admissions were acknowledged; capacity is %d", h.acked, capacity)
+	}
+	kinds := map[string]int{}
+	for _, op := range h.ops {
+		kinds[op.Output.(takeOutput).kind]++
+	}
+	t.Logf("history: %d operations %v, %d acknowledged admissions", len(h.ops), kinds, h.acked)
+	res := porcupine.CheckOperationsTimeout(counterModel(capacity), h.ops, 20*time.Second)
+	if res == porcupine.Illegal {
+		t.Fatal("the history is not linearizable against a counter")
+	}
+	if res == porcupine.Unknown {
+		t.Log("porcupine timed out: linearizability not decided (acknowledged admissions are within capacity)")
+	}
+}
+
+// sameState asks every node for the key's state from its own replica
+// (READONLY) once they have converged.
+func sameState(t *testing.T, ps []*proc, key string, capacity int) {
+	t.Helper()
+	var got []string
+	waitFor(t, 15*time.Second, func() bool {
+		got = got[:0]
+		for _, p := range ps {
+			rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, PoolSize: 1, MaxRetries: -1,
+				OnConnect: func(ctx context.Context, cn *redis.Conn) error { return cn.Process(ctx, redis.NewCmd(ctx, "READONLY")) }})
+			v, err := rdb.Do(context.Background(), "RL.TOKEN", key, "1/h", capacity, 0).Slice()
+			rdb.Close()
+			if err != nil {
+				return false
+			}
+			got = append(got, fmt.Sprint(v[2]))
+		}
+		return got[0] == got[1] && got[1] == got[2]
+	})
+	t.Logf("every node reports remaining=%s", got[0])
+}
+
+func TestProcessLeaderKill9(t *testing.T) {
+	ps, _ := startProcGroup(t, false)
+	const capacity = 3000
+	h := &history{start: time.Now()}
+	stop := make(chan struct{})
+	wg := drive(t, ps, 2, "k", capacity, h, stop)
+	time.Sleep(1500 * time.Millisecond)
+	ld := leaderOf(ps)
+	if ld == nil {
+		t.Fatal("no leader")
+	}
+	killedAt := time.Now()
+	ld.kill()
+	var others []*proc
+	for _, p := range ps {
+		if p != ld {
+			others = append(others, p)
+		}
+	}
+	waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
+	t.Logf("failover after kill -9: a new ready leader in %v", time.Since(killedAt).Round(time.Millisecond))
+	time.Sleep(1500 * time.Millisecond)
+	restartedAt := time.Now()
+	ld.start()
+	waitFor(t, 15*time.Second, func() bool { return ld.info("leader_id") != "" && ld.info("applied_index") == leaderOf(ps).info("applied_index") })
+	t.Logf("restarted node caught up in %v", time.Since(restartedAt).Round(time.Millisecond))
+	time.Sleep(1 * time.Second)
+	close(stop)
+	wg.Wait()
+	checkHistory(t, h, capacity)
+	sameState(t, ps, "k", capacity)
+}
+
+func TestProcessPausedLeaderDecidesNothing(t *testing.T) {
+	ps, _ := startProcGroup(t, false)
+	const capacity = 3000
+	h := &history{start: time.Now()}
+	stop := make(chan struct{})
+	wg := drive(t, ps, 2, "k", capacity, h, stop)
+	time.Sleep(1 * time.Second)
+	ld := leaderOf(ps)
+	if ld == nil {
+		t.Fatal("no leader")
+	}
+	ld.signal(syscall.SIGSTOP)
+	var others []*proc
+	for _, p := range ps {
+		if p != ld {
+			others = append(others, p)
+		}
+	}
+	waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
+	time.Sleep(1 * time.Second)
+	ld.signal(syscall.SIGCONT) // it wakes up believing it leads, with clients waiting on it
+	waitFor(t, 15*time.Second, func() bool { return ld.info("role") == "follower" })
+	time.Sleep(1 * time.Second)
+	close(stop)
+	wg.Wait()
+	checkHistory(t, h, capacity)
+	sameState(t, ps, "k", capacity)
+}
+
+func TestProcessPartitionedLeader(t *testing.T) {
+	ps, proxies := startProcGroup(t, true)
+	const capacity = 3000
+	h := &history{start: time.Now()}
+	stop := make(chan struct{})
+	wg := drive(t, ps, 2, "k", capacity, h, stop)
+	time.Sleep(1 * time.Second)
+	ld := leaderOf(ps)
+	if ld == nil {
+		t.Fatal("no leader")
+	}
+	// Cut the leader off from both peers, both ways.
+	var others []*proc
+	for i, p := range ps {
+		if p == ld {
+			proxies[i].block(otherIPs(ps, p)...)
+			continue
+		}
+		others = append(others, p)
+		proxies[i].block(ld.raftIP)
+	}
+	waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
+	waitFor(t, 15*time.Second, func() bool { return ld.info("role") != "leader" })
+	t.Logf("the cut-off leader stepped down (role %s)", ld.info("role"))
+	time.Sleep(1 * time.Second)
+	for _, px := range proxies {
+		px.heal()
+	}
+	waitFor(t, 15*time.Second, func() bool { return ld.info("role") == "follower" && ld.info("leader_id") != "" })
+	time.Sleep(1 * time.Second)
+	close(stop)
+	wg.Wait()
+	checkHistory(t, h, capacity)
+	sameState(t, ps, "k", capacity)
+}
+
+func otherIPs(ps []*proc, me *proc) []string {
+	var out []string
+	for _, p := range ps {
+		if p != me {
+			out = append(out, p.raftIP)
+		}
+	}
+	return out
+}
+
+// proxy relays TCP to a node's Raft port and can cut off callers by
+// source address: their connections are closed and new ones refused.
+type proxy struct {
+	ln     net.Listener
+	port   int
+	target string
+
+	mu      sync.Mutex
+	blocked map[string]bool
+	conns   map[net.Conn]string // both ends of every relay, by the caller's address
+}
+
+func startProxy(t *testing.T, ip, target string) *proxy {
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := &proxy{ln: ln, port: ln.Addr().(*net.TCPAddr).Port, target: target,
+		blocked: map[string]bool{}, conns: map[net.Conn]string{}}
+	t.Cleanup(func() { ln.Close(); px.block("*") })
+	go px.serve()
+	return px
+}
+
+func (px *proxy) serve() {
+	for {
+		c, err := px.ln.Accept()
+		if err != nil {
+			return
+		}
+		src := c.RemoteAddr().(*net.TCPAddr).IP.String()
+		px.mu.Lock()
+		if px.blocked[src] || px.blocked["*"] {
+			px.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.DialTimeout("tcp", px.target, time.Second)
+		if err != nil {
+			px.mu.Unlock()
+			c.Close()
+			continue
+		}
+		px.conns[c], px.conns[up] = src, src
+		px.mu.Unlock()
+		go px.pipe(c, up)
+		go px.pipe(up, c)
+	}
+}
+
+func (px *proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+	px.mu.Lock()
+	delete(px.conns, dst)
+	delete(px.conns, src)
+	px.mu.Unlock()
+}
+
+// block cuts off callers from these addresses ("*": everyone).
+func (px *proxy) block(ips ...string) {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	for _, ip := range ips {
+		px.blocked[ip] = true
+	}
+	for c, src := range px.conns {
+		if px.blocked[src] || px.blocked["*"] {
+			c.Close()
+		}
+	}
+}
+
+func (px *proxy) heal() {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	px.blocked = map[string]bool{}
+}
