@@ -393,7 +393,9 @@ func TestProcessLeaderKill9(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	restartedAt := time.Now()
 	ld.start()
-	waitFor(t, 15*time.Second, func() bool { return ld.info("leader_id") != "" && ld.info("applied_index") == leaderOf(ps).info("applied_index") })
+	waitFor(t, 15*time.Second, func() bool {
+		return ld.info("leader_id") != "" && ld.info("applied_index") == leaderOf(ps).info("applied_index")
+	})
 	t.Logf("restarted node caught up in %v", time.Since(restartedAt).Round(time.Millisecond))
 	time.Sleep(1 * time.Second)
 	close(stop)
