@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -202,6 +203,7 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 func (n *Node) joinLoop() {
 	defer n.stopped.Done()
 	delay := 100 * time.Millisecond
+	start := time.Now()
 	for {
 		_, err := n.fwd.call(n.cfg.Join, []byte("RAFT.JOIN"), []byte(n.cfg.ID),
 			[]byte(n.trans.LocalAddr()), []byte(n.cfg.RESPAddr))
@@ -209,7 +211,11 @@ func (n *Node) joinLoop() {
 			n.log.Info("raft: joined the group", "through", n.cfg.Join)
 			return
 		}
-		n.log.Warn("raft: join failed; retrying", "through", n.cfg.Join, "err", err, "in", delay)
+		level := slog.LevelInfo // a group that is still electing its first leader is normal
+		if time.Since(start) > 5*time.Second {
+			level = slog.LevelWarn
+		}
+		n.log.Log(context.Background(), level, "raft: join failed; retrying", "through", n.cfg.Join, "err", err, "in", delay)
 		select {
 		case <-n.stop:
 			return
