@@ -15,6 +15,7 @@ const (
 	flushAtOut  = 64 << 10 // flush replies early past this many bytes, to bound memory
 	maxKeptOut  = 1 << 20  // output buffers larger than this are dropped after a flush
 	maxNameSize = 1 << 10
+	maxKeptArgs = 1 << 10 // argument tables larger than this are dropped after their batch
 )
 
 // Client is one connection and its session state. Only its own goroutine
@@ -43,6 +44,7 @@ type Client struct {
 	in         []byte
 	start, end int
 	args       [][]byte
+	rs         readState // a multibulk command still arriving
 	scratch    []byte
 	now        int64
 	out        []byte
@@ -144,6 +146,7 @@ func (c *Client) makeRoom() bool {
 	if c.end < len(c.in) {
 		return true
 	}
+	c.rs.moved = true // the unfinished command is about to move
 	if c.start > 0 {
 		c.end = copy(c.in, c.in[c.start:c.end])
 		c.start = 0
@@ -166,7 +169,7 @@ func (c *Client) runBatch() {
 	var ran int64
 	for c.start < c.end && !c.closing {
 		buf := c.in[c.start:c.end]
-		args, used, err := readCommand(buf, c.args, &c.scratch, lim, !c.authed)
+		args, used, err := readCommandFrom(buf, c.args, &c.scratch, lim, !c.authed, &c.rs)
 		c.args = args
 		if err != nil {
 			c.protocolError(err)
@@ -194,6 +197,9 @@ func (c *Client) runBatch() {
 	}
 	c.runPending()
 	c.addTotals(ran)
+	if cap(c.args) > maxKeptArgs && c.rs.count == 0 {
+		c.args, c.rs.offs = nil, nil // one huge command does not pin its argument table
+	}
 }
 
 // addTotals publishes the batch's counters: a few uncontended atomic adds
@@ -292,6 +298,9 @@ func (c *Client) runPending() {
 func (c *Client) flushOut() bool {
 	if len(c.out) == 0 {
 		return true
+	}
+	if t := c.srv.cfg.IdleTimeout; t > 0 {
+		c.conn.SetWriteDeadline(time.Now().Add(t)) // a client that reads no replies is idle too
 	}
 	n, err := c.conn.Write(c.out)
 	c.srv.stats.netOut.Add(int64(n))
