@@ -175,6 +175,18 @@ func countOK(n int64) bool { return n <= 1<<31-1 }
 // the line is not complete. An integer that is not valid reads as a value
 // out of every range, as Redis's string2ll failure does.
 func readCountLine(buf []byte, from int, tooBig Error) (v int64, pos int, err error) {
+	// The common case, a short canonical number ("3", "16"), in one pass.
+	i := from
+	for ; i < len(buf) && i-from < 18; i++ {
+		c := buf[i]
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if i > from && i+1 < len(buf) && buf[i] == '\r' && buf[i+1] == '\n' && (buf[from] != '0' || i == from+1) {
+		return v, i + 2, nil
+	}
 	cr := bytes.IndexByte(buf[from:], '\r')
 	if cr < 0 {
 		if len(buf)-from > maxCountLine {
