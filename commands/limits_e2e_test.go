@@ -283,3 +283,51 @@ func TestE2EResp3DecisionIsAMap(t *testing.T) {
 		t.Fatalf("RESP3 RL.SLIDING = %#v", got)
 	}
 }
+
+// TestE2EExtremeArguments sends every decision command the largest
+// parameters the parsers accept, with the largest costs and refunds, at the
+// start of the clock and at the latest instant DEBUG CLOCK allows: every
+// reply must be well formed, with no negative field but a -1 retry.
+func TestE2EExtremeArguments(t *testing.T) {
+	s := startServer(t, Config{})
+	rdb := s.client(t, 2)
+	const max, min = "9223372036854775807", "-9223372036854775808"
+	cmds := [][]any{
+		{"RL.TOKEN", "t", "1000000000/s", max},
+		{"RL.TOKEN", "t2", "1/106751d", max},
+		{"RL.LEAKY", "l", "1/106751d", max},
+		{"RL.FIXED", "f", max, "106751d"},
+		{"RL.SLIDING", "s", max, "106751d"},
+		{"RL.SLIDING", "s2", max, "1ms"},
+		{"RL.LOG", "g", 10000, "106751d"},
+		{"CL.THROTTLE", "c", "9223372036854775806", 1, 9223372036},
+	}
+	check := func(args []any, reply any) {
+		vals := reply.([]any)
+		for i, v := range vals {
+			if n := v.(int64); n < 0 && !(i == 3 && n == -1) {
+				t.Fatalf("%v = %v: field %d is negative", args, vals, i)
+			}
+		}
+	}
+	for _, clock := range []string{"0", "4611686018427"} {
+		do(t, rdb, "DEBUG", "CLOCK", "SET", clock)
+		do(t, rdb, "FLUSHALL")
+		for _, c := range cmds {
+			for _, n := range []any{1, 10000, max, 0, -1, min} {
+				if c[0] == "CL.THROTTLE" && (n == -1 || n == min) {
+					continue
+				}
+				check(c, do(t, rdb, append(c, n)...))
+			}
+		}
+		check([]any{"RL.ACQUIRE"}, do(t, rdb, "RL.ACQUIRE", "a", 10000, "106751d", "id"))
+		v := do(t, rdb, "RL.ALL", max, "FIXED", "f2", max, "106751d", "SLIDING", "s3", max, "106751d", "TOKEN", "t3", "1/106751d", max)
+		for _, r := range v.([]any)[2].([]any) {
+			check([]any{"RL.ALL"}, r)
+		}
+	}
+	if got := do(t, rdb, "PING"); got != "PONG" {
+		t.Fatalf("PING after extreme arguments = %v", got)
+	}
+}
