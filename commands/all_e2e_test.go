@@ -24,7 +24,7 @@ func TestE2EAllResp2(t *testing.T) {
 	limits := []any{"TOKEN", "u:1/s", "10/s", 10, "fixed", "u:1/day", 3, "1d", "Log", "api", 5000, "1s"}
 	got := fmt.Sprint(do(t, rdb, append([]any{"RL.ALL", 2}, limits...)...))
 	if want := "[1 -1 [[1 10 8 0 200] [1 3 1 0 57600000] [1 5000 4998 0 1000]]]"; got != want {
-		t.Fatalf("RL.ALL admitted = %s; want %s", got, want) // the day ends at 16:00 UTC+0 from 08:00
+		t.Fatalf("RL.ALL admitted = %s; want %s", got, want) // the 1d window ends at midnight UTC, 16 h after 08:00
 	}
 	// The daily limit has 1 left: 2 more is denied there, and nothing is
 	// taken anywhere; the others report their state as it stands.

@@ -26,8 +26,12 @@ var errUnknownAlgo = errors.New("ERR unknown algorithm")
 
 // applyFamily computes the algorithms other than the token bucket; its
 // contract is apply's. For Log and Concurrency, an admitted request writes
-// into e.Ext (the slice Find returned) and hands it, or a larger one, to
-// the entry it returns; a denied one, a peek or an error leave e.Ext alone.
+// into e.Ext (the slice Find returned) and hands it, or a larger or smaller
+// one, to the entry it returns; a denied one, a peek or an error leave e.Ext
+// alone. So this relies on two things of shard: the Ext that Find returns
+// may be written while the lock is held, and Commit accepts an Ext that
+// shares memory with the stored one (it may keep the slice or copy it).
+// TestLogInPlaceMatchesThePureAlgorithm checks both through the store.
 func applyFamily(now int64, req *algorithms.Request, e shard.Entry) (algorithms.Outcome, shard.Entry, bool) {
 	l := req.Limit
 	var r algorithms.Result
