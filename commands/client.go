@@ -53,6 +53,7 @@ type Client struct {
 	pending  []algorithms.Request
 	replies  []replyShape
 	outcomes []algorithms.Outcome
+	group    int32 // the last RL.ALL group number handed out
 
 	// Counters of the batch being run, added to the totals once per batch.
 	errors, allowed, denied int64
@@ -69,7 +70,11 @@ type clientTotals struct {
 type replyShape uint8
 
 const (
-	shapeDecision replyShape = iota // the five fields of every RL.* decision
+	shapeDecision  replyShape = iota // the five fields of every RL.* decision
+	shapeThrottle                    // CL.THROTTLE: redis-cell's five integers, in seconds
+	shapeRelease                     // RL.RELEASE: 1 if a lease was released, else 0
+	shapeAll                         // the first request of an RL.ALL: the whole group's reply
+	shapeAllMember                   // the group's other requests, answered with the first
 )
 
 func newClient(s *Server, nc net.Conn, id int64) *Client {
@@ -265,6 +270,16 @@ func (c *Client) queue(req algorithms.Request, shape replyShape) {
 	c.replies = append(c.replies, shape)
 }
 
+// nextGroup returns a group number for an RL.ALL, never 0 and never the
+// previous one.
+func (c *Client) nextGroup() int32 {
+	c.group++
+	if c.group <= 0 {
+		c.group = 1
+	}
+	return c.group
+}
+
 // runPending carries out the queued decisions in one call to the keyspace
 // and writes their replies.
 func (c *Client) runPending() {
@@ -277,9 +292,23 @@ func (c *Client) runPending() {
 	}
 	out := c.outcomes[:n]
 	c.srv.ks.Decide(c.now, c.pending, out)
-	for i := range out {
+	for i := 0; i < n; i++ {
+		shape := c.replies[i]
+		if shape == shapeAll {
+			j := i + 1
+			for j < n && c.replies[j] == shapeAllMember {
+				j++
+			}
+			c.writeAll(out[i:j])
+			i = j - 1
+			continue
+		}
 		if out[i].Err != nil {
 			c.writeError(out[i].Err)
+			continue
+		}
+		if shape == shapeRelease {
+			c.writeReleased(out[i].Result.Allowed)
 			continue
 		}
 		if out[i].Result.Allowed {
@@ -287,7 +316,11 @@ func (c *Client) runPending() {
 		} else {
 			c.denied++
 		}
-		c.writeDecision(&out[i].Result)
+		if shape == shapeThrottle {
+			c.writeThrottle(&out[i].Result)
+		} else {
+			c.writeDecision(&out[i].Result)
+		}
 	}
 	clear(c.pending) // drop references into the input buffer
 	c.pending = c.pending[:0]

@@ -25,6 +25,7 @@ type config struct {
 	protoMaxBulkLen  int64
 	maxMultibulkLen  int64
 	queryBufferLimit int64
+	logMaxLimit      int
 }
 
 func defaultConfig() config {
@@ -38,6 +39,7 @@ func defaultConfig() config {
 		protoMaxBulkLen:  1 << 20,
 		maxMultibulkLen:  1 << 20,
 		queryBufferLimit: 8 << 20,
+		logMaxLimit:      10000,
 	}
 }
 
@@ -86,6 +88,10 @@ var settings = []setting{
 	{"client-query-buffer-limit", func(c *config, a []string) error {
 		return memArg(a, 1<<10, 1<<31-1, &c.queryBufferLimit)
 	}, func(c *config) string { return strconv.FormatInt(c.queryBufferLimit, 10) }},
+	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
+	// bytes per logged unit, 16 per lease holder.
+	{"log-max-limit", func(c *config, a []string) error { return intArg(a, 1, 100_000_000, &c.logMaxLimit) },
+		func(c *config) string { return strconv.Itoa(c.logMaxLimit) }},
 }
 
 func findSetting(name string) *setting {
