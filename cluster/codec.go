@@ -39,13 +39,14 @@ const (
 	opTTL
 	opDBSize
 	opMember
+	opInfo
 )
 
 // op is one operation of a batch.
 type op struct {
 	code opCode
 	req  algorithms.Request // opDecide
-	keys [][]byte           // opDelete, opExists (several), opType, opTTL (one)
+	keys [][]byte           // opDelete, opExists (several), opType, opTTL, opInfo (one)
 	id   string             // opMember
 	addr string             // opMember
 }
@@ -53,8 +54,9 @@ type op struct {
 // result is one operation's answer: an outcome for decisions, a number for
 // the others, or an error.
 type result struct {
-	out algorithms.Outcome
-	n   int64
+	out  algorithms.Outcome
+	n    int64
+	info algorithms.KeyInfo // opInfo
 }
 
 var errCorrupt = errors.New("cluster: corrupt batch encoding")
@@ -82,7 +84,7 @@ func appendOp(b []byte, o *op) []byte {
 		b = binary.AppendVarint(b, r.N)
 		b = appendBytes(b, r.Key)
 		b = appendBytes(b, r.ID)
-	case opDelete, opExists, opType, opTTL:
+	case opDelete, opExists, opType, opTTL, opInfo:
 		b = binary.AppendUvarint(b, uint64(len(o.keys)))
 		for _, k := range o.keys {
 			b = appendBytes(b, k)
@@ -186,7 +188,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 			o.req.N = d.varint()
 			o.req.Key = d.bytes()
 			o.req.ID = d.bytes()
-		case opDelete, opExists, opType, opTTL:
+		case opDelete, opExists, opType, opTTL, opInfo:
 			n := d.uvarint()
 			if n > uint64(len(d.b)) {
 				d.fail()
@@ -216,6 +218,8 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 //	results = count:uvarint result*
 //	result  = 0:u8 allowed:u8 limit:varint remaining:varint retry:varint reset:varint n:varint
 //	        | 1:u8 error:bytes
+//	        | 2:u8 algo:u8 expire:varint nfields:uvarint field*      (RL.INFO)
+//	field   = name:bytes value:varint flags:u8 [len:uvarint value:varint*]   (flags: 1 list, 2 pairs)
 func appendResults(b []byte, rs []result) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs)))
 	for i := range rs {
@@ -223,6 +227,10 @@ func appendResults(b []byte, rs []result) []byte {
 		if r.out.Err != nil {
 			b = append(b, 1)
 			b = appendBytes(b, []byte(r.out.Err.Error()))
+			continue
+		}
+		if r.info.Algo != algorithms.None {
+			b = appendInfo(append(b, 2), &r.info)
 			continue
 		}
 		b = append(b, 0)
@@ -264,6 +272,8 @@ func decodeResults(data []byte) ([]result, error) {
 			r.n = d.varint()
 		case 1:
 			rs[i].out.Err = replyError(d.bytes())
+		case 2:
+			rs[i].info = d.info()
 		default:
 			d.fail()
 		}
@@ -275,4 +285,56 @@ func decodeResults(data []byte) ([]result, error) {
 		return nil, errCorrupt
 	}
 	return rs, nil
+}
+
+func appendInfo(b []byte, ki *algorithms.KeyInfo) []byte {
+	b = append(b, byte(ki.Algo))
+	b = binary.AppendVarint(b, ki.Expire)
+	b = binary.AppendUvarint(b, uint64(len(ki.Fields)))
+	for _, f := range ki.Fields {
+		b = appendBytes(b, []byte(f.Name))
+		b = binary.AppendVarint(b, f.Value)
+		flags := byte(0)
+		if f.List != nil {
+			flags |= 1
+		}
+		if f.Pairs {
+			flags |= 2
+		}
+		b = append(b, flags)
+		if f.List != nil {
+			b = binary.AppendUvarint(b, uint64(len(f.List)))
+			for _, v := range f.List {
+				b = binary.AppendVarint(b, v)
+			}
+		}
+	}
+	return b
+}
+
+func (d *decoder) info() algorithms.KeyInfo {
+	ki := algorithms.KeyInfo{Algo: algorithms.Algo(d.byte()), Expire: d.varint()}
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return ki
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		f := algorithms.Field{Name: string(d.bytes()), Value: d.varint()}
+		flags := d.byte()
+		f.Pairs = flags&2 != 0
+		if flags&1 != 0 {
+			m := d.uvarint()
+			if m > uint64(len(d.b)) {
+				d.fail()
+				break
+			}
+			f.List = make([]int64, 0, m)
+			for j := uint64(0); j < m && d.err == nil; j++ {
+				f.List = append(f.List, d.varint())
+			}
+		}
+		ki.Fields = append(ki.Fields, f)
+	}
+	return ki
 }

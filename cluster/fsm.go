@@ -133,6 +133,10 @@ func (f *FSM) run(at int64, ops []op, results []result) {
 			if len(o.keys) == 1 {
 				r.n, r.out.Err = f.st.TTL(at, o.keys[0])
 			}
+		case opInfo:
+			if len(o.keys) == 1 {
+				r.info, r.out.Err = f.st.Info(at, o.keys[0])
+			}
 		case opDBSize:
 			r.n, r.out.Err = f.st.DBSize(at)
 		case opFlush:

@@ -65,6 +65,24 @@ func (n *Node) TTL(now int64, key []byte) (int64, error) {
 	return n.one(now, op{code: opTTL, keys: [][]byte{key}})
 }
 
+// Info returns key's state for RL.INFO, linearizably (through the log).
+func (n *Node) Info(now int64, key []byte) (algorithms.KeyInfo, error) {
+	rs, err := n.submit(now, []op{{code: opInfo, keys: [][]byte{key}}})
+	if err != nil {
+		return algorithms.KeyInfo{}, err
+	}
+	if len(rs) != 1 {
+		return algorithms.KeyInfo{}, errUnknown("the leader's reply was short")
+	}
+	return rs[0].info, rs[0].out.Err
+}
+
+// LocalInfo returns key's state from this node's own replica, as of its
+// applied time (RL.INFO on a READONLY connection).
+func (n *Node) LocalInfo(key []byte) (algorithms.KeyInfo, error) {
+	return n.st.Info(n.fsm.AppliedTime(), key)
+}
+
 // DBSize counts live keys, linearizably.
 func (n *Node) DBSize(now int64) (int64, error) {
 	return n.one(now, op{code: opDBSize})

@@ -23,6 +23,8 @@ type Cluster interface {
 	// LocalDecide answers peeks from this node's own, possibly stale, state
 	// (READONLY connections).
 	LocalDecide(reqs []algorithms.Request, out []algorithms.Outcome)
+	// LocalInfo answers RL.INFO from this node's own state (READONLY).
+	LocalInfo(key []byte) (algorithms.KeyInfo, error)
 }
 
 var errNoCluster = Error("ERR This instance has cluster support disabled")
@@ -182,6 +184,15 @@ func (c *Client) decide(out []algorithms.Outcome) {
 	for j, i := range restIdx {
 		out[i] = restOut[j]
 	}
+}
+
+// keyInfo reads key's state for RL.INFO: through the keyspace, or from this
+// node's own state on a READONLY connection.
+func (c *Client) keyInfo(key []byte) (algorithms.KeyInfo, error) {
+	if cl := c.srv.cfg.Cluster; c.readonly && cl != nil {
+		return cl.LocalInfo(key)
+	}
+	return c.srv.ks.Info(c.now, key)
 }
 
 // replicationInfo is INFO's replication section.

@@ -14,9 +14,9 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// testServer is an in-process sluice on 127.0.0.1:0 with the debug clock
+// coreServer is an in-process sluice on 127.0.0.1:0 with the debug clock
 // frozen at t0, so every end-to-end test is a script of instants.
-type testServer struct {
+type coreServer struct {
 	srv   *Server
 	addr  string
 	clock *Clock
@@ -24,7 +24,7 @@ type testServer struct {
 
 const t0ms = 1_795_000_000_000 // 2026-11-18T…Z, a fixed instant in unix ms
 
-func startServer(t testing.TB, cfg Config) *testServer {
+func startCoreServer(t testing.TB, cfg Config) *coreServer {
 	t.Helper()
 	if cfg.Debug == "" {
 		cfg.Debug = "yes"
@@ -51,10 +51,10 @@ func startServer(t testing.TB, cfg Config) *testServer {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &testServer{srv: srv, addr: ln.Addr().String(), clock: clock}
+	return &coreServer{srv: srv, addr: ln.Addr().String(), clock: clock}
 }
 
-func (ts *testServer) client(t testing.TB, opt *redis.Options) *redis.Client {
+func (ts *coreServer) client(t testing.TB, opt *redis.Options) *redis.Client {
 	t.Helper()
 	if opt == nil {
 		opt = &redis.Options{}
@@ -69,7 +69,7 @@ func (ts *testServer) client(t testing.TB, opt *redis.Options) *redis.Client {
 }
 
 // ints returns a RESP2 reply as []int64, failing on any other shape.
-func ints(t testing.TB, cmd *redis.Cmd) []int64 {
+func coreInts(t testing.TB, cmd *redis.Cmd) []int64 {
 	t.Helper()
 	v, err := cmd.Result()
 	if err != nil {
@@ -103,13 +103,13 @@ func equalInts(a, b []int64) bool {
 }
 
 func TestGoRedisTokenScript(t *testing.T) {
-	ts := startServer(t, Config{})
+	ts := startCoreServer(t, Config{})
 	rdb := ts.client(t, &redis.Options{Protocol: 2})
 	ctx := context.Background()
 	step := func(at time.Duration, args []any, want []int64) {
 		t.Helper()
 		ts.clock.Set(t0ms*1e6 + int64(at))
-		got := ints(t, rdb.Do(ctx, args...))
+		got := coreInts(t, rdb.Do(ctx, args...))
 		if !equalInts(got, want) {
 			t.Fatalf("at t0+%v: %v = %v; want %v", at, args, got, want)
 		}
@@ -148,7 +148,7 @@ func TestGoRedisTokenScript(t *testing.T) {
 }
 
 func TestGoRedisRESP3Map(t *testing.T) {
-	ts := startServer(t, Config{})
+	ts := startCoreServer(t, Config{})
 	rdb := ts.client(t, nil) // go-redis v9 speaks RESP3 by default
 	v, err := rdb.Do(context.Background(), "RL.TOKEN", "user:42", "10/s", 20).Result()
 	if err != nil {
@@ -168,7 +168,7 @@ func TestGoRedisRESP3Map(t *testing.T) {
 }
 
 func TestArgumentErrorsChangeNothing(t *testing.T) {
-	ts := startServer(t, Config{})
+	ts := startCoreServer(t, Config{})
 	rdb := ts.client(t, &redis.Options{Protocol: 2})
 	ctx := context.Background()
 	bad := []struct {
@@ -204,13 +204,13 @@ func TestArgumentErrorsChangeNothing(t *testing.T) {
 		t.Fatalf("DBSIZE after only bad calls = %d; want 0", n)
 	}
 	// The connection is still good.
-	if got := ints(t, rdb.Do(ctx, "RL.TOKEN", "k", "10/s", 20)); got[0] != 1 {
+	if got := coreInts(t, rdb.Do(ctx, "RL.TOKEN", "k", "10/s", 20)); got[0] != 1 {
 		t.Fatalf("after errors: %v", got)
 	}
 }
 
 func TestRacingClientsAdmitExactlyCapacity(t *testing.T) {
-	ts := startServer(t, Config{})
+	ts := startCoreServer(t, Config{})
 	const capacity, clients, tries = 500, 16, 60
 	var mu sync.Mutex
 	admitted := 0
@@ -250,7 +250,7 @@ func TestRacingClientsAdmitExactlyCapacity(t *testing.T) {
 }
 
 func TestKeyCommands(t *testing.T) {
-	ts := startServer(t, Config{})
+	ts := startCoreServer(t, Config{})
 	rdb := ts.client(t, &redis.Options{Protocol: 2})
 	ctx := context.Background()
 	for _, k := range []string{"user:1", "user:2", "user:3", "ip:1"} {
@@ -291,7 +291,7 @@ func TestKeyCommands(t *testing.T) {
 }
 
 func TestConnectionCommands(t *testing.T) {
-	ts := startServer(t, Config{})
+	ts := startCoreServer(t, Config{})
 	rdb := ts.client(t, &redis.Options{Protocol: 3, PoolSize: 1})
 	ctx := context.Background()
 	if v := rdb.Ping(ctx).Val(); v != "PONG" {
@@ -344,7 +344,7 @@ func TestConnectionCommands(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	ts := startServer(t, Config{Password: "s3cret"})
+	ts := startCoreServer(t, Config{Password: "s3cret"})
 	ctx := context.Background()
 	anon := ts.client(t, &redis.Options{Protocol: 2})
 	if err := anon.Do(ctx, "RL.TOKEN", "k", "1/s", 1).Err(); err == nil || err.Error() != "NOAUTH Authentication required." {
@@ -363,7 +363,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestDebugRefusedWithoutFlag(t *testing.T) {
-	ts := startServer(t, Config{Debug: "no"})
+	ts := startCoreServer(t, Config{Debug: "no"})
 	rdb := ts.client(t, nil)
 	err := rdb.Do(context.Background(), "DEBUG", "CLOCK", "REAL").Err()
 	if err == nil || !strings.HasPrefix(err.Error(), "ERR DEBUG command not allowed.") {

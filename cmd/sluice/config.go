@@ -35,6 +35,7 @@ type config struct {
 	bootstrap     string
 	join          string
 	raftFsync     string
+	logMaxLimit   int
 }
 
 func defaultConfig() config {
@@ -51,6 +52,7 @@ func defaultConfig() config {
 		dir:              ".",
 		bootstrap:        "no",
 		raftFsync:        "yes",
+		logMaxLimit:      10000,
 	}
 }
 
@@ -115,6 +117,10 @@ var settings = []setting{
 		func(c *config) string { return c.join }},
 	{"raft-fsync", func(c *config, a []string) error { return enumArg(a, &c.raftFsync, "yes", "no") },
 		func(c *config) string { return c.raftFsync }},
+	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
+	// bytes per logged unit, 16 per lease holder.
+	{"log-max-limit", func(c *config, a []string) error { return intArg(a, 1, 100_000_000, &c.logMaxLimit) },
+		func(c *config) string { return strconv.Itoa(c.logMaxLimit) }},
 }
 
 func findSetting(name string) *setting {

@@ -121,6 +121,7 @@ func run(cfg config) error {
 		},
 		QueryBufferLimit: int(cfg.queryBufferLimit),
 		Debug:            cfg.debugCommand,
+		LogMaxLimit:      int64(cfg.logMaxLimit),
 		Logger:           log,
 		Params:           params,
 		Info: []commands.Param{
