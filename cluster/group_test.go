@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/redis/go-redis/v9"
+	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -409,4 +410,74 @@ func connDo(ctx context.Context, conn *redis.Conn, args ...any) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, args...)
 	conn.Process(ctx, cmd)
 	return cmd
+}
+
+// TestAllIsAtomicThroughTheLog: RL.ALL from clients on every node, whose
+// groups the batcher packs side by side into shared entries, stays all or
+// nothing: the two buckets always hold the same count.
+func TestAllIsAtomicThroughTheLog(t *testing.T) {
+	g := newGroup(t, 3)
+	const capacity = 40
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted := 0
+	for _, m := range g.members {
+		rdb := m.client(t)
+		for w := 0; w < 2; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 15; i++ {
+					v, err := rdb.Do(context.Background(), "RL.ALL", 1, "TOKEN", "a", "1/h", capacity,
+						"TOKEN", "b", "1/h", capacity).Slice()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if v[0] == int64(1) {
+						mu.Lock()
+						admitted++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if admitted != capacity {
+		t.Fatalf("RL.ALL admitted %d times; want exactly %d", admitted, capacity)
+	}
+	rdb := g.leader().client(t)
+	for _, k := range []string{"a", "b"} {
+		v, _ := rdb.Do(context.Background(), "RL.TOKEN", k, "1/h", capacity, 0).Slice()
+		if v[2] != int64(0) {
+			t.Fatalf("%s remaining = %v; want 0 (both consumed together)", k, v[2])
+		}
+	}
+	g.assertSameState()
+}
+
+func TestBatcherRenumbersGroups(t *testing.T) {
+	dec := func(group int32) op {
+		return op{code: opDecide, req: algorithms.Request{Key: []byte("k"), Group: group, N: 1,
+			Limit: algorithms.Limit{Algo: algorithms.Token, Count: 1, Period: 1}}}
+	}
+	subs := []*submission{
+		{ops: []op{dec(1), dec(1), dec(0)}},
+		{ops: []op{dec(1), dec(1)}}, // the same group number as the first submission's
+		{ops: []op{dec(2), dec(3), dec(3)}},
+	}
+	var b batcher
+	_, ops, err := decodeBatch(b.encode(nil, subs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int32
+	for _, o := range ops {
+		got = append(got, o.req.Group)
+	}
+	want := []int32{1, 1, 0, 2, 2, 3, 4, 4}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("groups in the entry = %v; want %v", got, want)
+	}
 }
