@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"math/bits"
-	"strconv"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -24,6 +23,8 @@ var ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wro
 type Store struct {
 	shards []shard.Shard
 	mask   uint64
+	mem    memory
+	sweep  sweepStats
 }
 
 // New returns an empty store with n shards, rounded up to a power of two
@@ -53,13 +54,14 @@ func (st *Store) Decide(now int64, reqs []algorithms.Request, out []algorithms.O
 }
 
 func (st *Store) decide(now int64, req *algorithms.Request) algorithms.Outcome {
-	sh := st.shardOf(req.Key)
+	h := xxhash.Sum64(req.Key)
+	sh := &st.shards[h&st.mask]
 	sh.Lock()
 	defer sh.Unlock() // open-coded: free, and no lock survives a panic
-	ref, e := sh.Find(req.Key, now)
+	ref, e := sh.FindHash(req.Key, h, now)
 	o, next, write := apply(now, req, e)
 	if write {
-		sh.Commit(ref, req.Key, next, now)
+		return commit(sh, ref, req.Key, next, o, now)
 	}
 	return o
 }
@@ -188,52 +190,6 @@ func (st *Store) Scan(now int64, cursor uint64, count int, fn func(key []byte, a
 	return idx << posBits, nil
 }
 
-// SweepStats sums what the sweep did in one call.
-type SweepStats struct {
-	Examined, Removed int
-}
-
-// sweepRounds bounds one Sweep call's work per shard: 16 rounds of 20 slots.
-const sweepRounds = 16
-
-// Sweep runs one bounded step of active expiry at now; the edge calls it a
-// few times a second.
-func (st *Store) Sweep(now int64) { st.SweepRounds(now, sweepRounds) }
-
-// SweepRounds runs one step of active expiry over every shard at now: per
-// shard, rounds of 20 slots while more than a tenth of a round had expired,
-// at most maxRounds rounds. Each round holds one shard lock, briefly.
-func (st *Store) SweepRounds(now int64, maxRounds int) SweepStats {
-	const round = 20
-	var out SweepStats
-	for i := range st.shards {
-		sh := &st.shards[i]
-		for r := 0; r < maxRounds; r++ {
-			sh.Lock()
-			ex, rm := sh.Sweep(now, round)
-			sh.Unlock()
-			out.Examined += ex
-			out.Removed += rm
-			if ex == 0 || rm*10 <= ex {
-				break
-			}
-		}
-	}
-	return out
-}
-
-// InfoStats returns the store's counters as INFO stats fields.
-func (st *Store) InfoStats() [][2]string {
-	s := st.Stats()
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return [][2]string{
-		{"expired_keys", itoa(s.ExpiredKeys)},
-		{"sweep_examined", itoa(s.SweepSteps)},
-		{"sweep_removed", itoa(s.SweepRemoved)},
-		{"shards", strconv.Itoa(len(st.shards))},
-	}
-}
-
 // Stats sums the shards' counters.
 func (st *Store) Stats() shard.Stats {
 	var out shard.Stats
@@ -243,6 +199,11 @@ func (st *Store) Stats() shard.Stats {
 		out.ExpiredKeys += s.ExpiredKeys
 		out.SweepSteps += s.SweepSteps
 		out.SweepRemoved += s.SweepRemoved
+		out.Evicted += s.Evicted
+		out.Refused += s.Refused
+		out.ArenaBytes += s.ArenaBytes
+		out.FreeBytes += s.FreeBytes
+		out.IndexBytes += s.IndexBytes
 	}
 	return out
 }
