@@ -338,3 +338,15 @@ func (s *Shard) removeRecord(l uint32) {
 	tag := uint32(s.Hash(s.arena.key(l)) >> 32)
 	s.removeAt(s.idx.slotFor(tag, l), l)
 }
+
+// Replace gives s the entries of from, which is left empty, and drops those
+// s held. Limit, policy and counters other than Keys stay. Replace
+// requires that s is locked and that nothing else uses from.
+func (s *Shard) Replace(from *Shard) {
+	s.Flush()
+	s.arena, from.arena = from.arena, arena{fill: -1}
+	s.idx, from.idx = from.idx, index{}
+	s.stats.Keys, from.stats.Keys = from.stats.Keys, 0
+	s.see(from.now)
+	s.epoch++
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"math/bits"
+	"runtime"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -34,7 +35,15 @@ func New(n int) *Store {
 		n = 1
 	}
 	n = 1 << bits.Len(uint(n-1))
-	return &Store{shards: make([]shard.Shard, n), mask: uint64(n - 1)}
+	st := &Store{shards: make([]shard.Shard, n), mask: uint64(n - 1)}
+	// The shards' memory is mapped outside the Go heap: give it back when
+	// the store is dropped without a Flush.
+	runtime.AddCleanup(st, func(shards []shard.Shard) {
+		for i := range shards {
+			shards[i].Flush()
+		}
+	}, st.shards)
+	return st
 }
 
 // Shards returns the number of shards.
