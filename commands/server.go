@@ -54,6 +54,17 @@ type Config struct {
 	Params []Param
 	// Info adds lines to INFO's server section (shards, mode, config file).
 	Info []Param
+	// Persister carries out SAVE and BGSAVE; nil refuses them.
+	Persister Persister
+}
+
+// Persister writes the keyspace's snapshot: SAVE, BGSAVE and LASTSAVE.
+// Errors are reply errors in Redis's words.
+type Persister interface {
+	Save() error
+	BackgroundSave() error
+	// LastSave returns the unix time of the last successful save.
+	LastSave() int64
 }
 
 // Param is one name/value pair of configuration.

@@ -369,7 +369,7 @@ func (sr *snapReader) block() (kind byte, count uint32, payload []byte, err erro
 	kind, count = head[0], binary.LittleEndian.Uint32(head[1:])
 	length := binary.LittleEndian.Uint32(head[5:])
 	if length > maxBlock {
-		return 0, 0, nil, sr.fail(start, fmt.Sprintf("block of %d bytes is longer than any sluice writes", length))
+		return 0, 0, nil, sr.fail(start, fmt.Sprintf("corrupt block header: a length of %d bytes", length))
 	}
 	sum := xxhash.New()
 	sum.Write(head)

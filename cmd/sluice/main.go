@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -63,6 +64,15 @@ func run(cfg config) error {
 	slog.SetDefault(log)
 
 	st := store.New(cfg.shards)
+	policy, err := store.ParsePolicy(cfg.maxmemoryPolicy)
+	if err != nil {
+		return err
+	}
+	st.SetMaxMemory(cfg.maxmemory, policy)
+	saver, err := loadSnapshot(log, st, cfg)
+	if err != nil {
+		return err
+	}
 	var params []commands.Param
 	for _, s := range settings {
 		params = append(params, commands.Param{Name: s.name, Value: s.get(&cfg)})
@@ -80,6 +90,7 @@ func run(cfg config) error {
 		Debug:            cfg.debugCommand,
 		Logger:           log,
 		Params:           params,
+		Persister:        saver,
 		Info: []commands.Param{
 			{Name: "config_file", Value: cfg.file},
 			{Name: "shards", Value: strconv.Itoa(st.Shards())},
@@ -104,6 +115,11 @@ func run(cfg config) error {
 		go func(ln net.Listener) { errs <- srv.Serve(ln) }(ln)
 	}
 
+	stopSaves := make(chan struct{})
+	if cfg.save > 0 {
+		go saver.Run(time.Duration(cfg.save)*time.Second, stopSaves)
+	}
+
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
@@ -119,6 +135,35 @@ func run(cfg config) error {
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("clients did not finish in time; closed them", "err", err)
 	}
+	close(stopSaves)
+	saver.Wait()
+	if cfg.save > 0 {
+		start := time.Now()
+		if err := saver.Save(); err != nil {
+			log.Error("saving the snapshot at shutdown failed", "path", saver.Path(), "err", err)
+		} else {
+			log.Info("snapshot saved", "path", saver.Path(), "keys", st.Stats().Keys, "took", time.Since(start))
+		}
+	}
 	log.Info("bye")
 	return nil
+}
+
+// loadSnapshot makes the snapshot directory if it is missing and loads the
+// snapshot file if there is one. A file that cannot be read whole stops the
+// start: starting empty would hand every client a fresh burst.
+func loadSnapshot(log *slog.Logger, st *store.Store, cfg config) (*store.Saver, error) {
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--dir %s: %w", cfg.dir, err)
+	}
+	path := filepath.Join(cfg.dir, cfg.dbfilename)
+	start := time.Now()
+	loaded, err := st.LoadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("refusing to start: %w (move the file away to start with no state)", err)
+	}
+	if loaded {
+		log.Info("snapshot loaded", "path", path, "keys", st.Stats().Keys, "took", time.Since(start))
+	}
+	return store.NewSaver(st, path), nil
 }
