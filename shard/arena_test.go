@@ -88,7 +88,11 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var s Shard
 	model := map[string]Entry{}
-	for phase := 0; phase < 30; phase++ {
+	phases := 30
+	if raceEnabled {
+		phases = 8
+	}
+	for phase := 0; phase < phases; phase++ {
 		for step := 0; step < 2000; step++ {
 			k := fmt.Sprintf("%s%d", strings.Repeat("k", rng.IntN(40)), rng.IntN(3000))
 			if rng.IntN(4) == 0 {

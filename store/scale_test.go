@@ -107,6 +107,13 @@ func TestScaleMemoryGCAndLatency(t *testing.T) {
 	slices.Sort(samples)
 	q := func(p float64) time.Duration { return samples[int(p*float64(len(samples)-1))] }
 	t.Logf("Store.Decide on random live keys: p50 %v, p99 %v, p99.9 %v, max %v", q(0.5), q(0.99), q(0.999), samples[len(samples)-1])
+
+	var size countingWriter
+	t1 := time.Now()
+	if err := st.SnapshotAt(&size, now); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("snapshot of %d keys: %d MiB in %v", n, size>>20, time.Since(t1).Round(time.Millisecond))
 	st.Flush(now)
 }
 
@@ -162,4 +169,11 @@ func TestScaleSweepThroughput(t *testing.T) {
 	if st.Stats().Keys != 0 {
 		t.Fatalf("%d left", st.Stats().Keys)
 	}
+}
+
+type countingWriter int64
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	*w += countingWriter(len(b))
+	return len(b), nil
 }

@@ -213,14 +213,12 @@ func TestSaveFileAndLoadFile(t *testing.T) {
 
 func TestSaverRefusesOverlappingSaves(t *testing.T) {
 	st := New(4)
-	reqs := make([]algorithms.Request, 1)
-	out := make([]algorithms.Outcome, 1)
-	for i := 0; i < 300_000; i++ {
-		reqs[0] = token(fmt.Sprintf("user:%09d", i), time.Hour, 10, 1)
-		st.Decide(t0, reqs, out)
+	for i := 0; i < 1000; i++ {
+		decide(st, t0, token(fmt.Sprintf("user:%09d", i), time.Hour, 10, 1))
 	}
 	sv := NewSaver(st, filepath.Join(t.TempDir(), "s.snap"))
 	first := sv.LastSave()
+	st.shards[1].Lock() // the background save will wait at this shard
 	if err := sv.BackgroundSave(); err != nil {
 		t.Fatal(err)
 	}
@@ -230,11 +228,19 @@ func TestSaverRefusesOverlappingSaves(t *testing.T) {
 	if err := sv.Save(); err != ErrSaveInProgress {
 		t.Fatalf("SAVE during BGSAVE = %v; want %v", err, ErrSaveInProgress)
 	}
+	st.shards[1].Unlock()
 	sv.Wait()
 	if err := sv.Save(); err != nil {
 		t.Fatal(err)
 	}
 	if sv.LastSave() < first {
 		t.Fatal("LASTSAVE went back")
+	}
+	got := New(4)
+	if _, err := got.LoadFile(sv.Path()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := got.DBSize(t0); n != 1000 {
+		t.Fatalf("the saved file holds %d keys; want 1000", n)
 	}
 }

@@ -26,30 +26,27 @@ func main() {
 	sluiceBin := flag.String("sluice", "bin/sluice", "sluice binary to start (empty: skip sluice)")
 	redisBin := flag.String("redis-server", "redis-server", "redis-server binary to start (empty: skip Redis)")
 	memKeys := flag.String("mem-keys", "1000000", "key counts at which to measure sluice's RSS per bucket")
-	latKeys := flag.String("lat-keys", "10000,1000000", "key counts at which to measure RL.TOKEN latency (also measured for RSS)")
+	latKeys := flag.String("lat-keys", "10000,1000000", "key counts at which to measure RL.TOKEN latency, one server each, all filled first")
 	redisKeys := flag.String("redis-keys", "1000000", "key counts at which to measure Redis+Lua's RSS per bucket")
 	rate := flag.Int("rate", 10000, "latency load: requests per second in all")
 	conns := flag.Int("conns", 4, "latency load: connections, one request in flight on each")
-	dur := flag.Duration("duration", 15*time.Second, "latency load: how long")
+	dur := flag.Duration("duration", 20*time.Second, "latency load: how long in all, per server")
 	shards := flag.Int("shards", 0, "sluice --shards (0: its default)")
 	capMem := flag.String("cap", "64mb", "memory-cap run: sluice --maxmemory (empty: skip the run)")
 	capKeys := flag.Int("cap-keys", 3_000_000, "memory-cap run: new keys offered")
+	rounds := flag.Int("rounds", 10, "latency load: alternating windows per server, so that noise on a shared machine hits every key count alike")
 	flag.Parse()
 
 	fmt.Printf("# keyspace: %s, GOMAXPROCS %d, %s\n\n", runtime.Version(), runtime.GOMAXPROCS(0), time.Now().UTC().Format(time.RFC3339))
 	if *sluiceBin != "" {
-		mem, lat := counts(*memKeys), counts(*latKeys)
-		var memRows, latRows []string
-		for _, n := range union(mem, lat) {
-			m, l, err := runSluice(*sluiceBin, *shards, n, contains(lat, n), *rate, *conns, *dur)
+		var memRows []string
+		for _, n := range counts(*memKeys) {
+			m, err := runSluice(*sluiceBin, *shards, n)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "keyspace: sluice at", n, "keys:", err)
 				os.Exit(1)
 			}
 			memRows = append(memRows, m)
-			if l != "" {
-				latRows = append(latRows, l)
-			}
 		}
 		printTable("sluice: RSS per token bucket (16-byte keys)", memHeader, memRows)
 		if *capMem != "" {
@@ -60,9 +57,14 @@ func main() {
 			}
 			printTable("sluice: the memory cap", capHeader, []string{row})
 		}
-		if len(latRows) > 0 {
-			printTable(fmt.Sprintf("sluice: RL.TOKEN latency at %d req/s on %d connections for %s, keys drawn uniformly from the live ones",
-				*rate, *conns, *dur), latHeader, latRows)
+		if lat := counts(*latKeys); len(lat) > 0 {
+			rows, err := runLatency(*sluiceBin, *shards, lat, *rate, *conns, *dur, *rounds)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "keyspace: latency:", err)
+				os.Exit(1)
+			}
+			printTable(fmt.Sprintf("sluice: RL.TOKEN latency at %d req/s on %d connections, %s per server in %d alternating windows, keys drawn uniformly from the live ones",
+				*rate, *conns, *dur, *rounds), latHeader, rows)
 		}
 	}
 	if *redisBin != "" {
@@ -84,31 +86,23 @@ const (
 	latHeader = "| live keys | requests | errors | p50 µs | p99 µs | p99.9 µs | max µs | GCs | longest GC stop µs | longest GC cycle ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
-func runSluice(bin string, shards, n int, latency bool, rate, conns int, dur time.Duration) (string, string, error) {
-	dir, _ := os.MkdirTemp("", "keyspace-sluice-")
-	defer os.RemoveAll(dir)
-	args := []string{"--save", "0", "--dir", dir, "--loglevel", "warning"}
-	if shards > 0 {
-		args = append(args, "--shards", strconv.Itoa(shards))
-	}
-	srv, err := startServer(bin, func(port int) []string {
-		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1"}, args...)
-	}, []string{"GODEBUG=gctrace=1"})
+func runSluice(bin string, shards, n int) (string, error) {
+	srv, cleanup, err := startSluice(bin, shards)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	defer srv.stop()
+	defer cleanup()
 	before := srv.rss()
 	t0 := time.Now()
 	if err := fill(srv.addr, n, sluiceFill); err != nil {
-		return "", "", err
+		return "", err
 	}
 	took := time.Since(t0)
 	time.Sleep(500 * time.Millisecond)
 	after := srv.rss()
 	c, err := dial(srv.addr)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	defer c.close()
 	own := "-"
@@ -117,26 +111,74 @@ func runSluice(bin string, shards, n int, latency bool, rate, conns int, dur tim
 			own = fmt.Sprintf("%.1f B", float64(used)/float64(n))
 		}
 	}
-	mem := fmt.Sprintf("| sluice | %d | %s | %s | **%.1f B** | %s | %.0f k/s |", n, mib(before), mib(after),
-		float64(after-before)/float64(n), own, float64(n)/took.Seconds()/1000)
-	if !latency {
-		return mem, "", nil
+	return fmt.Sprintf("| sluice | %d | %s | %s | **%.1f B** | %s | %.0f k/s |", n, mib(before), mib(after),
+		float64(after-before)/float64(n), own, float64(n)/took.Seconds()/1000), nil
+}
+
+// startSluice starts sluice with no snapshots and GODEBUG=gctrace=1, so
+// that its GC cycles can be read.
+func startSluice(bin string, shards int) (*server, func(), error) {
+	dir, _ := os.MkdirTemp("", "keyspace-sluice-")
+	args := []string{"--save", "0", "--dir", dir, "--loglevel", "warning"}
+	if shards > 0 {
+		args = append(args, "--shards", strconv.Itoa(shards))
 	}
-	gcBefore := srv.gcs()
-	res, err := load(srv.addr, n, rate, conns, dur)
+	srv, err := startServer(bin, func(port int) []string {
+		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1"}, args...)
+	}, []string{"GODEBUG=gctrace=1"})
 	if err != nil {
-		return "", "", err
+		os.RemoveAll(dir)
+		return nil, nil, err
 	}
-	gcs := srv.gcs()[len(gcBefore):]
-	var stop, cycle float64
-	for _, g := range gcs {
-		stop, cycle = max(stop, g.stopUS), max(cycle, g.wallMS)
+	return srv, func() { srv.stop(); os.RemoveAll(dir) }, nil
+}
+
+// runLatency starts one sluice per key count, fills each, then loads them
+// in turn, rounds times dur/rounds each, and reports each one's latency
+// and GC cycles over all its windows.
+func runLatency(bin string, shards int, ns []int, rate, conns int, dur time.Duration, rounds int) ([]string, error) {
+	srvs := make([]*server, len(ns))
+	for i, n := range ns {
+		srv, cleanup, err := startSluice(bin, shards)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		if err := fill(srv.addr, n, sluiceFill); err != nil {
+			return nil, err
+		}
+		srvs[i] = srv
 	}
-	h := res.hist
-	lat := fmt.Sprintf("| %d | %d | %d | %d | %d | %d | %d | %d | %.0f | %.1f |", n, h.TotalCount(), res.errors,
-		h.ValueAtQuantile(50)/1000, h.ValueAtQuantile(99)/1000, h.ValueAtQuantile(99.9)/1000, h.Max()/1000,
-		len(gcs), stop, cycle)
-	return mem, lat, nil
+	results := make([]loadResult, len(ns))
+	gcs := make([][]gc, len(ns))
+	for r := 0; r < rounds; r++ {
+		for i, srv := range srvs {
+			seen := len(srv.gcs())
+			res, err := load(srv.addr, ns[i], rate, conns, dur/time.Duration(rounds))
+			if err != nil {
+				return nil, err
+			}
+			if results[i].hist == nil {
+				results[i] = res
+			} else {
+				results[i].hist.Merge(res.hist)
+				results[i].errors += res.errors
+			}
+			gcs[i] = append(gcs[i], srv.gcs()[seen:]...)
+		}
+	}
+	var rows []string
+	for i, n := range ns {
+		var stop, cycle float64
+		for _, g := range gcs[i] {
+			stop, cycle = max(stop, g.stopUS), max(cycle, g.wallMS)
+		}
+		h := results[i].hist
+		rows = append(rows, fmt.Sprintf("| %d | %d | %d | %d | %d | %d | %d | %d | %.0f | %.1f |", n, h.TotalCount(), results[i].errors,
+			h.ValueAtQuantile(50)/1000, h.ValueAtQuantile(99)/1000, h.ValueAtQuantile(99.9)/1000, h.Max()/1000,
+			len(gcs[i]), stop, cycle))
+	}
+	return rows, nil
 }
 
 func runRedis(bin string, n int) (string, error) {
@@ -206,32 +248,6 @@ func counts(s string) []int {
 		out = append(out, n)
 	}
 	return out
-}
-
-func union(a, b []int) []int {
-	out := append([]int(nil), a...)
-	for _, n := range b {
-		if !contains(out, n) {
-			out = append(out, n)
-		}
-	}
-	for i := range out { // ascending
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
-}
-
-func contains(s []int, n int) bool {
-	for _, v := range s {
-		if v == n {
-			return true
-		}
-	}
-	return false
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
