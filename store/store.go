@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/bits"
 	"runtime"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -134,11 +135,15 @@ func (st *Store) TTL(now int64, key []byte) (int64, error) {
 	return e.Expire - now, nil
 }
 
-// Get returns key's live entry at now (Algo None if absent).
+// Get returns key's live entry at now (Algo None if absent). Its Ext is a
+// copy: the shard's own memory is only valid under its lock.
 func (st *Store) Get(now int64, key []byte) shard.Entry {
 	sh := st.shardOf(key)
 	sh.Lock()
 	_, e := sh.Find(key, now)
+	if e.Ext != nil {
+		e.Ext = slices.Clone(e.Ext)
+	}
 	sh.Unlock()
 	return e
 }
