@@ -34,6 +34,7 @@ func main() {
 	shards := flag.Int("shards", 0, "sluice --shards (0: its default)")
 	capMem := flag.String("cap", "64mb", "memory-cap run: sluice --maxmemory (empty: skip the run)")
 	capKeys := flag.Int("cap-keys", 3_000_000, "memory-cap run: new keys offered")
+	expiryKeys := flag.Int("expiry-keys", 200_000, "active-expiry run: buckets that refill in 1 ms, never touched again (0: skip)")
 	rounds := flag.Int("rounds", 10, "latency load: alternating windows per server, so that noise on a shared machine hits every key count alike")
 	flag.Parse()
 
@@ -56,6 +57,14 @@ func main() {
 				os.Exit(1)
 			}
 			printTable("sluice: the memory cap", capHeader, []string{row})
+		}
+		if *expiryKeys > 0 {
+			row, err := runExpiry(*sluiceBin, *shards, *expiryKeys)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "keyspace: expiry run:", err)
+				os.Exit(1)
+			}
+			printTable("sluice: active expiry without access", expiryHeader, []string{row})
 		}
 		if lat := counts(*latKeys); len(lat) > 0 {
 			rows, err := runLatency(*sluiceBin, *shards, lat, *rate, *conns, *dur, *rounds)
