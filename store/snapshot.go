@@ -60,10 +60,12 @@ func (e *SnapshotError) Error() string {
 // was given (Now). See SnapshotAt.
 func (st *Store) Snapshot(w io.Writer) error { return st.SnapshotAt(w, st.Now()) }
 
-// SnapshotAt writes every entry live at now to w, one shard at a time: each
-// shard is locked only while its entries are copied out, so traffic to the
-// other shards goes on, and decisions on a key are either wholly in the
-// snapshot or wholly after it. Given the same entries and now, the bytes
+// SnapshotAt writes every entry live at now to w, one shard at a time and
+// within a shard 1024 records per lock hold, so traffic goes on throughout.
+// Each entry is written as it was at some instant of the save: an entry
+// live for the whole save is in it, one created or removed meanwhile may or
+// may not be. A point-in-time image needs the writes held off (the Raft FSM
+// snapshots between applies). Given the same entries and now, the bytes
 // are the same.
 func (st *Store) SnapshotAt(w io.Writer, now int64) error {
 	sw := &snapWriter{w: w, digest: xxhash.New()}
@@ -94,22 +96,36 @@ func (st *Store) SnapshotAt(w io.Writer, now int64) error {
 type span struct{ off, end int }
 
 // copyShard appends shard i's entries live at now, encoded, to buf and
-// where each lies to spans, holding the shard's lock.
+// where each lies to spans, copyStep records per lock hold.
 func (st *Store) copyShard(i int, now int64, buf []byte, spans []span) ([]byte, []span) {
 	sh := &st.shards[i]
-	sh.Lock()
-	defer sh.Unlock()
 	for pos := 0; ; {
-		pos, _ = sh.Scan(pos, 1<<30, now, func(key []byte, e shard.Entry) {
-			off := len(buf)
-			buf = appendEntry(buf, key, &e)
-			spans = append(spans, span{off, len(buf)})
-		})
+		pos, buf, spans = copyStepOf(sh, pos, now, buf, spans)
 		if pos == 0 {
 			return buf, spans
 		}
 	}
 }
+
+// copyStepOf copies up to copyStep records of sh from pos, holding its
+// lock only for the copy (the buffers grow before), and returns where to
+// go on, 0 when the shard is done. A save thus delays a decision by about
+// a millisecond at most.
+func copyStepOf(sh *shard.Shard, pos int, now int64, buf []byte, spans []span) (int, []byte, []span) {
+	buf = slices.Grow(buf, copyStep*48)
+	spans = slices.Grow(spans, copyStep)
+	sh.Lock()
+	defer sh.Unlock()
+	pos, _ = sh.Scan(pos, copyStep, now, func(key []byte, e shard.Entry) {
+		off := len(buf)
+		buf = appendEntry(buf, key, &e)
+		spans = append(spans, span{off, len(buf)})
+	})
+	return pos, buf, spans
+}
+
+// copyStep is how many records a snapshot copies per lock hold.
+const copyStep = 1024
 
 func appendEntry(b, key []byte, e *shard.Entry) []byte {
 	b = binary.AppendUvarint(b, uint64(len(key)))
