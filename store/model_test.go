@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -180,7 +181,8 @@ func TestMemoryLimitRefusesNewKeysOnly(t *testing.T) {
 }
 
 // TestSweepAndEvictionRaceWithWriters runs the sweep, eviction at a memory
-// limit, scans and deletes against racing writers (run it with -race).
+// limit, scans, snapshots and deletes against racing writers (run it with
+// -race).
 func TestSweepAndEvictionRaceWithWriters(t *testing.T) {
 	st := New(4)
 	st.SetMaxMemory(256<<10, VolatileTTL)
@@ -207,6 +209,29 @@ func TestSweepAndEvictionRaceWithWriters(t *testing.T) {
 				return
 			default:
 				cursor, _ = st.Scan(t0, cursor, 50, func([]byte, algorithms.Algo) {})
+			}
+		}
+	}()
+	wg.Add(1)
+	go func() { // snapshots, each checked by loading it
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var b bytes.Buffer
+			if err := st.SnapshotAt(&b, t0); err != nil {
+				t.Error(err)
+				return
+			}
+			loaded := New(2)
+			err := loaded.Restore(&b)
+			loaded.Flush(0)
+			if err != nil {
+				t.Error(err)
+				return
 			}
 		}
 	}()
