@@ -15,6 +15,7 @@ const (
 	flushAtOut  = 64 << 10 // flush replies early past this many bytes, to bound memory
 	maxKeptOut  = 1 << 20  // output buffers larger than this are dropped after a flush
 	maxNameSize = 1 << 10
+	maxKeptArgs = 1 << 10 // argument tables larger than this are dropped after their batch
 )
 
 // Client is one connection and its session state. Only its own goroutine
@@ -43,6 +44,7 @@ type Client struct {
 	in         []byte
 	start, end int
 	args       [][]byte
+	rs         readState // a multibulk command still arriving
 	scratch    []byte
 	now        int64
 	out        []byte
@@ -51,6 +53,7 @@ type Client struct {
 	pending  []algorithms.Request
 	replies  []replyShape
 	outcomes []algorithms.Outcome
+	group    int32 // the last RL.ALL group number handed out
 
 	// Counters of the batch being run, added to the totals once per batch.
 	errors, allowed, denied int64
@@ -67,7 +70,11 @@ type clientTotals struct {
 type replyShape uint8
 
 const (
-	shapeDecision replyShape = iota // the five fields of every RL.* decision
+	shapeDecision  replyShape = iota // the five fields of every RL.* decision
+	shapeThrottle                    // CL.THROTTLE: redis-cell's five integers, in seconds
+	shapeRelease                     // RL.RELEASE: 1 if a lease was released, else 0
+	shapeAll                         // the first request of an RL.ALL: the whole group's reply
+	shapeAllMember                   // the group's other requests, answered with the first
 )
 
 func newClient(s *Server, nc net.Conn, id int64) *Client {
@@ -144,6 +151,7 @@ func (c *Client) makeRoom() bool {
 	if c.end < len(c.in) {
 		return true
 	}
+	c.rs.moved = true // the unfinished command is about to move
 	if c.start > 0 {
 		c.end = copy(c.in, c.in[c.start:c.end])
 		c.start = 0
@@ -166,7 +174,7 @@ func (c *Client) runBatch() {
 	var ran int64
 	for c.start < c.end && !c.closing {
 		buf := c.in[c.start:c.end]
-		args, used, err := readCommand(buf, c.args, &c.scratch, lim, !c.authed)
+		args, used, err := readCommandFrom(buf, c.args, &c.scratch, lim, !c.authed, &c.rs)
 		c.args = args
 		if err != nil {
 			c.protocolError(err)
@@ -194,6 +202,9 @@ func (c *Client) runBatch() {
 	}
 	c.runPending()
 	c.addTotals(ran)
+	if cap(c.args) > maxKeptArgs && c.rs.count == 0 {
+		c.args, c.rs.offs = nil, nil // one huge command does not pin its argument table
+	}
 }
 
 // addTotals publishes the batch's counters: a few uncontended atomic adds
@@ -259,6 +270,16 @@ func (c *Client) queue(req algorithms.Request, shape replyShape) {
 	c.replies = append(c.replies, shape)
 }
 
+// nextGroup returns a group number for an RL.ALL, never 0 and never the
+// previous one.
+func (c *Client) nextGroup() int32 {
+	c.group++
+	if c.group <= 0 {
+		c.group = 1
+	}
+	return c.group
+}
+
 // runPending carries out the queued decisions in one call to the keyspace
 // and writes their replies.
 func (c *Client) runPending() {
@@ -271,9 +292,23 @@ func (c *Client) runPending() {
 	}
 	out := c.outcomes[:n]
 	c.srv.ks.Decide(c.now, c.pending, out)
-	for i := range out {
+	for i := 0; i < n; i++ {
+		shape := c.replies[i]
+		if shape == shapeAll {
+			j := i + 1
+			for j < n && c.replies[j] == shapeAllMember {
+				j++
+			}
+			c.writeAll(out[i:j])
+			i = j - 1
+			continue
+		}
 		if out[i].Err != nil {
 			c.writeError(out[i].Err)
+			continue
+		}
+		if shape == shapeRelease {
+			c.writeReleased(out[i].Result.Allowed)
 			continue
 		}
 		if out[i].Result.Allowed {
@@ -281,7 +316,11 @@ func (c *Client) runPending() {
 		} else {
 			c.denied++
 		}
-		c.writeDecision(&out[i].Result)
+		if shape == shapeThrottle {
+			c.writeThrottle(&out[i].Result)
+		} else {
+			c.writeDecision(&out[i].Result)
+		}
 	}
 	clear(c.pending) // drop references into the input buffer
 	c.pending = c.pending[:0]
@@ -292,6 +331,9 @@ func (c *Client) runPending() {
 func (c *Client) flushOut() bool {
 	if len(c.out) == 0 {
 		return true
+	}
+	if t := c.srv.cfg.IdleTimeout; t > 0 {
+		c.conn.SetWriteDeadline(time.Now().Add(t)) // a client that reads no replies is idle too
 	}
 	n, err := c.conn.Write(c.out)
 	c.srv.stats.netOut.Add(int64(n))

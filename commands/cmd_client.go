@@ -144,8 +144,8 @@ func (c *Client) clientSetInfo(attr, val []byte) {
 	c.writeOK()
 }
 
-// describe is the client's line in CLIENT LIST and CLIENT INFO, with the
-// fields Redis's own tools read.
+// describe is the client's line in CLIENT LIST and CLIENT INFO. It has only
+// fields Redis has, because client libraries (go-redis) reject unknown ones.
 func (c *Client) describe() string {
 	c.mu.Lock()
 	name, lib, ver := c.name, c.libName, c.libVer
@@ -165,7 +165,6 @@ func (c *Client) describe() string {
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(max(idle, 0)), 10))
 	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0")
-	b.WriteString(" tot-cmds=" + strconv.FormatInt(c.totals.cmds.Load(), 10))
 	b.WriteString(" user=default redir=-1 resp=" + resp + " lib-name=" + lib + " lib-ver=" + ver + "\n")
 	return b.String()
 }

@@ -1,36 +1,58 @@
 package commands
 
 import (
+	"strconv"
+
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/tidwall/redcon"
 )
 
-// The decision commands: each parses its arguments into a Request and
-// queues it; the batch's decisions are carried out together and each reply
-// is written by writeDecision.
+// The decision commands with the shared five-field reply: RL.TOKEN,
+// RL.LEAKY, RL.FIXED, RL.SLIDING and RL.LOG. Each parses its arguments into
+// a Request and queues it; the batch's decisions are carried out together
+// and each reply is written by writeDecision.
 
 func init() {
-	register(&command{
-		name: "rl.token", arity: -4, maxArgs: 5, flags: flagDecision | flagWrite | flagFast, run: cmdToken,
-		group: "rate-limit", since: "0.1.0", complexity: "O(1)",
-		summary: "Token bucket: takes n tokens (default 1) from a bucket of capacity tokens that refills at rate.",
-		arguments: []argDoc{
-			{name: "key", typ: "key"}, {name: "rate", typ: "string"}, {name: "capacity", typ: "integer"},
-			{name: "n", typ: "integer", optional: true},
-		},
-		firstKey: 1, lastKey: 1, keyStep: 1,
-	})
+	rateArgs := []argDoc{
+		{name: "key", typ: "key"}, {name: "rate", typ: "string"}, {name: "capacity", typ: "integer"},
+		{name: "n", typ: "integer", optional: true},
+	}
+	windowArgs := []argDoc{
+		{name: "key", typ: "key"}, {name: "limit", typ: "integer"}, {name: "window", typ: "string"},
+		{name: "n", typ: "integer", optional: true},
+	}
+	decision := func(name string, run func(*Client, [][]byte), summary, complexity string, args []argDoc) *command {
+		return &command{
+			name: name, arity: -4, maxArgs: 5, flags: flagDecision | flagWrite | flagFast, run: run,
+			group: "rate-limit", since: "0.1.0", complexity: complexity, summary: summary, arguments: args,
+			firstKey: 1, lastKey: 1, keyStep: 1,
+		}
+	}
+	register(
+		decision("rl.token", cmdToken, "Token bucket: takes n tokens (default 1) from a bucket of capacity "+
+			"tokens that refills at rate.", "O(1)", rateArgs),
+		decision("rl.leaky", cmdLeaky, "Leaky bucket as a queue: queues n units (default 1) in a queue of "+
+			"capacity units that drains at rate; retry_after_ms is how long to wait before acting.", "O(1)", rateArgs),
+		decision("rl.fixed", cmdFixed, "Fixed window: counts n units (default 1) against limit per window, "+
+			"windows aligned to the Unix epoch.", "O(1)", windowArgs),
+		decision("rl.sliding", cmdSliding, "Sliding window counter: current + previous x overlap against limit "+
+			"per window.", "O(1)", windowArgs),
+		decision("rl.log", cmdLog, "Sliding window log: exact count of the units admitted in the last window "+
+			"against limit (limit at most log-max-limit).", "O(log N) to check, O(n) to log n units", windowArgs),
+	)
 }
 
-// cmdToken: RL.TOKEN key rate capacity [n]
-func cmdToken(c *Client, args [][]byte) {
+func cmdToken(c *Client, args [][]byte)   { c.queueLimit(args, algorithms.Token) }
+func cmdLeaky(c *Client, args [][]byte)   { c.queueLimit(args, algorithms.Leaky) }
+func cmdFixed(c *Client, args [][]byte)   { c.queueLimit(args, algorithms.Fixed) }
+func cmdSliding(c *Client, args [][]byte) { c.queueLimit(args, algorithms.Sliding) }
+func cmdLog(c *Client, args [][]byte)     { c.queueLimit(args, algorithms.Log) }
+
+// queueLimit runs one of the commands shaped "key p1 p2 [n]": RL.TOKEN and
+// RL.LEAKY (rate capacity), RL.FIXED, RL.SLIDING and RL.LOG (limit window).
+func (c *Client) queueLimit(args [][]byte, algo algorithms.Algo) {
 	// arguments
-	interval, err := parseRate(args[2])
-	if err != nil {
-		c.rejectDecision(err)
-		return
-	}
-	capacity, err := parsePositive(args[3], "capacity")
+	limit, err := c.parseLimit(algo, args[2], args[3])
 	if err != nil {
 		c.rejectDecision(err)
 		return
@@ -43,11 +65,36 @@ func cmdToken(c *Client, args [][]byte) {
 		}
 	}
 	// operation: queued, carried out with the rest of the batch; reply: writeDecision
-	c.queue(algorithms.Request{
-		Key:   args[1],
-		Limit: algorithms.Limit{Algo: algorithms.Token, Count: capacity, Period: interval},
-		N:     n,
-	}, shapeDecision)
+	c.queue(algorithms.Request{Key: args[1], Limit: limit, N: n}, shapeDecision)
+}
+
+// parseLimit reads an algorithm's two parameters: rate and capacity for
+// TOKEN and LEAKY, limit and window for FIXED, SLIDING and LOG.
+func (c *Client) parseLimit(algo algorithms.Algo, p1, p2 []byte) (algorithms.Limit, error) {
+	l := algorithms.Limit{Algo: algo}
+	var err error
+	switch algo {
+	case algorithms.Token, algorithms.Leaky:
+		if l.Period, err = parseRate(p1); err != nil {
+			return l, err
+		}
+		l.Count, err = parsePositive(p2, "capacity")
+	default:
+		if l.Count, err = parsePositive(p1, "limit"); err != nil {
+			return l, err
+		}
+		if algo == algorithms.Log && l.Count > c.srv.cfg.LogMaxLimit {
+			return l, errAboveLogMax(c.srv.cfg.LogMaxLimit)
+		}
+		l.Period, err = parseDuration(p2, "window")
+	}
+	return l, err
+}
+
+// errAboveLogMax is the error for an RL.LOG or RL.ACQUIRE limit above the
+// configured bound on their state's size.
+func errAboveLogMax(max int64) Error {
+	return Error("ERR limit is above log-max-limit (" + strconv.FormatInt(max, 10) + ")")
 }
 
 // rejectDecision answers a decision whose arguments are wrong, after the

@@ -31,7 +31,7 @@ const (
 )
 
 func errProtoExpectedDollar(got byte) Error {
-	return Error("ERR Protocol error: expected '$', got '" + string(rune(got)) + "'")
+	return Error("ERR Protocol error: expected '$', got '" + string([]byte{got}) + "'") // the byte itself, as Redis's %c
 }
 
 // readCommand parses one command from the start of buf. It returns the
@@ -46,57 +46,125 @@ func errProtoExpectedDollar(got byte) Error {
 // reads a bulk body it was not given: a length is checked against the
 // limits before any of its bytes are awaited.
 func readCommand(buf []byte, args [][]byte, scratch *[]byte, lim *ReaderLimits, unauth bool) (out [][]byte, used int, err error) {
-	args = args[:0]
-	if len(buf) == 0 {
-		return args, 0, nil
-	}
-	if buf[0] != '*' {
-		return readInline(buf, args, scratch, lim)
-	}
-	count, pos, err := readCountLine(buf, 1, errProtoBigMbulkCount)
-	if err != nil || pos == 0 {
-		return args, 0, err
-	}
-	if !countOK(count) {
-		return args, 0, errProtoMultibulkLen
-	}
-	if count <= 0 {
-		return args, pos, nil // Redis ignores empty and negative multibulk frames
-	}
-	if count > lim.MaxArgs || (unauth && count > unauthMaxArgs) {
-		if unauth && count > unauthMaxArgs {
-			return args, 0, errProtoUnauthMbulk
+	return readCommandFrom(buf, args, scratch, lim, unauth, nil)
+}
+
+// readState carries a multibulk command that has not fully arrived from one
+// read to the next, so that it is parsed once rather than once per read: a
+// client trickling in a command of a million arguments would otherwise cost
+// a full parse for every few bytes it sends.
+type readState struct {
+	count int64 // the carried command's argument count; 0: nothing carried
+	pos   int   // bytes of the command parsed so far: its header and whole arguments
+	offs  []int // start and end of each parsed argument, from the command's start
+	moved bool  // the bytes moved since (the caller compacted or grew its buffer)
+}
+
+func (st *readState) reset() {
+	st.count, st.pos, st.moved = 0, 0, false
+	st.offs = st.offs[:0]
+}
+
+// readCommandFrom is readCommand resuming the unfinished command st carries
+// (when st is not nil). Between calls the caller passes back the args it was
+// given, and sets st.moved if the command's bytes moved in memory.
+func readCommandFrom(buf []byte, args [][]byte, scratch *[]byte, lim *ReaderLimits, unauth bool, st *readState) (out [][]byte, used int, err error) {
+	var count int64
+	var pos int
+	switch {
+	case st != nil && st.count > 0:
+		count, pos = st.count, st.pos
+		k := len(st.offs) / 2
+		if st.moved || len(args) != k {
+			args = args[:0]
+			for i := 0; i < len(st.offs); i += 2 {
+				args = append(args, buf[st.offs[i]:st.offs[i+1]:st.offs[i+1]])
+			}
+			st.moved = false
 		}
-		return args, 0, errProtoMultibulkLen
+	case len(buf) == 0:
+		return args[:0], 0, nil
+	case buf[0] != '*':
+		return readInline(buf, args[:0], scratch, lim)
+	default:
+		args = args[:0]
+		if count, pos, err = readHeader(buf, lim, unauth); err != nil || pos == 0 || count <= 0 {
+			return args, pos, err // count <= 0: Redis ignores empty and negative multibulk frames
+		}
+		if st != nil {
+			st.offs = st.offs[:0]
+		}
 	}
-	for i := int64(0); i < count; i++ {
+	for i := int64(len(args)); i < count; i++ {
 		if pos >= len(buf) {
-			return args, 0, nil
+			return args, 0, st.carry(count, pos)
 		}
 		if buf[pos] != '$' {
-			return args, 0, errProtoExpectedDollar(buf[pos])
+			return args, 0, st.fail(errProtoExpectedDollar(buf[pos]))
 		}
 		n, next, err := readCountLine(buf, pos+1, errProtoBigBulkCount)
-		if err != nil || next == 0 {
-			return args, 0, err
+		if err != nil {
+			return args, 0, st.fail(err)
+		}
+		if next == 0 {
+			return args, 0, st.carry(count, pos)
 		}
 		if !countOK(n) || n < 0 || n > lim.MaxBulk {
-			return args, 0, errProtoBulkLen
+			return args, 0, st.fail(errProtoBulkLen)
 		}
 		if unauth && n > unauthMaxBulk {
-			return args, 0, errProtoUnauthBulk
+			return args, 0, st.fail(errProtoUnauthBulk)
 		}
 		if int64(len(buf)-next) < n+2 {
-			return args, 0, nil // body not here yet
+			return args, 0, st.carry(count, pos) // body not here yet
 		}
 		end := next + int(n)
 		if buf[end] != '\r' || buf[end+1] != '\n' {
-			return args, 0, errProtoBulkLen
+			return args, 0, st.fail(errProtoBulkLen)
 		}
 		args = append(args, buf[next:end:end])
+		if st != nil {
+			st.offs = append(st.offs, next, end)
+		}
 		pos = end + 2
 	}
+	if st != nil {
+		st.reset()
+	}
 	return args, pos, nil
+}
+
+// readHeader reads "*<count>\r\n" and checks count against the limits.
+// pos is 0 while the line is incomplete.
+func readHeader(buf []byte, lim *ReaderLimits, unauth bool) (count int64, pos int, err error) {
+	count, pos, err = readCountLine(buf, 1, errProtoBigMbulkCount)
+	switch {
+	case err != nil || pos == 0:
+		return 0, 0, err
+	case !countOK(count):
+		return 0, 0, errProtoMultibulkLen
+	case unauth && count > unauthMaxArgs:
+		return 0, 0, errProtoUnauthMbulk
+	case count > lim.MaxArgs:
+		return 0, 0, errProtoMultibulkLen
+	}
+	return count, pos, nil
+}
+
+// carry remembers an unfinished command (st may be nil: nothing to carry).
+func (st *readState) carry(count int64, pos int) error {
+	if st != nil {
+		st.count, st.pos = count, pos
+	}
+	return nil
+}
+
+// fail forgets any carried command and returns err.
+func (st *readState) fail(err error) error {
+	if st != nil {
+		st.reset()
+	}
+	return err
 }
 
 // countOK reports whether a parsed count fits Redis's range for lengths.
@@ -107,6 +175,18 @@ func countOK(n int64) bool { return n <= 1<<31-1 }
 // the line is not complete. An integer that is not valid reads as a value
 // out of every range, as Redis's string2ll failure does.
 func readCountLine(buf []byte, from int, tooBig Error) (v int64, pos int, err error) {
+	// The common case, a short canonical number ("3", "16"), in one pass.
+	i := from
+	for ; i < len(buf) && i-from < 18; i++ {
+		c := buf[i]
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if i > from && i+1 < len(buf) && buf[i] == '\r' && buf[i+1] == '\n' && (buf[from] != '0' || i == from+1) {
+		return v, i + 2, nil
+	}
 	cr := bytes.IndexByte(buf[from:], '\r')
 	if cr < 0 {
 		if len(buf)-from > maxCountLine {
@@ -209,8 +289,8 @@ func splitArgs(line []byte, args [][]byte, scratch *[]byte) ([][]byte, error) {
 				default:
 					out = append(out, c)
 				}
-			case isSpace(c):
-				break token
+			case c == ' ' || c == '\n' || c == '\r' || c == '\t':
+				break token // as sdssplitargs: \v and \f end no unquoted argument
 			case c == '"':
 				inDouble = true
 			case c == '\'':

@@ -32,6 +32,8 @@ type Keyspace interface {
 	Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo)) (uint64, error)
 	DBSize(now int64) (int64, error)
 	Flush(now int64) error
+	// Info returns key's stored state (Algo None if absent), for RL.INFO.
+	Info(now int64, key []byte) (algorithms.KeyInfo, error)
 }
 
 // Sweeper is implemented by keyspaces that expire entries actively; the
@@ -56,6 +58,9 @@ type Config struct {
 	Info []Param
 	// Persister carries out SAVE and BGSAVE; nil refuses them.
 	Persister Persister
+	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
+	// (log-max-limit): their state holds one entry per unit or holder.
+	LogMaxLimit int64
 }
 
 // Persister writes the keyspace's snapshot: SAVE, BGSAVE and LASTSAVE.
@@ -82,6 +87,7 @@ func DefaultConfig() Config {
 		},
 		QueryBufferLimit: 8 << 20,
 		Debug:            "no",
+		LogMaxLimit:      10000,
 	}
 }
 
@@ -146,6 +152,9 @@ func NewServer(cfg Config, ks Keyspace, clock *Clock) *Server {
 	}
 	if cfg.Debug == "" {
 		cfg.Debug = def.Debug
+	}
+	if cfg.LogMaxLimit <= 0 {
+		cfg.LogMaxLimit = def.LogMaxLimit
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -56,10 +56,21 @@ func (st *Store) shardOf(key []byte) *shard.Shard {
 
 // Decide carries out reqs in order at now and writes each outcome to the
 // same index of out, which must be at least as long as reqs. Each request is
-// atomic on its key.
+// atomic on its key; consecutive requests with the same nonzero Group are
+// one all-or-nothing decision, atomic across their keys (see decideGroup).
 func (st *Store) Decide(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
-	for i := range reqs {
+	for i := 0; i < len(reqs); {
+		if g := reqs[i].Group; g != 0 {
+			j := i + 1
+			for j < len(reqs) && reqs[j].Group == g {
+				j++
+			}
+			st.decideGroup(now, reqs[i:j], out[i:j])
+			i = j
+			continue
+		}
 		out[i] = st.decide(now, &reqs[i])
+		i++
 	}
 }
 
@@ -89,7 +100,7 @@ func apply(now int64, req *algorithms.Request, e shard.Entry) (o algorithms.Outc
 		next = shard.Entry{Algo: algorithms.Token, Expire: s.TAT, State: [3]int64{s.TAT}}
 		return algorithms.Outcome{Result: r}, next, req.N != 0 && r.Allowed
 	default:
-		return algorithms.Outcome{Err: errors.New("ERR unknown algorithm")}, e, false
+		return applyFamily(now, req, e)
 	}
 }
 

@@ -30,6 +30,7 @@ type config struct {
 	dir              string
 	dbfilename       string
 	save             int // seconds between periodic snapshots; 0: none, and none at shutdown
+	logMaxLimit      int
 }
 
 func defaultConfig() config {
@@ -47,6 +48,7 @@ func defaultConfig() config {
 		dir:              ".",
 		dbfilename:       "sluice.snap",
 		save:             300,
+		logMaxLimit:      10000,
 	}
 }
 
@@ -118,6 +120,10 @@ var settings = []setting{
 		}
 		return intArg(a, 0, 1<<31-1, &c.save)
 	}, func(c *config) string { return strconv.Itoa(c.save) }},
+	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
+	// bytes per logged unit, 16 per lease holder.
+	{"log-max-limit", func(c *config, a []string) error { return intArg(a, 1, 100_000_000, &c.logMaxLimit) },
+		func(c *config) string { return strconv.Itoa(c.logMaxLimit) }},
 }
 
 func findSetting(name string) *setting {

@@ -77,6 +77,8 @@ func run(cfg config) error {
 	for _, s := range settings {
 		params = append(params, commands.Param{Name: s.name, Value: s.get(&cfg)})
 	}
+	// Redis tools (redis-benchmark) ask for this; sluice has no append-only file.
+	params = append(params, commands.Param{Name: "appendonly", Value: "no"})
 	srv := commands.NewServer(commands.Config{
 		Password:    cfg.requirepass,
 		MaxClients:  cfg.maxclients,
@@ -88,6 +90,7 @@ func run(cfg config) error {
 		},
 		QueryBufferLimit: int(cfg.queryBufferLimit),
 		Debug:            cfg.debugCommand,
+		LogMaxLimit:      int64(cfg.logMaxLimit),
 		Logger:           log,
 		Params:           params,
 		Persister:        saver,

@@ -1,0 +1,56 @@
+# sluice — the two commands a user needs are `make run` and `make test`.
+
+GO      ?= go
+BIN     := bin/sluice
+PORT    ?= 6380
+SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all build run test deps vet race fuzz bench clean
+
+all: build
+
+## build: compile the server to bin/sluice
+build:
+	$(GO) build -o $(BIN) ./cmd/sluice
+
+## run: build and start a server on 127.0.0.1:$(PORT) with the defaults
+run: build
+	./$(BIN) --port $(PORT) --bind 127.0.0.1
+
+## deps: install what the tests need (redis-cli from redis-tools; redis-server for the comparison tests)
+deps:
+	@if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then \
+		echo "installing redis-tools and redis-server (redis-cli for the end-to-end tests)"; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-tools redis-server >/dev/null; \
+	fi
+	$(GO) mod download
+
+## vet: go vet over the whole module
+vet:
+	$(GO) vet ./...
+
+## race: every test, with the race detector (fuzz targets run their seed corpora)
+race:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## test: install what the tests need, vet, and run every test under -race
+test: deps vet race
+
+## fuzz: run each fuzz target for FUZZTIME (default 30s)
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; $(GO) test -run=NONE -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+## bench: the side-by-side benchmark against Redis + Lua (see bench/RESULTS.md)
+bench:
+	@echo "make bench: the load generator is not in this tree yet (issue 5); meanwhile:"
+	@echo "  go test -run=NONE -bench=. -benchmem ./algorithms ./store ./commands"
+	$(GO) test -run=NONE -bench=. -benchmem ./algorithms ./store
+
+clean:
+	rm -rf bin

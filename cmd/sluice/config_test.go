@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaults(t *testing.T) {
+	c, err := parseArgs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.port != 6380 || len(c.bind) != 1 || c.bind[0] != "127.0.0.1" || c.debugCommand != "no" || c.shards < 16 {
+		t.Fatalf("defaults = %+v", c)
+	}
+}
+
+func TestFlagsOverrideTheConfigFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sluice.conf")
+	text := "# a comment\nport 7000\nbind 127.0.0.1 ::1\nrequirepass \"s3 cret\"\ntimeout 30\n\nmaxclients 50\nproto-max-bulk-len 64kb\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseArgs([]string{file, "--port", "7001", "--enable-debug-command", "YES"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.port != 7001 || c.requirepass != "s3 cret" || c.timeout != 30*time.Second || c.maxclients != 50 ||
+		c.protoMaxBulkLen != 64<<10 || c.debugCommand != "yes" || strings.Join(c.bind, ",") != "127.0.0.1,::1" {
+		t.Fatalf("config = %+v", c)
+	}
+}
+
+func TestBadArguments(t *testing.T) {
+	for _, argv := range [][]string{
+		{"--port", "70000"},
+		{"--port"},
+		{"--port", "1", "2"},
+		{"--nope", "1"},
+		{"--enable-debug-command", "maybe"},
+		{"--proto-max-bulk-len", "12xb"},
+		{"--maxclients", "-1"},
+		{"--", "x"},
+		{"/does/not/exist.conf"},
+	} {
+		if _, err := parseArgs(argv); err == nil {
+			t.Errorf("parseArgs(%q) accepted it", argv)
+		}
+	}
+}
+
+func TestParseMemory(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1024": 1024, "1k": 1000, "1kb": 1024, "1KB": 1024, "64mb": 64 << 20, "2g": 2e9, "1gb": 1 << 30} {
+		if got, err := parseMemory(in); err != nil || got != want {
+			t.Errorf("parseMemory(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "-1", "1.5mb", "mb", "9999999999gb", "1 mb"} {
+		if _, err := parseMemory(in); err == nil {
+			t.Errorf("parseMemory(%q) accepted it", in)
+		}
+	}
+}
+
+// FuzzParseConfigText: a config file is a parser's input; it must never
+// panic, and every directive it yields has at least one word.
+func FuzzParseConfigText(f *testing.F) {
+	f.Add("port 6380\nbind 127.0.0.1\n")
+	f.Add("requirepass \"a b\" 'c'\r\n# x\n")
+	f.Add("x \"unbalanced\n")
+	f.Add("a \"b\"c\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		ds, err := parseConfigText(text)
+		if err != nil {
+			return
+		}
+		for _, d := range ds {
+			if len(d.args) == 0 || d.line < 1 {
+				t.Fatalf("directive %+v", d)
+			}
+			c := defaultConfig()
+			_ = apply(&c, d.args[0], d.args[1:]) // unknown names and bad values are errors, never panics
+		}
+	})
+}

@@ -1,0 +1,124 @@
+package commands
+
+import "github.com/sluice-rl/sluice/algorithms"
+
+// RL.ALL: several limits, on any keys, checked and consumed as one atomic,
+// all-or-nothing decision. The limits are queued as one group of requests
+// (algorithms.Request.Group); the keyspace decides a group as a whole, and
+// writeAll answers it with one reply.
+
+func init() {
+	register(&command{
+		name: "rl.all", arity: -6, flags: flagDecision | flagWrite, run: cmdAll,
+		group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of limits",
+		summary: "Checks several limits (TOKEN, LEAKY, FIXED, SLIDING, LOG, each with its key and two " +
+			"parameters) atomically: takes n from all of them, or from none.",
+		arguments: []argDoc{
+			{name: "n", typ: "integer"}, {name: "algorithm", typ: "string"}, {name: "key", typ: "key"},
+			{name: "p1", typ: "string"}, {name: "p2", typ: "string"},
+			{name: "algorithm key p1 p2", typ: "string", optional: true, multiple: true},
+		},
+		firstKey: 3, lastKey: -3, keyStep: 4,
+	})
+}
+
+// cmdAll: RL.ALL n ALGO key p1 p2 [ALGO key p1 p2 …]
+func cmdAll(c *Client, args [][]byte) {
+	// arguments, parsed straight into the pending queue and taken back out
+	// if one of them is wrong
+	if (len(args)-2)%4 != 0 {
+		c.rejectDecision(errWrongArgs("rl.all"))
+		return
+	}
+	n, err := parseCost(args[1])
+	if err != nil {
+		c.rejectDecision(err)
+		return
+	}
+	mark := len(c.pending)
+	group := c.nextGroup()
+	shape := shapeAll
+	for i := 2; i < len(args); i += 4 {
+		algo, ok := allAlgo(args[i])
+		if !ok {
+			err = errAllAlgo(args[i])
+			break
+		}
+		var limit algorithms.Limit
+		if limit, err = c.parseLimit(algo, args[i+2], args[i+3]); err != nil {
+			break
+		}
+		// operation: queued as one group; reply: writeAll
+		c.queue(algorithms.Request{Key: args[i+1], Limit: limit, N: n, Group: group}, shape)
+		shape = shapeAllMember
+	}
+	if err != nil {
+		clear(c.pending[mark:])
+		c.pending, c.replies = c.pending[:mark], c.replies[:mark]
+		c.rejectDecision(err)
+	}
+}
+
+// allAlgo reads an algorithm name of RL.ALL, in any letter case.
+func allAlgo(b []byte) (algorithms.Algo, bool) {
+	switch {
+	case equalFold(b, "token"):
+		return algorithms.Token, true
+	case equalFold(b, "leaky"):
+		return algorithms.Leaky, true
+	case equalFold(b, "fixed"):
+		return algorithms.Fixed, true
+	case equalFold(b, "sliding"):
+		return algorithms.Sliding, true
+	case equalFold(b, "log"):
+		return algorithms.Log, true
+	}
+	return algorithms.None, false
+}
+
+func errAllAlgo(b []byte) Error {
+	return Error("ERR unknown algorithm '" + printable(b) + "' in RL.ALL: use TOKEN, LEAKY, FIXED, SLIDING or LOG")
+}
+
+// writeAll writes an RL.ALL's reply from its group's outcomes. RESP2: an
+// array [allowed, denied_index, [decision …]], allowed 1 or 0, denied_index
+// the 0-based index of the first limit that denied (-1 when admitted), and
+// one five-integer decision per limit. RESP3: a map {allowed: boolean,
+// denied_index, results: [decision map …]}. If a limit failed (WRONGTYPE …),
+// the whole reply is that error: nothing was changed.
+func (c *Client) writeAll(outs []algorithms.Outcome) {
+	for i := range outs {
+		if outs[i].Err != nil {
+			c.writeError(outs[i].Err)
+			return
+		}
+	}
+	denied := int64(-1)
+	for i := range outs {
+		if !outs[i].Result.Allowed {
+			denied = int64(i)
+			break
+		}
+	}
+	if denied < 0 {
+		c.allowed++
+	} else {
+		c.denied++
+	}
+	if c.resp3.Load() {
+		c.writeMap(3)
+		c.writeBulkString("allowed")
+		c.writeBool(denied < 0)
+		c.writeBulkString("denied_index")
+		c.writeInt(denied)
+		c.writeBulkString("results")
+	} else {
+		c.writeArray(3)
+		c.writeBool(denied < 0) // 1 or 0 in RESP2
+		c.writeInt(denied)
+	}
+	c.writeArray(len(outs))
+	for i := range outs {
+		c.writeDecision(&outs[i].Result)
+	}
+}

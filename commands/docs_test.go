@@ -1,0 +1,187 @@
+package commands
+
+import (
+	"flag"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite the outputs of docs/commands.md's examples with what the server answers")
+
+// TestDocsExamples replays every redis-cli example of docs/commands.md, in
+// order, against a freshly built sluice binary started the way the document
+// says, and wants the documented output. A "..." line in the documented
+// output stands for the rest of it (output that changes from run to run).
+// With -update-docs it writes the outputs into the document instead.
+func TestDocsExamples(t *testing.T) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli is not installed (apt-get install redis-tools)")
+	}
+	path := filepath.Join("..", "docs", "commands.md")
+	text, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(text), "\n")
+	examples := readExamples(lines)
+	if len(examples) < 80 {
+		t.Fatalf("found %d examples in docs/commands.md; the parser is broken", len(examples))
+	}
+	port := startBinary(t, "--shards", "8", "--enable-debug-command", "yes", "--loglevel", "warning")
+	for _, ex := range examples {
+		args, ok := shellWords(ex.cmd)
+		if !ok || len(args) < 3 || args[0] != "redis-cli" || args[1] != "-p" || args[2] != "6380" {
+			t.Fatalf("docs/commands.md:%d: %q is not a redis-cli -p 6380 command", ex.line, ex.cmd)
+		}
+		argv := append([]string{"-p", port, "--no-raw"}, args[3:]...)
+		out, _ := exec.Command(cli, argv...).CombinedOutput()
+		// INFO's text ends its lines with CR LF; the document has plain lines.
+		got := strings.Split(strings.TrimRight(strings.ReplaceAll(string(out), "\r", ""), "\n"), "\n")
+		if len(got) == 1 && got[0] == "" {
+			got = nil
+		}
+		want := ex.output
+		keep := -1 // lines kept before a "..."
+		if n := len(want); n > 0 && want[n-1] == "..." {
+			want, keep = want[:n-1], n-1
+			if len(got) > keep {
+				got = got[:keep]
+			}
+		}
+		if *updateDocs {
+			if keep >= 0 {
+				got = append(got, "...")
+			}
+			lines[ex.line-1] = "$ " + ex.cmd + "\x00" + strings.Join(got, "\n")
+			for i := range ex.output {
+				lines[ex.line+i] = "\x01"
+			}
+			continue
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("docs/commands.md:%d: $ %s\ngot:\n%s\ndocumented:\n%s", ex.line, ex.cmd,
+				strings.Join(got, "\n"), strings.Join(ex.output, "\n"))
+		}
+	}
+	if *updateDocs {
+		var out []string
+		for _, l := range lines {
+			if l != "\x01" {
+				out = append(out, strings.Split(strings.Replace(l, "\x00", "\n", 1), "\n")...)
+			}
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(out, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+type example struct {
+	line   int
+	cmd    string
+	output []string
+}
+
+// readExamples returns the "$ redis-cli …" lines of the document's console
+// blocks, each with the output lines that follow it.
+func readExamples(lines []string) []example {
+	var out []example
+	inBlock := false
+	for i, line := range lines {
+		switch {
+		case line == "```console":
+			inBlock = true
+		case !inBlock:
+		case line == "```":
+			inBlock = false
+		case strings.HasPrefix(line, "$ "):
+			out = append(out, example{line: i + 1, cmd: line[2:]})
+		case len(out) > 0:
+			out[len(out)-1].output = append(out[len(out)-1].output, line)
+		}
+	}
+	return out
+}
+
+// shellWords splits a command line as a POSIX shell would for the simple
+// cases the document uses: blanks between words, '…' and "…" quoting.
+func shellWords(s string) ([]string, bool) {
+	var words []string
+	var w strings.Builder
+	inWord := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t':
+			if inWord {
+				words, inWord = append(words, w.String()), false
+				w.Reset()
+			}
+		case '\'', '"':
+			end := strings.IndexByte(s[i+1:], c)
+			if end < 0 {
+				return nil, false
+			}
+			w.WriteString(s[i+1 : i+1+end])
+			i += end + 1
+			inWord = true
+		default:
+			w.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, w.String())
+	}
+	return words, true
+}
+
+// startBinary builds cmd/sluice, runs it on a free loopback port with args,
+// waits until it answers and returns the port. The process is killed when
+// the test ends.
+func startBinary(t *testing.T, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "sluice")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/sluice")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	// Its snapshot file goes to a directory of the test's own.
+	cmd := exec.Command(bin, append([]string{"--port", port, "--dir", t.TempDir()}, args...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+			c.Close()
+			return port
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("sluice did not start listening within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

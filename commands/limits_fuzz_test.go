@@ -1,0 +1,90 @@
+package commands
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// FuzzParseThrottle checks CL.THROTTLE's parameters against an oracle that
+// does the arithmetic in math/big (the integer syntax is parseInt's, fuzzed
+// on its own).
+func FuzzParseThrottle(f *testing.F) {
+	for _, seed := range [][3]string{
+		{"15", "30", "60"}, {"0", "1", "1"}, {"-1", "1", "1"}, {"1", "0", "1"}, {"1", "1", "0"},
+		{"9223372036854775806", "1", "1"}, {"9223372036854775807", "1", "1"},
+		{"1", "1", "9223372036"}, {"1", "1", "9223372037"}, {"1", "1000000001", "1"},
+		{"1", "9223372036854775807", "9223372036"}, {"1.5", "1", "1"}, {"", "1", "1"},
+	} {
+		f.Add(seed[0], seed[1], seed[2])
+	}
+	f.Fuzz(func(t *testing.T, burstArg, countArg, periodArg string) {
+		l, err := parseThrottle([]byte(burstArg), []byte(countArg), []byte(periodArg))
+		burst, okB := parseInt([]byte(burstArg))
+		count, okC := parseInt([]byte(countArg))
+		period, okP := parseInt([]byte(periodArg))
+		wantOK := okB && okC && okP && burst >= 0 && count > 0 && period > 0
+		var interval *big.Int
+		if wantOK {
+			limit := new(big.Int).Add(big.NewInt(burst), big.NewInt(1))
+			ns := new(big.Int).Mul(big.NewInt(period), big.NewInt(1e9))
+			interval = new(big.Int).Quo(ns, big.NewInt(count))
+			wantOK = limit.Cmp(maxInt64) <= 0 && ns.Cmp(maxInt64) <= 0 && interval.Sign() > 0
+		}
+		if (err == nil) != wantOK {
+			t.Fatalf("parseThrottle(%q, %q, %q) = %+v, %v; want ok %t", burstArg, countArg, periodArg, l, err, wantOK)
+		}
+		if err == nil && (l.Algo != algorithms.Throttle || l.Count != burst+1 || l.Period != interval.Int64()) {
+			t.Fatalf("parseThrottle(%q, %q, %q) = %+v; want count %d, period %s", burstArg, countArg, periodArg, l, burst+1, interval)
+		}
+	})
+}
+
+// FuzzAll sends RL.ALL with fuzzed arguments (split on spaces) through a
+// client and checks the reply's shape: an error that changed nothing, or
+// [allowed, denied_index, [one decision per limit]].
+func FuzzAll(f *testing.F) {
+	for _, seed := range []string{
+		"1 TOKEN a 10/s 5", "1 token a 10/s 5 FIXED b 2 1m", "0 LOG a 3 1s SLIDING b 2 1m",
+		"-3 LEAKY a 1/s 3 LEAKY a 1/s 3", "1 TOKEN a 10/s", "x TOKEN a 1/s 1", "1 CONCURRENCY a 1 1s",
+		"1 LOG a 10001 1s", "9223372036854775807 FIXED a 9223372036854775807 106751d",
+		"-9223372036854775808 SLIDING a 1 1ms TOKEN a 1/s 1", "1 TOKEN a 1000000000/s 9223372036854775807",
+	} {
+		f.Add(seed)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	f.Fuzz(func(t *testing.T, line string) {
+		args := append([]string{"RL.ALL"}, strings.Fields(line)...)
+		srv := NewServer(Config{Logger: logger}, store.New(2), NewClock())
+		nc, peer := net.Pipe()
+		defer nc.Close()
+		defer peer.Close()
+		c := newClient(srv, nc, 1)
+		c.in = []byte(frame(args...))
+		c.start, c.end = 0, len(c.in)
+		c.runBatch()
+		out := c.out
+		switch {
+		case len(args) < 6 || (len(args)-2)%4 != 0:
+			if !bytes.HasPrefix(out, []byte("-ERR wrong number of arguments")) {
+				t.Fatalf("%q: %q; want the arity error", line, out)
+			}
+		case out[0] == '-':
+			if n, _ := srv.ks.DBSize(c.now); n != 0 {
+				t.Fatalf("%q: %q, yet %d keys were written", line, out, n)
+			}
+		default:
+			limits := (len(args) - 2) / 4
+			if !bytes.HasPrefix(out, []byte("*3\r\n:")) || bytes.Count(out, []byte("*5\r\n")) != limits {
+				t.Fatalf("%q: %q; want [allowed, denied_index, %d decisions]", line, out, limits)
+			}
+		}
+	})
+}

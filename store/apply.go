@@ -1,0 +1,92 @@
+package store
+
+import (
+	"errors"
+	"math"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/shard"
+)
+
+// errUnknownAlgo is the outcome of a request naming no algorithm the store
+// knows: a bug at the edge, never a client's mistake.
+var errUnknownAlgo = errors.New("ERR unknown algorithm")
+
+// How each algorithm's state sits in a shard.Entry:
+//
+//	Token, Leaky, Throttle: State[0] = TAT
+//	Fixed:                  State[0] = window start, State[1] = count
+//	Sliding:                State[0] = window start, State[1] = current, State[2] = previous
+//	Log:                    State[0] = head, State[1] = count, Ext = the ring of timestamps
+//	Concurrency:            Ext = (id hash, lease end) pairs
+//
+// Expire is always now + the result's ResetAfter: the instant the new state
+// equals "absent".
+
+// applyFamily computes the algorithms other than the token bucket; its
+// contract is apply's. For Log and Concurrency, an admitted request writes
+// into e.Ext (the slice Find returned) and hands it, or a larger or smaller
+// one, to the entry it returns; a denied one, a peek or an error leave e.Ext
+// alone. So this relies on two things of shard: the Ext that Find returns
+// may be written while the lock is held, and Commit accepts an Ext that
+// shares memory with the stored one (it may keep the slice or copy it).
+// TestLogInPlaceMatchesThePureAlgorithm checks both through the store.
+func applyFamily(now int64, req *algorithms.Request, e shard.Entry) (algorithms.Outcome, shard.Entry, bool) {
+	l := req.Limit
+	var r algorithms.Result
+	next := shard.Entry{Algo: l.Algo}
+	switch l.Algo {
+	case algorithms.Leaky:
+		var s algorithms.LeakyState
+		r, s = l.LeakyBucket().Take(algorithms.LeakyState{TAT: e.State[0]}, now, req.N)
+		next.State[0] = s.TAT
+	case algorithms.Throttle:
+		var s algorithms.TokenState
+		r, s = l.CellThrottle().Take(algorithms.TokenState{TAT: e.State[0]}, now, req.N)
+		next.State[0] = s.TAT
+	case algorithms.Fixed:
+		var s algorithms.FixedState
+		r, s = l.FixedWindow().Take(algorithms.FixedState{Start: e.State[0], Count: e.State[1]}, now, req.N)
+		next.State = [3]int64{s.Start, s.Count}
+	case algorithms.Sliding:
+		var s algorithms.SlidingState
+		r, s = l.SlidingWindow().Take(slidingState(e), now, req.N)
+		next.State = [3]int64{s.Start, s.Current, s.Previous}
+	case algorithms.Log:
+		var s algorithms.LogState
+		r, s = l.SlidingLog().Take(logState(e), now, req.N)
+		next.State, next.Ext = [3]int64{s.Head, s.Count}, s.Ring
+	case algorithms.Concurrency:
+		var s algorithms.LeaseState
+		r, s = l.LeaseLimit().Take(algorithms.LeaseState{Leases: e.Ext}, now, leaseID(req.ID), req.N)
+		next.Ext = s.Leases
+	default:
+		return algorithms.Outcome{Err: errUnknownAlgo}, e, false
+	}
+	next.Expire = expireAt(now, r.ResetAfter)
+	return algorithms.Outcome{Result: r}, next, req.N != 0 && r.Allowed
+}
+
+func slidingState(e shard.Entry) algorithms.SlidingState {
+	return algorithms.SlidingState{Start: e.State[0], Current: e.State[1], Previous: e.State[2]}
+}
+
+func logState(e shard.Entry) algorithms.LogState {
+	return algorithms.LogState{Head: e.State[0], Count: e.State[1], Ring: e.Ext}
+}
+
+// leaseID hashes a lease holder's id, of any length, to the 64 bits the
+// algorithm keeps. xxhash is deterministic across processes and machines,
+// which replicas replaying the same requests need. Two ids collide with
+// probability 2^-64 per pair; colliding ids would share one lease.
+func leaseID(id []byte) uint64 { return xxhash.Sum64(id) }
+
+// expireAt returns now + after, saturated: when a state written at now
+// becomes absent.
+func expireAt(now, after int64) int64 {
+	if after > 0 && now > math.MaxInt64-after {
+		return math.MaxInt64
+	}
+	return now + after
+}
