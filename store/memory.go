@@ -70,6 +70,25 @@ func commit(sh *shard.Shard, ref shard.Ref, key []byte, next shard.Entry, o algo
 	return o
 }
 
+// roomForGroup makes room in each locked shard of a group decision for the
+// keys it would create (created[i]: reqs[i] writes ents[i] to a new key),
+// so that at the memory limit the group is refused whole, never in part.
+func (st *Store) roomForGroup(now int64, reqs []algorithms.Request, shards, locks []uint32, created []bool, ents []shard.Entry) bool {
+	for _, s := range locks {
+		keys, bytes := 0, int64(0)
+		for i := range reqs {
+			if created[i] && shards[i] == s {
+				keys++
+				bytes += shard.RecordBytes(reqs[i].Key, &ents[i])
+			}
+		}
+		if !st.shards[s].MakeRoom(keys, bytes, now) {
+			return false
+		}
+	}
+	return true
+}
+
 // InfoMemory returns the store's memory as INFO memory fields.
 func (st *Store) InfoMemory() [][2]string {
 	s := st.Stats()

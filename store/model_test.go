@@ -263,3 +263,36 @@ func TestSweepAndEvictionRaceWithWriters(t *testing.T) {
 		t.Fatalf("used %d over the 256 KiB limit", s.Used())
 	}
 }
+
+// TestGroupAtTheCapIsRefusedWhole: an RL.ALL group that would create a key
+// in a full shard is refused with OOM before anything is written, and its
+// existing keys keep their state; a group of existing keys still works.
+func TestGroupAtTheCapIsRefusedWhole(t *testing.T) {
+	st := New(1)
+	st.SetMaxMemory(256<<10, NoEviction)
+	decide(st, t0, token("old", time.Hour, 10, 1))
+	for i := 0; ; i++ {
+		if o := decide(st, t0, token(fmt.Sprintf("fill:%d", i), time.Hour, 10, 1)); o.Err == shard.ErrOOM {
+			break
+		}
+	}
+	group := []algorithms.Request{token("old", time.Hour, 10, 1), token("fresh", time.Hour, 10, 1)}
+	group[0].Group, group[1].Group = 1, 1
+	out := make([]algorithms.Outcome, 2)
+	st.Decide(t0, group, out)
+	if out[0].Err != shard.ErrOOM {
+		t.Fatalf("group with a new key at the cap: %+v; want OOM", out)
+	}
+	if o := decide(st, t0, token("old", time.Hour, 10, 0)); o.Result.Remaining != 9 {
+		t.Fatalf("old key after the refused group: remaining %d; want 9 (untouched)", o.Result.Remaining)
+	}
+	if n, _ := st.Exists(t0, [][]byte{[]byte("fresh")}); n != 0 {
+		t.Fatal("the refused group created its new key")
+	}
+	group = []algorithms.Request{token("old", time.Hour, 10, 1), token("fill:1", time.Hour, 10, 1)}
+	group[0].Group, group[1].Group = 2, 2
+	st.Decide(t0, group, out)
+	if out[0].Err != nil || out[1].Err != nil || !out[0].Result.Allowed || out[0].Result.Remaining != 8 {
+		t.Fatalf("group of existing keys at the cap: %+v", out)
+	}
+}
