@@ -16,7 +16,8 @@ import (
 //	         key length in bytes, or a free record's size in words (16-47)
 //	         expire, unless it equals state[0] (a token bucket's TAT is its expiry)
 //	         state[0..n): the state words up to the last non-zero one
-//	         ext length, then the ext words, if Ext is not empty
+//	         ext length (low 32 bits) and room (high 32), then room words,
+//	         the first length of them Ext's, if Ext is not empty
 //	         the key's bytes, padded to a word
 //
 // A token bucket with a 16-byte key is 4 words: header, TAT, key.
@@ -59,13 +60,15 @@ type layout struct {
 	header uint64
 	nState int
 	extLen int
+	extCap int // words reserved for Ext: at least extLen
 	keyLen int
 	keyOff int // word where the key starts
 	size   int // words in all
 }
 
-// layoutOf returns the record layout that stores key and e.
-func layoutOf(keyLen int, e *Entry) layout {
+// layoutOf returns the record layout that stores key and e, with room for
+// extCap words of Ext (at least len(e.Ext)).
+func layoutOf(keyLen int, e *Entry, extCap int) layout {
 	var lay layout
 	for i := len(e.State) - 1; i >= 0; i-- {
 		if e.State[i] != 0 {
@@ -83,8 +86,8 @@ func layoutOf(keyLen int, e *Entry) layout {
 	off += lay.nState
 	if len(e.Ext) > 0 {
 		h |= hdrExt
-		lay.extLen = len(e.Ext)
-		off += 1 + lay.extLen
+		lay.extLen, lay.extCap = len(e.Ext), max(extCap, len(e.Ext))
+		off += 1 + lay.extCap
 	}
 	if e.Depleted {
 		h |= hdrDepleted
@@ -137,8 +140,8 @@ func (a *arena) live(c []uint64, w int, h uint64) layout {
 		off++
 	}
 	if h&hdrExt != 0 {
-		lay.extLen = int(c[w+off])
-		off += 1 + lay.extLen
+		lay.extLen, lay.extCap = int(uint32(c[w+off])), int(c[w+off]>>32)
+		off += 1 + lay.extCap
 	}
 	lay.keyOff = off
 	lay.size = max(off+(lay.keyLen+7)/8, minRecord)
@@ -148,8 +151,34 @@ func (a *arena) live(c []uint64, w int, h uint64) layout {
 // key returns the key of the live record at l, aliasing the arena.
 func (a *arena) key(l uint32) []byte {
 	c, w := a.at(l)
-	lay := a.live(c, w, c[w])
-	return wordBytes(c[w+lay.keyOff:w+lay.size], lay.keyLen)
+	return keyAt(c, w, c[w])
+}
+
+// keyAt returns the key of the live record with header h at c[w].
+func keyAt(c []uint64, w int, h uint64) []byte {
+	n := int(h >> hdrLenShift & hdrLenMask)
+	if n == 0 {
+		return []byte{}
+	}
+	off := w + 2 + int(h&hdrNState>>8)
+	if h&hdrExpS0 != 0 {
+		off--
+	}
+	if h&hdrExt != 0 {
+		off += 1 + int(c[off]>>32)
+	}
+	_ = c[off+(n-1)/8] // the key's last word is in the chunk
+	return unsafe.Slice((*byte)(unsafe.Pointer(&c[off])), n)
+}
+
+// keyIs reports whether the live record at l holds key.
+func (a *arena) keyIs(l uint32, key []byte) bool {
+	c, w := a.at(l)
+	h := c[w]
+	if int(h>>hdrLenShift&hdrLenMask) != len(key) {
+		return false
+	}
+	return string(keyAt(c, w, h)) == string(key)
 }
 
 // entry returns the entry of the live record at l; its Ext aliases the
@@ -173,8 +202,8 @@ func (a *arena) entry(l uint32) Entry {
 		e.Expire = e.State[0]
 	}
 	if h&hdrExt != 0 {
-		n := int(c[i])
-		e.Ext = wordInts(c[i+1 : i+1+n])
+		n, capacity := int(uint32(c[i])), int(c[i]>>32)
+		e.Ext = wordInts(c[i+1:i+1+capacity], n)
 	}
 	return e
 }
@@ -201,9 +230,9 @@ func (a *arena) write(l uint32, key []byte, e *Entry, lay layout) {
 		i++
 	}
 	if lay.extLen > 0 {
-		rec[i] = uint64(lay.extLen)
-		copy(wordInts(rec[i+1:i+1+lay.extLen]), e.Ext)
-		i += 1 + lay.extLen
+		rec[i] = uint64(lay.extLen) | uint64(lay.extCap)<<32
+		copy(wordInts(rec[i+1:i+1+lay.extCap], lay.extLen), e.Ext)
+		i += 1 + lay.extCap
 	}
 	if i < len(rec) {
 		rec[len(rec)-1] = 0 // the key's padding
@@ -288,13 +317,14 @@ func wordBytes(w []uint64, n int) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), n)[:n:n]
 }
 
-// wordInts views w as int64s; the view's capacity ends with it, so an
-// append copies.
-func wordInts(w []uint64) []int64 {
+// wordInts views the first n words of w as int64s, with w's length as the
+// view's capacity: an algorithm may append into the room a record reserves
+// for its Ext, and an append past it copies.
+func wordInts(w []uint64, n int) []int64 {
 	if len(w) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&w[0])), len(w))
+	return unsafe.Slice((*int64)(unsafe.Pointer(&w[0])), len(w))[:n:len(w)]
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -146,7 +146,7 @@ func (s *Shard) evictOne(now int64) bool {
 
 // RecordBytes returns the bytes a record for key and e takes: what a new
 // key's Commit asks of the limit, and what MakeRoom is told.
-func RecordBytes(key []byte, e *Entry) int64 { return int64(layoutOf(len(key), e).size) * 8 }
+func RecordBytes(key []byte, e *Entry) int64 { return int64(layoutOf(len(key), e, 0).size) * 8 }
 
 // MakeRoom makes room under the limit for keys new keys whose records take
 // bytes in all, the way Commit does for one (expired entries first, then

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"bytes"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -141,7 +140,7 @@ func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
 		if v == 0 {
 			return i, 0, false
 		}
-		if slotTag(v) == tag && bytes.Equal(s.arena.key(slotLoc(v)), key) {
+		if slotTag(v) == tag && s.arena.keyIs(slotLoc(v), key) {
 			return i, slotLoc(v), true
 		}
 	}
@@ -180,8 +179,16 @@ func (s *Shard) Commit(ref Ref, key []byte, e Entry, now int64) error {
 // unchanged, else in a new record that replaces it in the index.
 func (s *Shard) update(ref Ref, key []byte, e *Entry) {
 	l := ref.loc - 1
-	lay := layoutOf(len(key), e)
-	if lay.size == s.arena.size(l) {
+	c, w := s.arena.at(l)
+	old := s.arena.live(c, w, c[w])
+	room := old.extCap
+	if len(e.Ext) > room { // grow the room by a quarter, so that growing one pair at a time is amortized
+		room = len(e.Ext) + len(e.Ext)/4 + 2
+	}
+	lay := layoutOf(len(key), e, room)
+	// In place when the size is the same and Ext, which may alias the
+	// record, stays where it is.
+	if lay.size == old.size && (lay.extLen == 0 || lay.keyOff-lay.extCap == old.keyOff-old.extCap) {
 		s.arena.write(l, key, e, lay)
 		return
 	}
@@ -200,7 +207,7 @@ func (s *Shard) insert(h uint64, key []byte, e *Entry, now int64) error {
 	if len(key) > maxKey {
 		return ErrKeyTooLong
 	}
-	lay := layoutOf(len(key), e)
+	lay := layoutOf(len(key), e, 0)
 	for tries := 0; ; tries++ {
 		if s.indexRoom() {
 			if l, ok := s.arena.alloc(lay.size, s.room()); ok {

@@ -348,3 +348,37 @@ func BenchmarkFindCommit(b *testing.B) {
 		}
 	}
 }
+
+// TestExtRoomMakesAppendsCheap: an Ext that grows one element a commit
+// (a lease table) gets room reserved in its record, so the algorithm's
+// appends land in the record and allocate only when the room runs out,
+// a logarithmic number of times.
+func TestExtRoomMakesAppendsCheap(t *testing.T) {
+	var s Shard
+	key := []byte("leases")
+	const n = 200
+	allocs := testing.AllocsPerRun(1, func() {
+		s.Flush()
+		for i := 0; i < n; i++ {
+			ref, e := s.Find(key, t0)
+			e.Algo, e.Expire = 9, t0+100
+			e.Ext = append(e.Ext, int64(i))
+			if err := s.Commit(ref, key, e, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs > 25 {
+		t.Fatalf("%v allocations for %d appends; want the room to grow geometrically", allocs, n)
+	}
+	e, _ := get(&s, "leases", t0)
+	for i, v := range e.Ext {
+		if v != int64(i) {
+			t.Fatalf("Ext[%d] = %d after the appends", i, v)
+		}
+	}
+	if len(e.Ext) != n || cap(e.Ext) > n+n/4+2 {
+		t.Fatalf("len %d cap %d", len(e.Ext), cap(e.Ext))
+	}
+	checkArena(t, &s.arena)
+}

@@ -96,7 +96,7 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 		ref, e := sh.Find(reqs[i].Key, now)
 		o, next, write := apply(now, &reqs[i], e)
 		if write {
-			o = commit(sh, ref, reqs[i].Key, next, o, now)
+			commit(sh, ref, reqs[i].Key, &next, &o, now)
 		}
 		out[i] = o
 	}

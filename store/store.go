@@ -82,7 +82,7 @@ func (st *Store) decide(now int64, req *algorithms.Request) algorithms.Outcome {
 	ref, e := sh.FindHash(req.Key, h, now)
 	o, next, write := apply(now, req, e)
 	if write {
-		return commit(sh, ref, req.Key, next, o, now)
+		commit(sh, ref, req.Key, &next, &o, now)
 	}
 	return o
 }
