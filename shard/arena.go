@@ -50,6 +50,9 @@ const (
 	hdrExpS0    = 1 << 13
 	hdrLenShift = 16
 	hdrLenMask  = 1<<32 - 1
+	// hdrLayout are the header bits that, with the ext room, decide where a
+	// record's parts lie.
+	hdrLayout = hdrNState | hdrExt | hdrExpS0 | hdrLenMask<<hdrLenShift
 )
 
 // maxKey is the longest key a record can hold.
@@ -219,6 +222,16 @@ func (a *arena) expire(l uint32) int64 {
 func (a *arena) write(l uint32, key []byte, e *Entry, lay layout) {
 	c, w := a.at(l)
 	rec := c[w : w+lay.size]
+	i := a.writeEntry(rec, e, lay)
+	if i < len(rec) {
+		rec[len(rec)-1] = 0 // the key's padding
+		copy(wordBytes(rec[i:], lay.keyLen), key)
+	}
+}
+
+// writeEntry stores e in rec, a record laid out as lay, and returns where
+// the key starts: an update in place leaves the key as it is.
+func (a *arena) writeEntry(rec []uint64, e *Entry, lay layout) int {
 	rec[0] = lay.header
 	i := 1
 	if lay.header&hdrExpS0 == 0 {
@@ -234,10 +247,7 @@ func (a *arena) write(l uint32, key []byte, e *Entry, lay layout) {
 		copy(wordInts(rec[i+1:i+1+lay.extCap], lay.extLen), e.Ext)
 		i += 1 + lay.extCap
 	}
-	if i < len(rec) {
-		rec[len(rec)-1] = 0 // the key's padding
-		copy(wordBytes(rec[i:], lay.keyLen), key)
-	}
+	return i
 }
 
 // newChunk maps a chunk of n words, its bitmap counted as handed out.

@@ -180,6 +180,12 @@ func (s *Shard) Commit(ref Ref, key []byte, e Entry, now int64) error {
 func (s *Shard) update(ref Ref, key []byte, e *Entry) {
 	l := ref.loc - 1
 	c, w := s.arena.at(l)
+	if h := c[w]; h&hdrExt == 0 && len(e.Ext) == 0 { // the common case: fixed words only
+		if lay := layoutOf(len(key), e, 0); (lay.header^h)&hdrLayout == 0 {
+			s.arena.writeEntry(c[w:w+lay.size], e, lay)
+			return
+		}
+	}
 	old := s.arena.live(c, w, c[w])
 	room := old.extCap
 	if len(e.Ext) > room { // grow the room by a quarter, so that growing one pair at a time is amortized
