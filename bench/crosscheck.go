@@ -108,11 +108,25 @@ type machine struct {
 	model, kernel        string
 	goVersion, benchGo   string
 	redisVersion, sluice string
+	loadBefore, loadAfter string // /proc/loadavg: other work on the machine
+}
+
+// loadAverage returns the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func describeMachine(targets map[string]*target) machine {
 	m := machine{cpus: runtime.NumCPU(), benchGo: runtime.Version(), model: "unknown", kernel: "unknown",
-		goVersion: "unknown", redisVersion: "not installed", sluice: "unknown"}
+		goVersion: "unknown", redisVersion: "not installed", sluice: "unknown", loadAfter: loadAverage()}
 	if b, err := exec.Command("lscpu").Output(); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if rest, ok := strings.CutPrefix(line, "Model name:"); ok {

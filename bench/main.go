@@ -199,6 +199,7 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 		return nil, err
 	}
 	rep := &report{plan: o.plan, argv: commandLine(o), notes: notes, started: time.Now(), base: b}
+	loadBefore := loadAverage()
 	for i, spec := range runs {
 		fmt.Fprintf(log, "bench: [%d/%d] %-24s P%-3d c%d keys=%d %s", i+1, len(runs), spec.sc.label, spec.depth,
 			spec.conns, spec.keys, spec.dist())
@@ -220,6 +221,7 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 		}
 	}
 	rep.machine = describeMachine(targets)
+	rep.machine.loadBefore = loadBefore
 	rep.finished = time.Now()
 	return rep, nil
 }

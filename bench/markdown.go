@@ -75,7 +75,8 @@ func (rep *report) markdown(chart string) string {
 	b.WriteString("### Machine\n\n")
 	fmt.Fprintf(&b, "- nproc: %d; CPU: %s; kernel %s\n", m.cpus, m.model, m.kernel)
 	fmt.Fprintf(&b, "- %s (load generator built with %s)\n", m.goVersion, m.benchGo)
-	fmt.Fprintf(&b, "- %s\n- %s\n\n", redis, m.sluice)
+	fmt.Fprintf(&b, "- %s\n- %s\n", redis, m.sluice)
+	fmt.Fprintf(&b, "- load average (1, 5, 15 min) before the runs: %s; after: %s\n\n", m.loadBefore, m.loadAfter)
 	b.WriteString("### Commands\n\n```\n")
 	fmt.Fprintf(&b, "%s\n", rep.argv)
 	for _, c := range rep.cross {

@@ -186,6 +186,7 @@ func (rep *report) groups() []string {
 func (rep *report) printText(w io.Writer) {
 	fmt.Fprintf(w, "\nsluice vs Redis + Lua — plan %s, %d runs, %s\n", rep.plan, len(rep.results),
 		rep.finished.Sub(rep.started).Round(time.Second))
+	fmt.Fprintf(w, "load average before: %s, after: %s\n", rep.machine.loadBefore, rep.machine.loadAfter)
 	for _, n := range rep.notes {
 		fmt.Fprintln(w, "note:", n)
 	}
