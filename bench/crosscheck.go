@@ -104,10 +104,10 @@ func splitAddr(addr string) (host, port string) {
 
 // machine describes where the numbers were measured.
 type machine struct {
-	cpus                 int
-	model, kernel        string
-	goVersion, benchGo   string
-	redisVersion, sluice string
+	cpus                  int
+	model, kernel         string
+	goVersion, benchGo    string
+	redisVersion, sluice  string
 	loadBefore, loadAfter string // /proc/loadavg: other work on the machine
 }
 
