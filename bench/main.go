@@ -37,6 +37,7 @@ type options struct {
 	plan              string
 	scenarios, depths string
 	conns             int
+	rounds            int
 	dur, warmup       time.Duration
 	count             int64
 	keys              uint64
@@ -108,9 +109,10 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.scenarios, "scenarios", "sluice-ping,sluice-token,redis-lua-token,redis-incr", "custom plan: scenarios, of "+scenarioNames())
 	fs.StringVar(&o.depths, "P", "1,16", "custom plan: pipeline depths, comma-separated")
 	fs.IntVar(&o.conns, "c", 50, "connections")
-	fs.DurationVar(&o.dur, "d", 3*time.Second, "measured time per run (full plan: 5s unless set)")
+	fs.DurationVar(&o.dur, "d", 0, "measured time per round of a run (default: quick 1s, full 3s, custom 3s)")
+	fs.IntVar(&o.rounds, "rounds", 0, "rounds of every run, interleaved; figures are the median round's (default: quick and full 3, custom 1)")
 	fs.Int64Var(&o.count, "n", 0, "measure this many requests per run instead of a duration")
-	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "unmeasured load before each run (replies are still checked)")
+	fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured load before each round (replies are still checked)")
 	fs.Uint64Var(&o.keys, "keys", 100_000, "key cardinality: keys are drawn from this many (1 = one hot key)")
 	fs.Float64Var(&o.zipf, "zipf", 0, "zipfian keys with this exponent (> 1); 0 for uniform")
 	fs.StringVar(&o.algo, "algo", "all", "decision scenarios to run: all, token or fixed")
@@ -138,12 +140,23 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 			o.plan = "quick"
 		}
 	}
-	if o.plan == "full" && !set["d"] && o.count == 0 {
-		o.dur = 5 * time.Second
+	if o.dur == 0 {
+		o.dur = 3 * time.Second
+		if o.plan == "quick" {
+			o.dur = time.Second
+		}
+	}
+	if o.rounds == 0 {
+		o.rounds = 1
+		if o.plan != "custom" {
+			o.rounds = 3
+		}
 	}
 	switch {
 	case o.plan != "quick" && o.plan != "full" && o.plan != "custom":
 		return nil, fmt.Errorf("-plan %q: want quick, full or custom", o.plan)
+	case o.rounds < 1 || o.rounds > 15:
+		return nil, fmt.Errorf("-rounds %d: want 1 to 15", o.rounds)
 	case o.conns < 1 || o.conns > maxConns:
 		return nil, fmt.Errorf("-c %d: want 1 to %d connections", o.conns, maxConns)
 	case o.dur <= 0 || o.dur > maxDuration:
@@ -200,20 +213,31 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 	}
 	rep := &report{plan: o.plan, argv: commandLine(o), notes: notes, started: time.Now(), base: b}
 	loadBefore := loadAverage()
-	for i, spec := range runs {
-		fmt.Fprintf(log, "bench: [%d/%d] %-24s P%-3d c%d keys=%d %s", i+1, len(runs), spec.sc.label, spec.depth,
-			spec.conns, spec.keys, spec.dist())
-		if spec.procs > 0 {
-			fmt.Fprintf(log, " GOMAXPROCS=%d", spec.procs)
+	rounds := make([][]*result, len(runs))
+	for round := 1; round <= o.rounds; round++ { // interleaved, so that a burst of other work hits one round of each
+		for i, spec := range runs {
+			fmt.Fprintf(log, "bench: [round %d/%d, run %d/%d] %-24s P%-3d c%d keys=%d %s", round, o.rounds, i+1, len(runs),
+				spec.sc.label, spec.depth, spec.conns, spec.keys, spec.dist())
+			if spec.procs > 0 {
+				fmt.Fprintf(log, " GOMAXPROCS=%d", spec.procs)
+			}
+			if round > 1 && rounds[i][0].skipped != "" {
+				fmt.Fprintln(log, " → skipped")
+				continue
+			}
+			res, err := execute(ctx, spec, targets)
+			if err != nil {
+				fmt.Fprintln(log)
+				return nil, err
+			}
+			fmt.Fprintln(log, " →", res.summary())
+			rounds[i] = append(rounds[i], res)
 		}
-		res, err := execute(ctx, spec, targets)
-		if err != nil {
-			fmt.Fprintln(log)
-			return nil, err
-		}
-		fmt.Fprintln(log, " →", res.summary())
-		rep.results = append(rep.results, res)
 	}
+	for _, rs := range rounds {
+		rep.results = append(rep.results, combine(rs))
+	}
+	rep.rounds = o.rounds
 	if o.crossCheck && o.plan != "custom" {
 		rep.cross = crossCheck(ctx, targets, log)
 		if ctx.Err() != nil {

@@ -70,8 +70,8 @@ func (rep *report) markdown(chart string) string {
 		}
 	}
 	fmt.Fprintf(&b, "## sluice vs Redis + Lua\n\n")
-	fmt.Fprintf(&b, "Measured %s, plan `%s`, %d runs in %s.\n\n", rep.started.UTC().Format("2006-01-02 15:04 MST"),
-		rep.plan, len(rep.results), rep.finished.Sub(rep.started).Round(time.Second))
+	fmt.Fprintf(&b, "Measured %s, plan `%s`: %d runs × %d rounds in %s.\n\n", rep.started.UTC().Format("2006-01-02 15:04 MST"),
+		rep.plan, len(rep.results), rep.rounds, rep.finished.Sub(rep.started).Round(time.Second))
 	b.WriteString("### Machine\n\n")
 	fmt.Fprintf(&b, "- nproc: %d; CPU: %s; kernel %s\n", m.cpus, m.model, m.kernel)
 	fmt.Fprintf(&b, "- %s (load generator built with %s)\n", m.goVersion, m.benchGo)
@@ -85,7 +85,8 @@ func (rep *report) markdown(chart string) string {
 		}
 	}
 	b.WriteString("```\n\n")
-	b.WriteString("How to read this: every run starts a fresh server; load comes from bench's own closed-loop " +
+	b.WriteString("How to read this: every round of a run starts a fresh server; the rounds of all runs are " +
+		"interleaved, and each figure is the median over the rounds (max latency: the largest); load comes from bench's own closed-loop " +
 		"connections over 127.0.0.1, each writing a batch of P requests and reading the P replies; a request's " +
 		"latency is the time from its batch's write to its reply (HDR histogram). Every reply is checked " +
 		"(shape and values); a wrong or error reply is an error, never a success. `srv CPU s/M` is the server's " +

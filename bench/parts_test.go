@@ -212,3 +212,26 @@ func TestKeySet(t *testing.T) {
 		t.Fatalf("count = %d; want 4", got)
 	}
 }
+
+func TestCombineTakesMedians(t *testing.T) {
+	var rs []*result
+	for i, ops := range []int64{1000, 9000, 3000} { // the second round was disturbed the other way
+		r := &result{spec: runSpec{sc: findScenario("sluice-token")}, elapsed: time.Second, cpuKnown: true,
+			srvCPU: time.Duration(ops) * time.Millisecond, t: &tally{hist: newHistogram(), ok: ops, allowed: ops,
+				errors: int64(i), problems: map[string]*problem{}}}
+		r.t.hist.RecordValue(int64(i+1) * 1e6)
+		rs = append(rs, r)
+	}
+	c := combine(rs)
+	f := c.figs()
+	if f.ops != 3000 || f.p99 < 1900*time.Microsecond || f.p99 > 2100*time.Microsecond || f.max < 2900*time.Microsecond {
+		t.Fatalf("combined %+v; want the median round's 3000 ops/s and p99 2ms, max 3ms", f)
+	}
+	if c.t.ok != 13000 || c.t.errors != 3 || c.rounds != 3 || math.Abs(f.srvPerM-1000) > 1e-6 {
+		t.Fatalf("ok %d errors %d rounds %d srv CPU/M %v; want sums 13000 and 3, 3 rounds, 1000 s/M",
+			c.t.ok, c.t.errors, c.rounds, f.srvPerM)
+	}
+	if median([]float64{1, math.NaN()}) == median([]float64{1, math.NaN()}) {
+		t.Fatalf("median with an unknown value is known")
+	}
+}

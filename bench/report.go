@@ -18,6 +18,7 @@ type report struct {
 	started, finished time.Time
 	base              base
 	results           []*result
+	rounds            int
 	cross             []crossRun
 	machine           machine
 }
@@ -87,10 +88,10 @@ func (rep *report) ratios() []ratio {
 	cpu := func(a, b string) func(int) float64 {
 		return func(d int) float64 {
 			x, y := rep.find(a, d), rep.find(b, d)
-			if x == nil || y == nil || !x.cpuKnown || !y.cpuKnown || y.srvCPU == 0 {
+			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return x.cpuPerMillion(x.srvCPU) / y.cpuPerMillion(y.srvCPU)
+			return x.figs().srvPerM / y.figs().srvPerM
 		}
 	}
 	rows := []struct {
@@ -153,20 +154,19 @@ func (r *result) row() []string {
 	if r.skipped != "" {
 		return append(head, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", "-")
 	}
-	srvCPU, rss, admitted := "n/a", "n/a", "-"
-	if r.cpuKnown {
-		srvCPU = fmt.Sprintf("%.2f", r.cpuPerMillion(r.srvCPU))
+	f := r.figs()
+	srvCPU, rss, admitted := "n/a", "-", "-"
+	if !math.IsNaN(f.srvPerM) {
+		srvCPU = fmtNum(f.srvPerM)
 	}
-	if r.rssKnown && r.touched >= 10_000 {
-		rss = fmt.Sprintf("%d B", r.rssGrowth/r.touched)
-	} else if r.rssKnown {
-		rss = "-"
+	if !math.IsNaN(f.rssPerKey) && r.touched >= 10_000 {
+		rss = fmt.Sprintf("%.0f B", f.rssPerKey)
 	}
 	if d := r.t.allowed + r.t.denied; d > 0 {
 		admitted = fmt.Sprintf("%.1f%%", 100*float64(r.t.allowed)/float64(d))
 	}
-	return append(head, groupDigits(r.opsPerSec()), fmtLatency(r.quantile(50)), fmtLatency(r.quantile(99)),
-		fmtLatency(r.quantile(99.9)), fmtLatency(r.quantile(100)), srvCPU, fmt.Sprintf("%.2f", r.cpuPerMillion(r.genCPU)),
+	return append(head, groupDigits(f.ops), fmtLatency(f.p50), fmtLatency(f.p99),
+		fmtLatency(f.p999), fmtLatency(f.max), srvCPU, fmtNum(f.genPerM),
 		rss, admitted, fmt.Sprint(r.t.errors))
 }
 
@@ -184,8 +184,8 @@ func (rep *report) groups() []string {
 }
 
 func (rep *report) printText(w io.Writer) {
-	fmt.Fprintf(w, "\nsluice vs Redis + Lua — plan %s, %d runs, %s\n", rep.plan, len(rep.results),
-		rep.finished.Sub(rep.started).Round(time.Second))
+	fmt.Fprintf(w, "\nsluice vs Redis + Lua — plan %s, %d runs × %d rounds (figures: the median round), %s\n",
+		rep.plan, len(rep.results), rep.rounds, rep.finished.Sub(rep.started).Round(time.Second))
 	fmt.Fprintf(w, "load average before: %s, after: %s\n", rep.machine.loadBefore, rep.machine.loadAfter)
 	for _, n := range rep.notes {
 		fmt.Fprintln(w, "note:", n)
@@ -255,6 +255,13 @@ func (rep *report) printProblems(w io.Writer, bullet string) {
 			fmt.Fprintf(w, "%s  %d × %s\n", strings.Repeat(" ", len(bullet)), p.count, p.example)
 		}
 	}
+}
+
+func fmtNum(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 func fmtRatio(v float64) string {

@@ -34,48 +34,6 @@ func (s runSpec) dist() string {
 	return "uniform"
 }
 
-// result is what a run measured.
-type result struct {
-	spec    runSpec
-	skipped string // why the run did not happen
-	t       *tally
-	elapsed time.Duration
-
-	srvCPU, genCPU time.Duration
-	cpuKnown       bool
-	rssGrowth      int64
-	rssKnown       bool
-	touched        int64 // distinct logical keys the run used
-	dbsize         int64 // server keys at the end, -1 unknown
-	version        string
-}
-
-func (r *result) opsPerSec() float64 {
-	if r.t == nil || r.elapsed <= 0 {
-		return 0
-	}
-	return float64(r.t.ok) / r.elapsed.Seconds()
-}
-
-// quantile returns a latency quantile (percent) of the run.
-func (r *result) quantile(q float64) time.Duration {
-	if r.t == nil {
-		return 0
-	}
-	if q >= 100 {
-		return time.Duration(r.t.hist.Max())
-	}
-	return time.Duration(r.t.hist.ValueAtQuantile(q))
-}
-
-// cpuPerMillion returns a CPU time per million successful requests, in seconds.
-func (r *result) cpuPerMillion(cpu time.Duration) float64 {
-	if r.t == nil || r.t.ok == 0 {
-		return 0
-	}
-	return cpu.Seconds() / (float64(r.t.ok) / 1e6)
-}
-
 // execute performs one run.
 func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res *result, err error) {
 	res = &result{spec: spec, dbsize: -1}
