@@ -93,7 +93,9 @@ func (rep *report) markdown(chart string) string {
 		"user+system CPU seconds (/proc/<pid>/stat) per million requests, `gen CPU s/M` the load generator's; " +
 		"`RSS/key` is the growth of the server's VmRSS over the run divided by the distinct keys the run used " +
 		"(shown from 10,000 keys up). The load generator and the server share the machine's cores, and other " +
-		"work may run on it: compare the ratios measured within this run rather than absolute numbers across runs.\n\n")
+		"work may run on it: compare the ratios measured within this run rather than absolute numbers across runs. " +
+		"Server CPU per request is the steadiest figure on a busy machine: it counts the work a request costs, " +
+		"not the time the server waited for a core.\n\n")
 	for _, n := range rep.notes {
 		fmt.Fprintf(&b, "> %s\n\n", n)
 	}

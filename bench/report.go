@@ -111,6 +111,8 @@ func (rep *report) ratios() []ratio {
 			"≥ 0.8 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 0.8 }},
 		{"sluice RL.FIXED ÷ Redis Lua fixed window, throughput", tput("sluice-fixed", "redis-lua-fixed"), "", nil, nil},
 		{"Redis Lua token bucket ÷ sluice RL.TOKEN, server CPU per decision", cpu("redis-lua-token", "sluice-token"), "", nil, nil},
+		{"Redis INCR ÷ sluice RL.TOKEN, server CPU per request", cpu("redis-incr", "sluice-token"), "", nil, nil},
+		{"sluice PING ÷ sluice RL.TOKEN, server CPU per request", cpu("sluice-ping", "sluice-token"), "", nil, nil},
 		{"Redis Lua token bucket ÷ Redis INCR, throughput (the cost of Lua)", tput("redis-lua-token", "redis-incr"), "", nil, nil},
 	}
 	var out []ratio
