@@ -21,6 +21,7 @@ type series struct {
 type panel struct {
 	title  string
 	yLabel string
+	logY   bool // a log scale: equal ratios are equal distances
 	yFmt   func(float64) string
 	series []series
 }
@@ -41,8 +42,9 @@ var seriesStyle = map[string][2]string{ // color, dash
 
 // depthChart builds the two panels from the depth group of a report.
 func (rep *report) depthChart() []panel {
-	tput := panel{title: "Throughput (higher is better)", yLabel: "requests/s", yFmt: siFormat}
-	p99 := panel{title: "p99 latency (lower is better)", yLabel: "ms", yFmt: func(v float64) string { return trimFloat(v) }}
+	tput := panel{title: "Throughput (higher is better; log scale)", yLabel: "requests/s", yFmt: siFormat, logY: true}
+	p99 := panel{title: "p99 latency (lower is better; log scale)", yLabel: "ms", logY: true,
+		yFmt: func(v float64) string { return trimFloat(v) }}
 	for _, name := range chartSet {
 		st := seriesStyle[name]
 		a := series{label: findScenario(name).label, color: st[0], dash: st[1]}
@@ -96,7 +98,7 @@ func drawPanel(b *strings.Builder, p panel, ox, oy float64) {
 	x0, x1 := ox+padL, ox+panelW-padR
 	y0, y1 := oy+panelH-padB, oy+padT // y0 is the bottom
 	var xs []float64
-	ymax := 0.0
+	ymax, ymin := 0.0, math.Inf(1)
 	seen := map[float64]bool{}
 	for _, s := range p.series {
 		for _, pt := range s.pts {
@@ -105,6 +107,9 @@ func drawPanel(b *strings.Builder, p panel, ox, oy float64) {
 				xs = append(xs, pt.x)
 			}
 			ymax = math.Max(ymax, pt.y)
+			if pt.y > 0 {
+				ymin = math.Min(ymin, pt.y)
+			}
 		}
 	}
 	sort.Float64s(xs)
@@ -116,11 +121,25 @@ func drawPanel(b *strings.Builder, p panel, ox, oy float64) {
 	}
 	px := func(v float64) float64 { return x0 + (lx(v)-lo)/(hi-lo)*(x1-x0) }
 	py := func(v float64) float64 { return y0 - v/ymax*(y0-y1) }
+	ticks := []float64{0, ymax / 5, 2 * ymax / 5, 3 * ymax / 5, 4 * ymax / 5, ymax}
+	if p.logY && ymin < ymax {
+		lo := math.Pow(10, math.Floor(math.Log10(ymin)))
+		hi := math.Pow(10, math.Ceil(math.Log10(ymax)))
+		py = func(v float64) float64 {
+			return y0 - (math.Log10(math.Max(v, lo))-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))*(y0-y1)
+		}
+		ticks = nil
+		for d := lo; d <= hi*1.001; d *= 10 {
+			ticks = append(ticks, d)
+			if d < hi {
+				ticks = append(ticks, 2*d, 5*d)
+			}
+		}
+	}
 
 	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle" font-size="13" %s>%s</text>`+"\n",
 		(x0+x1)/2, oy+18, chartFont, html.EscapeString(p.title))
-	for i := 0; i <= 5; i++ { // horizontal grid and y labels
-		v := ymax * float64(i) / 5
+	for _, v := range ticks { // horizontal grid and y labels
 		y := py(v)
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x0, y, x1, y)
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="11" %s>%s</text>`+"\n",
@@ -151,13 +170,13 @@ func drawPanel(b *strings.Builder, p panel, ox, oy float64) {
 	}
 }
 
-// niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten.
+// niceCeil rounds v up to 1, 2, 2.5, 4, 5, 6 or 8 times a power of ten.
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+	for _, m := range []float64{1, 2, 2.5, 4, 5, 6, 8, 10} {
 		if m*p >= v {
 			return m * p
 		}
