@@ -3,6 +3,7 @@ module github.com/sluice-rl/sluice
 go 1.26
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.1.2
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/redis/go-redis/v9 v9.7.0
 	github.com/tidwall/redcon v1.6.2
