@@ -62,11 +62,9 @@ fuzz:
 		done; \
 	done
 
-## bench: the side-by-side benchmark against Redis + Lua (see bench/RESULTS.md)
+## bench: sluice vs Redis + Lua, side by side; rewrites bench/RESULTS.md (BENCH=full for everything)
 bench:
-	@echo "make bench: the load generator is not in this tree yet (issue 5); meanwhile:"
-	@echo "  go test -run=NONE -bench=. -benchmem ./algorithms ./store ./commands"
-	$(GO) test -run=NONE -bench=. -benchmem ./algorithms ./store
+	BENCH=$(BENCH) $(GO) run ./bench -md bench/RESULTS.md
 
 clean:
 	rm -rf bin

@@ -22,7 +22,7 @@ func init() {
 	)
 }
 
-var infoSections = []string{"server", "clients", "memory", "stats", "replication", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"}
 
 // cmdInfo: INFO [section …]
 func cmdInfo(c *Client, args [][]byte) {
@@ -92,7 +92,21 @@ func (s *Server) infoSection(name string, now int64) []Param {
 			{"blocked_clients", "0"},
 		}
 	case "memory":
-		return memoryInfo()
+		out := memoryInfo()
+		if m, ok := s.ks.(interface{ InfoMemory() [][2]string }); ok {
+			for _, kv := range m.InfoMemory() {
+				out = append(out, Param{kv[0], kv[1]})
+			}
+		}
+		return out
+	case "persistence":
+		var out []Param
+		if p, ok := s.cfg.Persister.(interface{ Info() [][2]string }); ok {
+			for _, kv := range p.Info() {
+				out = append(out, Param{kv[0], kv[1]})
+			}
+		}
+		return out
 	case "stats":
 		t := s.totals()
 		out := []Param{

@@ -157,7 +157,8 @@ func startBinary(t *testing.T, args ...string) string {
 	}
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	ln.Close()
-	cmd := exec.Command(bin, append([]string{"--port", port}, args...)...)
+	// Its snapshot file goes to a directory of the test's own.
+	cmd := exec.Command(bin, append([]string{"--port", port, "--dir", t.TempDir()}, args...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -58,9 +58,20 @@ type Config struct {
 	Info []Param
 	// Cluster is the replicated node, nil on a single node.
 	Cluster Cluster
+	// Persister carries out SAVE and BGSAVE; nil refuses them.
+	Persister Persister
 	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
 	// (log-max-limit): their state holds one entry per unit or holder.
 	LogMaxLimit int64
+}
+
+// Persister writes the keyspace's snapshot: SAVE, BGSAVE and LASTSAVE.
+// Errors are reply errors in Redis's words.
+type Persister interface {
+	Save() error
+	BackgroundSave() error
+	// LastSave returns the unix time of the last successful save.
+	LastSave() int64
 }
 
 // Param is one name/value pair of configuration.

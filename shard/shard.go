@@ -3,6 +3,7 @@ package shard
 import (
 	"sync"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
 )
 
@@ -13,53 +14,75 @@ type Entry struct {
 	// (a full bucket, an ended window). At or after it the entry is gone.
 	Expire int64
 	// State holds the fixed-size algorithms' words (Token: State[0] is the
-	// TAT).
+	// TAT). Only the words up to the last non-zero one take room.
 	State [3]int64
 	// Ext is the variable-size part of the algorithms that need one (a
 	// sliding log's ring, a concurrency limit's leases); nil for the others.
-	// A slice that Find returns is valid while the shard's lock is held.
+	// A slice that Find returns aliases the shard's memory and is valid
+	// while the shard's lock is held; an empty Ext is stored as nil.
 	Ext []int64
+	// Depleted marks an entry whose last write left nothing remaining (the
+	// decision admitted the last unit). It stays set until the entry is
+	// written again or expires. Eviction never removes a depleted entry.
+	Depleted bool
 }
 
 // Live reports whether e is a present, unexpired entry at now.
 func (e Entry) Live(now int64) bool { return e.Algo != algorithms.None && now < e.Expire }
 
-// Ref names the slot a key was found in by Find, or no slot (absent key).
-// It stays valid while the shard's lock is held.
-type Ref struct{ slot int32 }
+// Ref names where Find found a key, or where it would go. It stays valid
+// while the shard's lock is held; Commit notices when the shard changed
+// since Find (another key inserted or removed) and looks the key up again.
+type Ref struct {
+	hash  uint64
+	slot  uint32
+	loc   uint32 // record's loc+1; 0: absent
+	epoch uint32
+}
 
 // Absent reports whether the key had no live entry.
-func (r Ref) Absent() bool { return r.slot < 0 }
+func (r Ref) Absent() bool { return r.loc == 0 }
 
-type slot struct {
-	key  string
-	used bool
-	e    Entry
-}
-
-// Stats are a shard's counters since it was made.
+// Stats are a shard's counters since it was made, and its memory now.
 type Stats struct {
 	Keys         int64 // entries held, including expired ones not yet removed
-	ExpiredKeys  int64 // entries removed because they expired (lazily or by the sweep)
-	SweepSteps   int64 // slots the sweep examined
+	ExpiredKeys  int64 // entries removed because they expired (lazily, by the sweep, or to make room)
+	SweepSteps   int64 // entries the sweep examined
 	SweepRemoved int64 // entries the sweep removed
+	Evicted      int64 // live entries removed to make room (volatile-ttl)
+	Refused      int64 // new keys refused for want of memory
+	ArenaBytes   int64 // words handed out for records, free ones included, and chunk bitmaps
+	FreeBytes    int64 // bytes of free records, waiting for reuse
+	IndexBytes   int64 // the index table
 }
 
+// Used returns the bytes that count against the memory limit.
+func (s Stats) Used() int64 { return s.ArenaBytes + s.IndexBytes }
+
 // Shard is one slice of the key space. Its zero value is an empty shard
-// ready for use.
+// ready for use, without a memory limit.
 //
 // Concurrency: every method except Lock, Unlock and Stats requires that the
 // caller holds the shard's lock, so that a store can compute a decision and
-// commit it, or lock several shards, as one atomic step. Entries live in
-// slots that never move while they are live (freed slots are reused by new
-// keys), which is what lets Scan promise that a key present for a whole
-// iteration is returned.
+// commit it, or lock several shards, as one atomic step. Records never move
+// while they are live (freed room is reused by new keys), which is what
+// lets Scan promise that a key present for a whole iteration is returned.
+//
+// Memory: records and the index live outside the Go heap (see arena and
+// index), so the garbage collector has nothing per key to scan. Determinism:
+// given the same calls with the same instants, a shard reaches the same
+// layout and makes the same refusals and evictions.
 type Shard struct {
 	mu       sync.Mutex
-	index    map[string]int32
-	slots    []slot
-	free     []int32
-	sweepPos int
+	arena    arena
+	idx      index
+	epoch    uint32 // bumped whenever a slot or record comes or goes
+	now      int64  // the latest instant a method was given
+	sweepPos uint32 // where the sweep resumes
+	evictPos uint32 // where eviction samples from
+	limit    int64  // bytes; 0: no limit
+	policy   Policy
+	hashFn   func([]byte) uint64 // tests force collisions with it; nil: xxhash
 	stats    Stats
 }
 
@@ -69,37 +92,168 @@ func (s *Shard) Lock() { s.mu.Lock() }
 // Unlock unlocks the shard.
 func (s *Shard) Unlock() { s.mu.Unlock() }
 
-// Find returns key's entry and slot. An entry that has expired at now is
-// removed on the way and reported absent. Find requires that s is locked.
-func (s *Shard) Find(key []byte, now int64) (Ref, Entry) {
-	i, ok := s.index[string(key)]
-	if !ok {
-		return Ref{-1}, Entry{}
+// Hash returns the hash the shard files key under: xxhash, the one the
+// store routes by, so that the store can pass it to FindHash.
+func (s *Shard) Hash(key []byte) uint64 {
+	if s.hashFn != nil {
+		return s.hashFn(key)
 	}
-	e := s.slots[i].e
-	if !e.Live(now) {
-		s.remove(i)
-		s.stats.ExpiredKeys++
-		return Ref{-1}, Entry{}
-	}
-	return Ref{i}, e
+	return xxhash.Sum64(key)
 }
 
-// Commit stores e as key's entry in the slot Find returned. An entry that is
-// already absent at now (e.Expire <= now) is not stored, and removes any
-// previous one. Commit requires that s is locked and that ref came from Find
-// under the same lock.
-func (s *Shard) Commit(ref Ref, key []byte, e Entry, now int64) {
+// Now returns the latest instant any method was given: the shard's idea of
+// the present, which snapshots filter expired entries by.
+func (s *Shard) Now() int64 { return s.now }
+
+// Find returns key's entry and where it is. An entry that has expired at
+// now is removed on the way and reported absent. Find requires that s is
+// locked.
+func (s *Shard) Find(key []byte, now int64) (Ref, Entry) {
+	return s.FindHash(key, s.Hash(key), now)
+}
+
+// FindHash is Find for a caller that has already computed h = Hash(key).
+func (s *Shard) FindHash(key []byte, h uint64, now int64) (Ref, Entry) {
+	s.see(now)
+	slot, l, ok := s.lookup(key, uint32(h>>32))
+	if !ok {
+		return Ref{hash: h, epoch: s.epoch}, Entry{}
+	}
+	e := s.arena.entry(l)
+	if !e.Live(now) {
+		s.removeAt(slot, l)
+		s.stats.ExpiredKeys++
+		return Ref{hash: h, epoch: s.epoch}, Entry{}
+	}
+	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}, e
+}
+
+// lookup probes the index for key. It returns the slot and record that
+// hold it, or found false.
+func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
+	if s.idx.n == 0 {
+		return 0, 0, false
+	}
+	m := s.idx.mask()
+	for i := tag & m; ; i = (i + 1) & m {
+		v := s.idx.slots[i]
+		if v == 0 {
+			return i, 0, false
+		}
+		if slotTag(v) == tag && s.arena.keyIs(slotLoc(v), key) {
+			return i, slotLoc(v), true
+		}
+	}
+}
+
+// Commit stores e as key's entry, where Find said it was or would go. An
+// entry that is already absent at now (e.Expire <= now) is not stored, and
+// removes any previous one. A new key may be refused with ErrOOM when the
+// shard is at its memory limit and no room can be made; an existing key's
+// entry is always stored, even if it needs more room. Commit requires that
+// s is locked and that ref came from Find on key under the same lock.
+func (s *Shard) Commit(ref Ref, key []byte, e Entry, now int64) error {
+	s.see(now)
+	if ref.epoch != s.epoch {
+		slot, l, ok := s.lookup(key, uint32(ref.hash>>32))
+		ref.slot, ref.loc, ref.epoch = slot, 0, s.epoch
+		if ok {
+			ref.loc = l + 1
+		}
+	}
 	switch {
 	case !e.Live(now):
 		if !ref.Absent() {
-			s.remove(ref.slot)
+			s.removeAt(ref.slot, ref.loc-1)
 		}
+		return nil
 	case !ref.Absent():
-		s.slots[ref.slot].e = e
+		s.update(ref, key, &e)
+		return nil
 	default:
-		s.insert(string(key), e)
+		return s.insert(ref.hash, key, &e, now)
 	}
+}
+
+// update rewrites the record of a present key, in place when its size is
+// unchanged, else in a new record that replaces it in the index.
+func (s *Shard) update(ref Ref, key []byte, e *Entry) {
+	l := ref.loc - 1
+	c, w := s.arena.at(l)
+	if h := c[w]; h&hdrExt == 0 && len(e.Ext) == 0 { // the common case: fixed words only
+		if lay := layoutOf(len(key), e, 0); (lay.header^h)&hdrLayout == 0 {
+			s.arena.writeEntry(c[w:w+lay.size], e, lay)
+			return
+		}
+	}
+	old := s.arena.live(c, w, c[w])
+	room := old.extCap
+	if len(e.Ext) > room { // grow the room by a quarter, so that growing one pair at a time is amortized
+		room = len(e.Ext) + len(e.Ext)/4 + 2
+	}
+	lay := layoutOf(len(key), e, room)
+	// In place when the size is the same and Ext, which may alias the
+	// record, stays where it is.
+	if lay.size == old.size && (lay.extLen == 0 || lay.keyOff-lay.extCap == old.keyOff-old.extCap) {
+		s.arena.write(l, key, e, lay)
+		return
+	}
+	nl, ok := s.arena.alloc(lay.size, 1<<62) // a present key is never refused
+	if !ok {
+		panic("shard: out of chunk numbers")
+	}
+	s.arena.write(nl, key, e, lay) // before the release: e.Ext may alias the old record
+	s.idx.slots[ref.slot] = slotOf(uint32(ref.hash>>32), nl)
+	s.arena.release(l)
+	s.epoch++
+}
+
+// insert adds a new key, making room within the limit if it must.
+func (s *Shard) insert(h uint64, key []byte, e *Entry, now int64) error {
+	if len(key) > maxKey {
+		return ErrKeyTooLong
+	}
+	lay := layoutOf(len(key), e, 0)
+	for tries := 0; ; tries++ {
+		if s.indexRoom() {
+			if l, ok := s.arena.alloc(lay.size, s.room()); ok {
+				s.arena.write(l, key, e, lay)
+				s.idx.put(uint32(h>>32), l)
+				s.stats.Keys++
+				s.epoch++
+				return nil
+			}
+		}
+		if tries == maxRoomTries || !s.makeRoom(now) {
+			s.stats.Refused++
+			return ErrOOM
+		}
+	}
+}
+
+// room returns how many more bytes may be handed out under the limit.
+func (s *Shard) room() int64 {
+	if s.limit <= 0 {
+		return 1 << 62
+	}
+	return s.limit - s.used()
+}
+
+func (s *Shard) used() int64 { return s.arena.words*8 + s.idx.bytes() }
+
+// indexRoom makes room in the index for one more key: the table doubles at
+// 3/4 full when the limit allows, and may otherwise fill to 7/8.
+func (s *Shard) indexRoom() bool {
+	n, size := s.idx.n+1, len(s.idx.slots)
+	if n*4 <= size*3 {
+		return true
+	}
+	if grow := max(minSlots, size) * 8; int64(grow) <= s.room() {
+		s.idx.grow()
+		s.epoch++
+		return true
+	}
+	return n*8 <= size*7
 }
 
 // Delete removes key and reports whether it held a live entry at now.
@@ -109,109 +263,103 @@ func (s *Shard) Delete(key []byte, now int64) bool {
 	if ref.Absent() {
 		return false
 	}
-	s.remove(ref.slot)
+	s.removeAt(ref.slot, ref.loc-1)
 	return true
 }
 
-// Len returns the number of live entries at now. It visits every slot.
+// Len returns the number of live entries at now. It visits every record.
 // Len requires that s is locked.
 func (s *Shard) Len(now int64) int {
 	n := 0
-	for i := range s.slots {
-		if s.slots[i].used && s.slots[i].e.Live(now) {
+	for l, ok := s.arena.seek(0); ok; l, ok = s.arena.seek(s.arena.after(l)) {
+		if s.arena.header(l)&hdrFree == 0 && now < s.arena.expire(l) {
 			n++
 		}
 	}
 	return n
 }
 
-// Flush removes every entry. Flush requires that s is locked.
+// Flush removes every entry and gives the shard's memory back. Flush
+// requires that s is locked.
 func (s *Shard) Flush() {
-	s.index = nil
-	s.slots = nil
-	s.free = nil
-	s.sweepPos = 0
+	s.arena.reset()
+	s.idx.reset()
+	s.epoch++
+	s.sweepPos, s.evictPos = 0, 0
 	s.stats.Keys = 0
 }
 
-// Scan calls fn for the live entries in slots [pos, pos+count) and returns
-// the position to continue from, 0 when the shard is done, and how many
-// slots it visited. The key passed to fn is only valid during the call.
+// Scan calls fn for the live entries of up to count records from position
+// pos and returns the position to continue from, 0 when the shard is done,
+// and how many records it visited. Any pos is accepted: it is rounded up to
+// the next record. The key and entry passed to fn alias the shard's memory
+// and are only valid during the call, which must not change the shard.
 // Scan requires that s is locked.
 func (s *Shard) Scan(pos, count int, now int64, fn func(key []byte, e Entry)) (next, visited int) {
-	end := min(pos+count, len(s.slots))
-	for i := pos; i < end; i++ {
-		sl := &s.slots[i]
-		if sl.used && sl.e.Live(now) {
-			fn([]byte(sl.key), sl.e)
-		}
-	}
-	visited = max(end-pos, 0)
-	if end >= len(s.slots) {
-		return 0, visited
-	}
-	return end, visited
-}
-
-// Sweep examines up to budget slots, resuming where the previous sweep
-// stopped and wrapping around, and removes the entries that have expired at
-// now. It returns how many slots it examined and how many entries it
-// removed. Sweep requires that s is locked; keep budget small so that the
-// lock is held briefly.
-func (s *Shard) Sweep(now int64, budget int) (examined, removed int) {
-	if len(s.slots) == 0 {
+	if pos < 0 || pos > 1<<32-1 {
 		return 0, 0
 	}
-	if budget > len(s.slots) {
-		budget = len(s.slots)
-	}
-	for examined < budget {
-		if s.sweepPos >= len(s.slots) {
-			s.sweepPos = 0
+	l, ok := s.arena.seek(uint32(pos))
+	for ; ok && visited < count; visited++ {
+		if s.arena.header(l)&hdrFree == 0 {
+			if e := s.arena.entry(l); e.Live(now) {
+				fn(s.arena.key(l), e)
+			}
 		}
-		i := s.sweepPos
-		s.sweepPos++
-		examined++
-		if sl := &s.slots[i]; sl.used && !sl.e.Live(now) {
-			s.remove(int32(i))
-			removed++
-		}
+		l, ok = s.arena.seek(s.arena.after(l))
 	}
-	s.stats.SweepSteps += int64(examined)
-	s.stats.SweepRemoved += int64(removed)
-	s.stats.ExpiredKeys += int64(removed)
-	return examined, removed
+	if !ok {
+		return 0, visited
+	}
+	return int(l), visited
 }
 
 // Stats returns the shard's counters. It takes the lock itself.
 func (s *Shard) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	return s.statsLocked()
 }
 
-// insert requires that s.mu is held and that key is not in the index.
-func (s *Shard) insert(key string, e Entry) {
-	if s.index == nil {
-		s.index = make(map[string]int32)
-	}
-	var i int32
-	if n := len(s.free); n > 0 {
-		i = s.free[n-1]
-		s.free = s.free[:n-1]
-	} else {
-		s.slots = append(s.slots, slot{})
-		i = int32(len(s.slots) - 1)
-	}
-	s.slots[i] = slot{key: key, used: true, e: e}
-	s.index[key] = i
-	s.stats.Keys++
+func (s *Shard) statsLocked() Stats {
+	st := s.stats
+	st.ArenaBytes = s.arena.words * 8
+	st.FreeBytes = s.arena.freeWords * 8
+	st.IndexBytes = s.idx.bytes()
+	return st
 }
 
-// remove requires that s.mu is held and that slot i is used.
-func (s *Shard) remove(i int32) {
-	delete(s.index, s.slots[i].key)
-	s.slots[i] = slot{}
-	s.free = append(s.free, i)
+// see moves the shard's present forward to now.
+func (s *Shard) see(now int64) {
+	if now > s.now {
+		s.now = now
+	}
+}
+
+// removeAt removes the record l held in index slot slot. It requires that
+// s.mu is held.
+func (s *Shard) removeAt(slot, l uint32) {
+	s.idx.del(slot)
+	s.arena.release(l)
 	s.stats.Keys--
+	s.epoch++
+}
+
+// removeRecord removes the live record at l, finding its slot by its key's
+// hash. It requires that s.mu is held.
+func (s *Shard) removeRecord(l uint32) {
+	tag := uint32(s.Hash(s.arena.key(l)) >> 32)
+	s.removeAt(s.idx.slotFor(tag, l), l)
+}
+
+// Replace gives s the entries of from, which is left empty, and drops those
+// s held. Limit, policy and counters other than Keys stay. Replace
+// requires that s is locked and that nothing else uses from.
+func (s *Shard) Replace(from *Shard) {
+	s.Flush()
+	s.arena, from.arena = from.arena, arena{fill: -1}
+	s.idx, from.idx = from.idx, index{}
+	s.stats.Keys, from.stats.Keys = from.stats.Keys, 0
+	s.see(from.now)
+	s.epoch++
 }

@@ -34,12 +34,16 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 		prevBuf  [smallGroup]int32
 		nextBuf  [smallGroup]bool
 		entBuf   [smallGroup]shard.Entry
+		newBuf   [smallGroup]bool
 	)
 	shards, locks, prev, hasNext, ents := shardBuf[:0], lockBuf[:0], prevBuf[:0], nextBuf[:0], entBuf[:0]
+	created := newBuf[:0]
 	if m > smallGroup {
 		shards, locks = make([]uint32, 0, m), make([]uint32, 0, m)
 		prev, hasNext, ents = make([]int32, 0, m), make([]bool, 0, m), make([]shard.Entry, 0, m)
+		created = make([]bool, 0, m)
 	}
+	created = created[:m]
 	for i := range reqs {
 		shards = append(shards, uint32(xxhash.Sum64(reqs[i].Key)&st.mask))
 	}
@@ -70,6 +74,7 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 		o, next, write := evaluate(now, &reqs[i], e, hasNext[i])
 		out[i] = o
 		ok = ok && o.Err == nil && o.Result.Allowed
+		created[i] = prev[i] < 0 && e.Algo == algorithms.None && write && next.Live(now)
 		if write {
 			ents[i] = next
 		} else {
@@ -80,13 +85,18 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 		st.reportUnchanged(now, reqs, out, shards)
 		return
 	}
+	if !st.roomForGroup(now, reqs, shards, locks, created, ents) {
+		clear(out)
+		out[0].Err = shard.ErrOOM // the group's reply is this error; nothing changed
+		return
+	}
 	// Carry out, in the same order: the same computation on the same states.
 	for i := range reqs {
 		sh := &st.shards[shards[i]]
 		ref, e := sh.Find(reqs[i].Key, now)
 		o, next, write := apply(now, &reqs[i], e)
 		if write {
-			sh.Commit(ref, reqs[i].Key, next, now)
+			commit(sh, ref, reqs[i].Key, &next, &o, now)
 		}
 		out[i] = o
 	}

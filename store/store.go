@@ -3,7 +3,8 @@ package store
 import (
 	"errors"
 	"math/bits"
-	"strconv"
+	"runtime"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -24,6 +25,8 @@ var ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wro
 type Store struct {
 	shards []shard.Shard
 	mask   uint64
+	mem    memory
+	sweep  sweepStats
 }
 
 // New returns an empty store with n shards, rounded up to a power of two
@@ -33,7 +36,15 @@ func New(n int) *Store {
 		n = 1
 	}
 	n = 1 << bits.Len(uint(n-1))
-	return &Store{shards: make([]shard.Shard, n), mask: uint64(n - 1)}
+	st := &Store{shards: make([]shard.Shard, n), mask: uint64(n - 1)}
+	// The shards' memory is mapped outside the Go heap: give it back when
+	// the store is dropped without a Flush.
+	runtime.AddCleanup(st, func(shards []shard.Shard) {
+		for i := range shards {
+			shards[i].Flush()
+		}
+	}, st.shards)
+	return st
 }
 
 // Shards returns the number of shards.
@@ -64,13 +75,14 @@ func (st *Store) Decide(now int64, reqs []algorithms.Request, out []algorithms.O
 }
 
 func (st *Store) decide(now int64, req *algorithms.Request) algorithms.Outcome {
-	sh := st.shardOf(req.Key)
+	h := xxhash.Sum64(req.Key)
+	sh := &st.shards[h&st.mask]
 	sh.Lock()
 	defer sh.Unlock() // open-coded: free, and no lock survives a panic
-	ref, e := sh.Find(req.Key, now)
+	ref, e := sh.FindHash(req.Key, h, now)
 	o, next, write := apply(now, req, e)
 	if write {
-		sh.Commit(ref, req.Key, next, now)
+		commit(sh, ref, req.Key, &next, &o, now)
 	}
 	return o
 }
@@ -134,24 +146,36 @@ func (st *Store) TTL(now int64, key []byte) (int64, error) {
 	return e.Expire - now, nil
 }
 
-// Get returns key's live entry at now (Algo None if absent).
+// Get returns key's live entry at now (Algo None if absent). Its Ext is a
+// copy: the shard's own memory is only valid under its lock.
 func (st *Store) Get(now int64, key []byte) shard.Entry {
 	sh := st.shardOf(key)
 	sh.Lock()
 	_, e := sh.Find(key, now)
+	if e.Ext != nil {
+		e.Ext = slices.Clone(e.Ext)
+	}
 	sh.Unlock()
 	return e
 }
 
-// DBSize returns the number of live keys at now. It visits every entry, one
-// shard lock at a time.
+// DBSize returns the number of live keys at now. It visits every entry,
+// holding a shard's lock for 4096 entries at a time, so a count of millions
+// of keys delays no decision by more than that; keys that come or go while
+// it runs may or may not be counted.
 func (st *Store) DBSize(now int64) (int64, error) {
 	var n int64
+	count := func([]byte, shard.Entry) { n++ }
 	for i := range st.shards {
 		sh := &st.shards[i]
-		sh.Lock()
-		n += int64(sh.Len(now))
-		sh.Unlock()
+		for pos := 0; ; {
+			sh.Lock()
+			pos, _ = sh.Scan(pos, 4096, now, count)
+			sh.Unlock()
+			if pos == 0 {
+				break
+			}
+		}
 	}
 	return n, nil
 }
@@ -199,52 +223,6 @@ func (st *Store) Scan(now int64, cursor uint64, count int, fn func(key []byte, a
 	return idx << posBits, nil
 }
 
-// SweepStats sums what the sweep did in one call.
-type SweepStats struct {
-	Examined, Removed int
-}
-
-// sweepRounds bounds one Sweep call's work per shard: 16 rounds of 20 slots.
-const sweepRounds = 16
-
-// Sweep runs one bounded step of active expiry at now; the edge calls it a
-// few times a second.
-func (st *Store) Sweep(now int64) { st.SweepRounds(now, sweepRounds) }
-
-// SweepRounds runs one step of active expiry over every shard at now: per
-// shard, rounds of 20 slots while more than a tenth of a round had expired,
-// at most maxRounds rounds. Each round holds one shard lock, briefly.
-func (st *Store) SweepRounds(now int64, maxRounds int) SweepStats {
-	const round = 20
-	var out SweepStats
-	for i := range st.shards {
-		sh := &st.shards[i]
-		for r := 0; r < maxRounds; r++ {
-			sh.Lock()
-			ex, rm := sh.Sweep(now, round)
-			sh.Unlock()
-			out.Examined += ex
-			out.Removed += rm
-			if ex == 0 || rm*10 <= ex {
-				break
-			}
-		}
-	}
-	return out
-}
-
-// InfoStats returns the store's counters as INFO stats fields.
-func (st *Store) InfoStats() [][2]string {
-	s := st.Stats()
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return [][2]string{
-		{"expired_keys", itoa(s.ExpiredKeys)},
-		{"sweep_examined", itoa(s.SweepSteps)},
-		{"sweep_removed", itoa(s.SweepRemoved)},
-		{"shards", strconv.Itoa(len(st.shards))},
-	}
-}
-
 // Stats sums the shards' counters.
 func (st *Store) Stats() shard.Stats {
 	var out shard.Stats
@@ -254,6 +232,11 @@ func (st *Store) Stats() shard.Stats {
 		out.ExpiredKeys += s.ExpiredKeys
 		out.SweepSteps += s.SweepSteps
 		out.SweepRemoved += s.SweepRemoved
+		out.Evicted += s.Evicted
+		out.Refused += s.Refused
+		out.ArenaBytes += s.ArenaBytes
+		out.FreeBytes += s.FreeBytes
+		out.IndexBytes += s.IndexBytes
 	}
 	return out
 }

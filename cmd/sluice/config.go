@@ -25,9 +25,14 @@ type config struct {
 	protoMaxBulkLen  int64
 	maxMultibulkLen  int64
 	queryBufferLimit int64
+	maxmemory        int64
+	maxmemoryPolicy  string
+	dir              string
+	dbfilename       string
+	save             int // seconds between periodic snapshots; 0: none, and none at shutdown
+	logMaxLimit      int
 
 	// Replication (node-id and raft-bind empty: a single node).
-	dir           string
 	nodeID        string
 	raftBind      string
 	raftAdvertise string
@@ -35,7 +40,6 @@ type config struct {
 	bootstrap     string
 	join          string
 	raftFsync     string
-	logMaxLimit   int
 }
 
 func defaultConfig() config {
@@ -49,7 +53,10 @@ func defaultConfig() config {
 		protoMaxBulkLen:  1 << 20,
 		maxMultibulkLen:  1 << 20,
 		queryBufferLimit: 8 << 20,
+		maxmemoryPolicy:  "noeviction",
 		dir:              ".",
+		dbfilename:       "sluice.snap",
+		save:             300,
 		bootstrap:        "no",
 		raftFsync:        "yes",
 		logMaxLimit:      10000,
@@ -101,8 +108,29 @@ var settings = []setting{
 	{"client-query-buffer-limit", func(c *config, a []string) error {
 		return memArg(a, 1<<10, 1<<31-1, &c.queryBufferLimit)
 	}, func(c *config) string { return strconv.FormatInt(c.queryBufferLimit, 10) }},
+	{"maxmemory", func(c *config, a []string) error { return memArg(a, 0, 1<<50, &c.maxmemory) },
+		func(c *config) string { return strconv.FormatInt(c.maxmemory, 10) }},
+	{"maxmemory-policy", func(c *config, a []string) error {
+		return enumArg(a, &c.maxmemoryPolicy, "noeviction", "volatile-ttl")
+	}, func(c *config) string { return c.maxmemoryPolicy }},
 	{"dir", func(c *config, a []string) error { return stringArg(a, &c.dir) },
 		func(c *config) string { return c.dir }},
+	{"dbfilename", func(c *config, a []string) error {
+		if err := stringArg(a, &c.dbfilename); err != nil {
+			return err
+		}
+		if c.dbfilename == "" || strings.ContainsRune(c.dbfilename, '/') {
+			return fmt.Errorf("%q must be a file name, without a directory (that is --dir)", c.dbfilename)
+		}
+		return nil
+	}, func(c *config) string { return c.dbfilename }},
+	{"save", func(c *config, a []string) error {
+		if len(a) == 1 && a[0] == "" { // save "" disables, as in redis.conf
+			c.save = 0
+			return nil
+		}
+		return intArg(a, 0, 1<<31-1, &c.save)
+	}, func(c *config) string { return strconv.Itoa(c.save) }},
 	{"node-id", func(c *config, a []string) error { return stringArg(a, &c.nodeID) },
 		func(c *config) string { return c.nodeID }},
 	{"raft-bind", func(c *config, a []string) error { return stringArg(a, &c.raftBind) },

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -46,6 +47,16 @@ func usage() {
 	}
 }
 
+// persisterOf returns saver as the commands' Persister, or a nil interface
+// in a replicated group, where SAVE and BGSAVE are refused (RAFT.SNAPSHOT
+// snapshots the state machine).
+func persisterOf(saver *store.Saver) commands.Persister {
+	if saver == nil {
+		return nil
+	}
+	return saver
+}
+
 // clusterOf returns node as the commands' Cluster, or a nil interface on a
 // single node (not a non-nil interface holding a nil pointer).
 func clusterOf(node *cluster.Node) commands.Cluster {
@@ -75,9 +86,15 @@ func run(cfg config) error {
 	st := store.New(cfg.shards)
 	var ks commands.Keyspace = st
 	var node *cluster.Node
+	var saver *store.Saver
 	if cfg.nodeID != "" || cfg.raftBind != "" {
+		// In a group the state comes from the Raft log and its snapshots
+		// (in --dir/raft), not from the snapshot file.
 		if cfg.nodeID == "" || cfg.raftBind == "" {
 			return errors.New("replication needs both --node-id and --raft-bind")
+		}
+		if cfg.maxmemory > 0 {
+			return errors.New("--maxmemory is not supported with replication: replicas that refused different keys would diverge")
 		}
 		announce := cfg.announceAddr
 		if announce == "" {
@@ -101,8 +118,18 @@ func run(cfg config) error {
 		}
 		defer node.Close()
 		ks = node
+		cfg.save = 0
 		log.Info("replication on", "node_id", cfg.nodeID, "raft_bind", cfg.raftBind, "dir", cfg.dir,
 			"fsync", cfg.raftFsync)
+	} else {
+		policy, err := store.ParsePolicy(cfg.maxmemoryPolicy)
+		if err != nil {
+			return err
+		}
+		st.SetMaxMemory(cfg.maxmemory, policy)
+		if saver, err = loadSnapshot(log, st, cfg); err != nil {
+			return err
+		}
 	}
 	var params []commands.Param
 	for _, s := range settings {
@@ -124,6 +151,7 @@ func run(cfg config) error {
 		LogMaxLimit:      int64(cfg.logMaxLimit),
 		Logger:           log,
 		Params:           params,
+		Persister:        persisterOf(saver),
 		Info: []commands.Param{
 			{Name: "config_file", Value: cfg.file},
 			{Name: "shards", Value: strconv.Itoa(st.Shards())},
@@ -149,6 +177,11 @@ func run(cfg config) error {
 		go func(ln net.Listener) { errs <- srv.Serve(ln) }(ln)
 	}
 
+	stopSaves := make(chan struct{})
+	if cfg.save > 0 {
+		go saver.Run(time.Duration(cfg.save)*time.Second, stopSaves)
+	}
+
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	select {
@@ -164,6 +197,37 @@ func run(cfg config) error {
 	if err := srv.Shutdown(ctx); err != nil {
 		log.Warn("clients did not finish in time; closed them", "err", err)
 	}
+	close(stopSaves)
+	if saver != nil {
+		saver.Wait()
+	}
+	if saver != nil && cfg.save > 0 {
+		start := time.Now()
+		if err := saver.Save(); err != nil {
+			log.Error("saving the snapshot at shutdown failed", "path", saver.Path(), "err", err)
+		} else {
+			log.Info("snapshot saved", "path", saver.Path(), "keys", st.Stats().Keys, "took", time.Since(start))
+		}
+	}
 	log.Info("bye")
 	return nil
+}
+
+// loadSnapshot makes the snapshot directory if it is missing and loads the
+// snapshot file if there is one. A file that cannot be read whole stops the
+// start: starting empty would hand every client a fresh burst.
+func loadSnapshot(log *slog.Logger, st *store.Store, cfg config) (*store.Saver, error) {
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--dir %s: %w", cfg.dir, err)
+	}
+	path := filepath.Join(cfg.dir, cfg.dbfilename)
+	start := time.Now()
+	loaded, err := st.LoadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("refusing to start: %w (move the file away to start with no state)", err)
+	}
+	if loaded {
+		log.Info("snapshot loaded", "path", path, "keys", st.Stats().Keys, "took", time.Since(start))
+	}
+	return store.NewSaver(st, path), nil
 }

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// What a run measured, and the figures the report shows: of one round, or
+// the median over rounds, so that a burst of other work on a shared machine
+// moves one round rather than the result.
+
+// result is a run: one round as measured, or several combined.
+type result struct {
+	spec    runSpec
+	skipped string // why the run did not happen
+	t       *tally
+	elapsed time.Duration
+
+	srvCPU, genCPU time.Duration
+	cpuKnown       bool
+	rssGrowth      int64
+	rssKnown       bool
+	touched        int64 // distinct logical keys the run used
+	dbsize         int64 // server keys at the end, -1 unknown
+	version        string
+
+	rounds   int      // how many rounds were combined; 0 or 1: one
+	combined *figures // the medians, when rounds were combined
+}
+
+// figures are the numbers of a row. Unknown values are NaN.
+type figures struct {
+	ops                 float64
+	p50, p99, p999, max time.Duration
+	srvPerM, genPerM    float64 // CPU seconds per million successful requests
+	rssPerKey           float64 // VmRSS growth per distinct key used
+}
+
+func (r *result) figs() figures {
+	if r.combined != nil {
+		return *r.combined
+	}
+	f := figures{srvPerM: math.NaN(), genPerM: math.NaN(), rssPerKey: math.NaN()}
+	if r.t == nil || r.t.ok == 0 || r.elapsed <= 0 {
+		f.ops = 0
+		return f
+	}
+	million := float64(r.t.ok) / 1e6
+	f.ops = float64(r.t.ok) / r.elapsed.Seconds()
+	f.p50 = time.Duration(r.t.hist.ValueAtQuantile(50))
+	f.p99 = time.Duration(r.t.hist.ValueAtQuantile(99))
+	f.p999 = time.Duration(r.t.hist.ValueAtQuantile(99.9))
+	f.max = time.Duration(r.t.hist.Max())
+	f.genPerM = r.genCPU.Seconds() / million
+	if r.cpuKnown {
+		f.srvPerM = r.srvCPU.Seconds() / million
+	}
+	if r.rssKnown && r.spec.sc.keysPer > 0 && r.touched > 0 {
+		f.rssPerKey = float64(r.rssGrowth) / float64(r.touched)
+	}
+	return f
+}
+
+func (r *result) opsPerSec() float64 { return r.figs().ops }
+
+// quantile returns the latency at 50, 99, 99.9 or 100 (the maximum) percent.
+func (r *result) quantile(q float64) time.Duration {
+	f := r.figs()
+	switch {
+	case q >= 100:
+		return f.max
+	case q >= 99.9:
+		return f.p999
+	case q >= 99:
+		return f.p99
+	default:
+		return f.p50
+	}
+}
+
+// combine merges the rounds of one run: counts add up, and every figure is
+// the median of the rounds' figures, except the maximum latency, which is
+// the largest.
+func combine(rs []*result) *result {
+	for _, r := range rs {
+		if r.skipped != "" {
+			return r
+		}
+	}
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	out := &result{spec: rs[0].spec, rounds: len(rs), version: rs[0].version, dbsize: rs[len(rs)-1].dbsize,
+		t: &tally{hist: newHistogram(), problems: map[string]*problem{}}}
+	var fs []figures
+	for _, r := range rs {
+		out.t.merge(r.t)
+		out.elapsed += r.elapsed
+		out.touched = max(out.touched, r.touched)
+		fs = append(fs, r.figs())
+	}
+	pick := func(get func(f figures) float64) float64 {
+		var v []float64
+		for _, f := range fs {
+			v = append(v, get(f))
+		}
+		return median(v)
+	}
+	c := &figures{
+		ops:       pick(func(f figures) float64 { return f.ops }),
+		p50:       time.Duration(pick(func(f figures) float64 { return float64(f.p50) })),
+		p99:       time.Duration(pick(func(f figures) float64 { return float64(f.p99) })),
+		p999:      time.Duration(pick(func(f figures) float64 { return float64(f.p999) })),
+		srvPerM:   pick(func(f figures) float64 { return f.srvPerM }),
+		genPerM:   pick(func(f figures) float64 { return f.genPerM }),
+		rssPerKey: pick(func(f figures) float64 { return f.rssPerKey }),
+	}
+	for _, f := range fs {
+		c.max = max(c.max, f.max)
+	}
+	out.combined = c
+	return out
+}
+
+// median of values; NaN if any is NaN (a figure unknown in one round is not
+// reported).
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	for _, x := range s {
+		if math.IsNaN(x) {
+			return math.NaN()
+		}
+	}
+	sort.Float64s(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}

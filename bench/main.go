@@ -1,0 +1,308 @@
+// Command bench measures sluice against Redis running the Lua rate limiters
+// people deploy today, side by side, over loopback TCP. It imports nothing of
+// sluice: it builds ./cmd/sluice from the tree (or drives a running server)
+// and speaks RESP to it.
+//
+//	go run ./bench                       # the quick run (about a minute and a half)
+//	BENCH=full go run ./bench            # everything: depths, cardinalities, zipf, cores
+//	go run ./bench -scenarios sluice-token,redis-lua-token -P 1,16 -c 50 -d 5s
+//	go run ./bench -sluice 127.0.0.1:6380 -redis 127.0.0.1:6379
+//	go run ./bench -md bench/RESULTS.md  # also write the report and the chart
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	maxConns     = 1000
+	maxDepthFlag = 1024
+	maxKeys      = 100_000_000
+	maxDuration  = 10 * time.Minute
+	maxCount     = 1_000_000_000
+)
+
+// options are the command line.
+type options struct {
+	sluice, redis     string
+	plan              string
+	scenarios, depths string
+	conns             int
+	rounds            int
+	dur, warmup       time.Duration
+	count             int64
+	keys              uint64
+	zipf              float64
+	algo              string
+	rate              string
+	capacity, window  int64
+	cost              int64
+	procs             int
+	md                string
+	crossCheck        bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(argv []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(argv, stderr)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer stopAll()
+	go func() { // a second Ctrl-C while stopping: stop the servers and leave now
+		<-ctx.Done()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		<-again
+		stopAll()
+		os.Exit(130)
+	}()
+
+	rep, err := bench(ctx, o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		if ctx.Err() != nil {
+			return 130
+		}
+		return 1
+	}
+	rep.printText(stdout)
+	if o.md != "" {
+		if err := rep.writeMarkdown(o.md); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "bench: wrote", o.md)
+	}
+	if n := rep.errorCount(); n > 0 {
+		fmt.Fprintf(stderr, "bench: %d requests failed their checks (see the problems above)\n", n)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(argv []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.sluice, "sluice", "", "address of a running sluice (default: build ./cmd/sluice and start a fresh one per run)")
+	fs.StringVar(&o.redis, "redis", "", `address of a running Redis (default: start redis-server per run if on PATH; "off" to skip Redis)`)
+	fs.StringVar(&o.plan, "plan", "", "quick, full or custom (default: $BENCH, else quick; -scenarios or -P alone mean custom)")
+	fs.StringVar(&o.scenarios, "scenarios", "sluice-ping,sluice-token,redis-lua-token,redis-incr", "custom plan: scenarios, of "+scenarioNames())
+	fs.StringVar(&o.depths, "P", "1,16", "custom plan: pipeline depths, comma-separated")
+	fs.IntVar(&o.conns, "c", 50, "connections")
+	fs.DurationVar(&o.dur, "d", 0, "measured time per round of a run (default: quick 1s, full 3s, custom 3s)")
+	fs.IntVar(&o.rounds, "rounds", 0, "rounds of every run, interleaved; figures are the median round's (default: quick and full 3, custom 1)")
+	fs.Int64Var(&o.count, "n", 0, "measure this many requests per run instead of a duration")
+	fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured load before each round (replies are still checked)")
+	fs.Uint64Var(&o.keys, "keys", 100_000, "key cardinality: keys are drawn from this many (1 = one hot key)")
+	fs.Float64Var(&o.zipf, "zipf", 0, "zipfian keys with this exponent (> 1); 0 for uniform")
+	fs.StringVar(&o.algo, "algo", "all", "decision scenarios to run: all, token or fixed")
+	fs.StringVar(&o.rate, "rate", "10", "token bucket rate, tokens per second (a plain decimal, as both RL.TOKEN and the Lua script read it)")
+	fs.Int64Var(&o.capacity, "capacity", 100, "token bucket capacity, and the fixed window's limit")
+	fs.Int64Var(&o.window, "window", 10, "fixed window length, whole seconds")
+	fs.Int64Var(&o.cost, "cost", 1, "units each request asks for (n)")
+	fs.IntVar(&o.procs, "gomaxprocs", 0, "GOMAXPROCS of the sluice bench starts (0: all cores)")
+	fs.StringVar(&o.md, "md", "", "write the report into this markdown file (its generated section only) and the chart into results/ beside it")
+	fs.BoolVar(&o.crossCheck, "redis-benchmark", true, "quick and full plans: also run redis-benchmark on the same servers, if installed")
+	if err := fs.Parse(argv); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.plan == "" {
+		o.plan = os.Getenv("BENCH")
+		if !set["plan"] && (set["scenarios"] || set["P"]) {
+			o.plan = "custom"
+		}
+		if o.plan == "" {
+			o.plan = "quick"
+		}
+	}
+	if o.dur == 0 {
+		o.dur = 3 * time.Second
+		if o.plan == "quick" {
+			o.dur = time.Second
+		}
+	}
+	if o.rounds == 0 {
+		o.rounds = 1
+		if o.plan != "custom" {
+			o.rounds = 3
+		}
+	}
+	switch {
+	case o.plan != "quick" && o.plan != "full" && o.plan != "custom":
+		return nil, fmt.Errorf("-plan %q: want quick, full or custom", o.plan)
+	case o.rounds < 1 || o.rounds > 15:
+		return nil, fmt.Errorf("-rounds %d: want 1 to 15", o.rounds)
+	case o.conns < 1 || o.conns > maxConns:
+		return nil, fmt.Errorf("-c %d: want 1 to %d connections", o.conns, maxConns)
+	case o.dur <= 0 || o.dur > maxDuration:
+		return nil, fmt.Errorf("-d %v: want more than 0 and at most %v", o.dur, maxDuration)
+	case o.warmup < 0 || o.warmup > time.Minute:
+		return nil, fmt.Errorf("-warmup %v: want 0 to 1m", o.warmup)
+	case o.count < 0 || o.count > maxCount:
+		return nil, fmt.Errorf("-n %d: want 0 to %d", o.count, maxCount)
+	case o.keys < 1 || o.keys > maxKeys:
+		return nil, fmt.Errorf("-keys %d: want 1 to %d", o.keys, maxKeys)
+	case o.zipf != 0 && o.zipf <= 1:
+		return nil, fmt.Errorf("-zipf %v: want an exponent above 1, or 0 for uniform keys", o.zipf)
+	case o.algo != "all" && o.algo != "token" && o.algo != "fixed":
+		return nil, fmt.Errorf("-algo %q: want all, token or fixed", o.algo)
+	case o.capacity < 1 || o.window < 1:
+		return nil, fmt.Errorf("-capacity and -window must be positive")
+	case o.procs < 0:
+		return nil, fmt.Errorf("-gomaxprocs %d: want 0 or more", o.procs)
+	}
+	return o, nil
+}
+
+// bench sets up the servers, performs the plan's runs and the cross-check,
+// and returns the report.
+func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
+	b := base{conns: o.conns, keys: o.keys, zipf: o.zipf, procs: o.procs, dur: o.dur, warmup: o.warmup,
+		count: o.count, algo: o.algo, w: workload{rate: o.rate, capacity: o.capacity, window: o.window, cost: o.cost}}
+	var runs []runSpec
+	switch o.plan {
+	case "quick":
+		runs = quickPlan(b)
+	case "full":
+		runs = fullPlan(b)
+	default:
+		names, err := parseScenarios(o.scenarios)
+		if err != nil {
+			return nil, err
+		}
+		depths, err := parseDepths(o.depths)
+		if err != nil {
+			return nil, err
+		}
+		runs = customPlan(b, names, depths)
+	}
+
+	tmp, err := os.MkdirTemp("", "sluice-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	targets, notes, err := setupTargets(ctx, o, tmp, log)
+	if err != nil {
+		return nil, err
+	}
+	rep := &report{plan: o.plan, argv: commandLine(o), notes: notes, started: time.Now(), base: b}
+	loadBefore := loadAverage()
+	rounds := make([][]*result, len(runs))
+	for round := 1; round <= o.rounds; round++ { // interleaved, so that a burst of other work hits one round of each
+		for i, spec := range runs {
+			fmt.Fprintf(log, "bench: [round %d/%d, run %d/%d] %-24s P%-3d c%d keys=%d %s", round, o.rounds, i+1, len(runs),
+				spec.sc.label, spec.depth, spec.conns, spec.keys, spec.dist())
+			if spec.procs > 0 {
+				fmt.Fprintf(log, " GOMAXPROCS=%d", spec.procs)
+			}
+			if round > 1 && rounds[i][0].skipped != "" {
+				fmt.Fprintln(log, " → skipped")
+				continue
+			}
+			res, err := execute(ctx, spec, targets)
+			if err != nil {
+				fmt.Fprintln(log)
+				return nil, err
+			}
+			fmt.Fprintln(log, " →", res.summary())
+			rounds[i] = append(rounds[i], res)
+		}
+	}
+	for _, rs := range rounds {
+		rep.results = append(rep.results, combine(rs))
+	}
+	rep.rounds = o.rounds
+	if o.crossCheck && o.plan != "custom" {
+		rep.cross = crossCheck(ctx, targets, log)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	rep.machine = describeMachine(targets)
+	rep.machine.loadBefore = loadBefore
+	rep.finished = time.Now()
+	return rep, nil
+}
+
+// setupTargets decides how each server is reached, building sluice if
+// bench is to start it.
+func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (map[string]*target, []string, error) {
+	targets := map[string]*target{}
+	var notes []string
+	if o.sluice != "" {
+		targets["sluice"] = &target{kind: "sluice", addr: o.sluice}
+	} else {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, nil, err
+		}
+		root, err := moduleRoot(wd)
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintln(log, "bench: building ./cmd/sluice from", root)
+		bin, err := buildSluice(ctx, root, tmp)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets["sluice"] = &target{kind: "sluice", bin: bin, dir: tmp}
+	}
+	switch {
+	case o.redis == "off":
+		notes = append(notes, "Redis scenarios skipped: -redis off.")
+	case o.redis != "":
+		targets["redis"] = &target{kind: "redis", addr: o.redis}
+	default:
+		bin, err := exec.LookPath("redis-server")
+		if err != nil {
+			notes = append(notes, "Redis scenarios skipped: redis-server is not on PATH (apt-get install redis-server redis-tools).")
+		} else {
+			targets["redis"] = &target{kind: "redis", bin: bin, dir: tmp}
+		}
+	}
+	for _, t := range targets {
+		if t.addr != "" {
+			notes = append(notes, fmt.Sprintf("%s at %s was given: it is not restarted between runs, and its CPU and memory are read only if it runs on this machine.", t.kind, t.addr))
+		}
+	}
+	return targets, notes, nil
+}
+
+// commandLine is how the run was invoked, for the report.
+func commandLine(o *options) string {
+	args := strings.Join(os.Args[1:], " ")
+	if args != "" {
+		args = " " + args
+	}
+	env := ""
+	if v := os.Getenv("BENCH"); v != "" {
+		env = "BENCH=" + v + " "
+	}
+	return env + "go run ./bench" + args
+}

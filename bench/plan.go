@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The plans: which runs make up a quick, a full and a custom benchmark.
+
+// Groups of runs; each is one table of the report.
+const (
+	groupDepth = "depth" // the base settings at several pipeline depths: ratios and the chart
+	groupKeys  = "keys"  // key cardinality at pipeline 16
+	groupZipf  = "zipf"  // skewed keys at pipeline 16
+	groupCores = "cores" // sluice with GOMAXPROCS 1 and 2
+	groupOwn   = "custom"
+)
+
+var groupTitles = map[string]string{
+	groupDepth: "Pipeline depth",
+	groupKeys:  "Key cardinality (pipeline 16)",
+	groupZipf:  "Zipfian keys (pipeline 16)",
+	groupCores: "sluice on 1 and 2 cores (GOMAXPROCS of the server; Redis is single-threaded)",
+	groupOwn:   "Runs",
+}
+
+// The scenarios the ratios and the chart compare.
+var (
+	decisionPairs = []string{"sluice-token", "redis-lua-token", "sluice-fixed", "redis-lua-fixed"}
+	references    = []string{"sluice-ping", "redis-incr"}
+	chartSet      = []string{"sluice-token", "redis-lua-token", "redis-incr", "sluice-ping"}
+)
+
+// base is the settings every run of a plan starts from.
+type base struct {
+	conns  int
+	keys   uint64
+	zipf   float64
+	procs  int
+	dur    time.Duration
+	warmup time.Duration
+	count  int64
+	w      workload
+	algo   string // "all", "token" or "fixed"
+}
+
+// spec makes a run of the base settings.
+func (b base) spec(group, name string, depth int) runSpec {
+	return runSpec{group: group, sc: findScenario(name), conns: b.conns, depth: depth, keys: b.keys,
+		zipf: b.zipf, procs: b.procs, duration: b.dur, count: b.count, warmup: b.warmup, w: b.w}
+}
+
+// wants reports whether the -algo filter keeps a scenario.
+func (b base) wants(name string) bool {
+	sc := findScenario(name)
+	return sc != nil && (b.algo == "all" || sc.algo == "" || sc.algo == b.algo)
+}
+
+// quickPlan: every scenario at pipeline 1 and 16 (the ratios), and the
+// chart's scenarios at 4 and 64 as well.
+func quickPlan(b base) []runSpec {
+	return depthRuns(b, []int{1, 16}, append(append([]string{}, references...), decisionPairs...),
+		[]int{4, 64}, chartSet)
+}
+
+// fullPlan: more depths, key cardinalities up to 10M, zipfian keys, and
+// sluice on one and two cores.
+func fullPlan(b base) []runSpec {
+	all := append(append([]string{"redis-ping"}, references...), decisionPairs...)
+	runs := depthRuns(b, []int{1, 16, 64}, all, []int{2, 4, 8, 32, 128}, chartSet)
+	compared := []string{"sluice-token", "redis-lua-token", "redis-incr", "sluice-fixed", "redis-lua-fixed"}
+	for _, keys := range []uint64{1, 1000, 1_000_000, 10_000_000} {
+		for _, name := range compared {
+			if b.wants(name) {
+				s := b.spec(groupKeys, name, 16)
+				s.keys, s.zipf = keys, 0
+				runs = append(runs, s)
+			}
+		}
+	}
+	for _, keys := range []uint64{100_000, 10_000_000} {
+		for _, name := range compared {
+			if b.wants(name) {
+				s := b.spec(groupZipf, name, 16)
+				s.keys, s.zipf = keys, 1.1
+				runs = append(runs, s)
+			}
+		}
+	}
+	for _, depth := range []int{1, 16} {
+		for _, procs := range []int{1, 2} {
+			for _, name := range []string{"sluice-ping", "sluice-token"} {
+				s := b.spec(groupCores, name, depth)
+				s.procs = procs
+				runs = append(runs, s)
+			}
+		}
+	}
+	return runs
+}
+
+// depthRuns runs every one of names at depths, and chart at more depths, in
+// order of depth so that the runs a ratio compares are close in time.
+func depthRuns(b base, depths []int, names []string, more []int, chart []string) []runSpec {
+	type set struct {
+		depth int
+		names []string
+	}
+	var sets []set
+	for _, d := range depths {
+		sets = append(sets, set{d, names})
+	}
+	for _, d := range more {
+		sets = append(sets, set{d, chart})
+	}
+	// sort by depth, stable
+	for i := 1; i < len(sets); i++ {
+		for j := i; j > 0 && sets[j].depth < sets[j-1].depth; j-- {
+			sets[j], sets[j-1] = sets[j-1], sets[j]
+		}
+	}
+	var runs []runSpec
+	for _, st := range sets {
+		for _, name := range st.names {
+			if b.wants(name) {
+				runs = append(runs, b.spec(groupDepth, name, st.depth))
+			}
+		}
+	}
+	return runs
+}
+
+// customPlan: the named scenarios at the given depths.
+func customPlan(b base, names []string, depths []int) []runSpec {
+	var runs []runSpec
+	for _, d := range depths {
+		for _, name := range names {
+			if b.wants(name) {
+				runs = append(runs, b.spec(groupOwn, name, d))
+			}
+		}
+	}
+	return runs
+}
+
+// parseScenarios reads a comma-separated list of scenario names.
+func parseScenarios(s string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		if findScenario(name) == nil {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", name, scenarioNames())
+		}
+		out = append(out, name)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no scenarios (have %s)", scenarioNames())
+	}
+	return out, nil
+}
+
+// parseDepths reads a comma-separated list of pipeline depths.
+func parseDepths(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		d, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || d < 1 || d > maxDepthFlag {
+			return nil, fmt.Errorf("pipeline depth %q: want an integer from 1 to %d", f, maxDepthFlag)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

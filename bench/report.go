@@ -1,0 +1,307 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// The report: one table per group of runs, the ratios computed from runs of
+// the same invocation, the problems found in replies, the cross-check.
+
+type report struct {
+	plan, argv        string
+	notes             []string
+	started, finished time.Time
+	base              base
+	results           []*result
+	rounds            int
+	cross             []crossRun
+	machine           machine
+}
+
+func (r *result) summary() string {
+	if r.skipped != "" {
+		return "skipped: " + r.skipped
+	}
+	s := fmt.Sprintf("%s ops/s, p99 %s, errors %d", groupDigits(r.opsPerSec()), fmtLatency(r.quantile(99)), r.t.errors)
+	if ps := r.t.sortedProblems(); len(ps) > 0 {
+		s += " (e.g. " + ps[0].example + ")"
+	}
+	return s
+}
+
+func (rep *report) errorCount() int64 {
+	var n int64
+	for _, r := range rep.results {
+		if r.t != nil {
+			n += r.t.errors
+		}
+	}
+	return n
+}
+
+// find returns the run of a scenario at a depth in the depth group.
+func (rep *report) find(name string, depth int) *result {
+	for _, r := range rep.results {
+		if r.spec.group == groupDepth || r.spec.group == groupOwn {
+			if r.spec.sc.name == name && r.spec.depth == depth && r.spec.procs == rep.base.procs && r.skipped == "" && r.t.ok > 0 {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// ratio is one line of the ratio table.
+type ratio struct {
+	what   string
+	values [2]float64 // at pipeline 1 and 16; NaN when a run is missing
+	target string
+	met    string
+}
+
+var ratioDepths = [2]int{1, 16}
+
+func (rep *report) ratios() []ratio {
+	tput := func(a, b string) func(int) float64 {
+		return func(d int) float64 {
+			x, y := rep.find(a, d), rep.find(b, d)
+			if x == nil || y == nil {
+				return math.NaN()
+			}
+			return x.opsPerSec() / y.opsPerSec()
+		}
+	}
+	p99 := func(a, b string) func(int) float64 {
+		return func(d int) float64 {
+			x, y := rep.find(a, d), rep.find(b, d)
+			if x == nil || y == nil || y.quantile(99) == 0 {
+				return math.NaN()
+			}
+			return float64(x.quantile(99)) / float64(y.quantile(99))
+		}
+	}
+	cpu := func(a, b string) func(int) float64 {
+		return func(d int) float64 {
+			x, y := rep.find(a, d), rep.find(b, d)
+			if x == nil || y == nil {
+				return math.NaN()
+			}
+			return x.figs().srvPerM / y.figs().srvPerM
+		}
+	}
+	rows := []struct {
+		what   string
+		f      func(int) float64
+		target string
+		need   []int // indexes of ratioDepths the target is about
+		ok     func(v [2]float64) bool
+	}{
+		{"sluice RL.TOKEN ÷ Redis Lua token bucket, throughput", tput("sluice-token", "redis-lua-token"),
+			"≥ 10 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 10 }},
+		{"sluice RL.TOKEN ÷ Redis INCR, throughput", tput("sluice-token", "redis-incr"),
+			"≥ 1 at P1 and P16", []int{0, 1}, func(v [2]float64) bool { return v[0] >= 1 && v[1] >= 1 }},
+		{"sluice RL.TOKEN p99 ÷ Redis INCR p99", p99("sluice-token", "redis-incr"),
+			"≤ 1 at P1", []int{0}, func(v [2]float64) bool { return v[0] <= 1 }},
+		{"sluice RL.TOKEN ÷ sluice PING, throughput", tput("sluice-token", "sluice-ping"),
+			"≥ 0.8 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 0.8 }},
+		{"sluice RL.FIXED ÷ Redis Lua fixed window, throughput", tput("sluice-fixed", "redis-lua-fixed"), "", nil, nil},
+		{"Redis Lua token bucket ÷ sluice RL.TOKEN, server CPU per decision", cpu("redis-lua-token", "sluice-token"), "", nil, nil},
+		{"Redis INCR ÷ sluice RL.TOKEN, server CPU per request", cpu("redis-incr", "sluice-token"), "", nil, nil},
+		{"sluice PING ÷ sluice RL.TOKEN, server CPU per request", cpu("sluice-ping", "sluice-token"), "", nil, nil},
+		{"Redis Lua token bucket ÷ Redis INCR, throughput (the cost of Lua)", tput("redis-lua-token", "redis-incr"), "", nil, nil},
+	}
+	var out []ratio
+	for _, row := range rows {
+		r := ratio{what: row.what, target: row.target}
+		for i, d := range ratioDepths {
+			r.values[i] = row.f(d)
+		}
+		if math.IsNaN(r.values[0]) && math.IsNaN(r.values[1]) {
+			continue
+		}
+		if row.ok != nil {
+			r.met = "not met"
+			if row.ok(r.values) {
+				r.met = "met"
+			}
+			for _, i := range row.need {
+				if math.IsNaN(r.values[i]) {
+					r.met = "not measured"
+				}
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// runColumns are the columns of a run table.
+var runColumns = []string{"scenario", "P", "conns", "keys", "dist", "procs", "ops/s", "p50", "p99", "p99.9", "max",
+	"srv CPU s/M", "gen CPU s/M", "RSS/key", "admitted", "errors"}
+
+func (r *result) row() []string {
+	s := r.spec
+	procs := "all"
+	if s.sc.server == "redis" {
+		procs = "1 (redis)"
+	} else if s.procs > 0 {
+		procs = fmt.Sprint(s.procs)
+	}
+	head := []string{s.sc.label, fmt.Sprint(s.depth), fmt.Sprint(s.conns), groupDigits(float64(s.keys)), s.dist(), procs}
+	if r.skipped != "" {
+		return append(head, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", "-")
+	}
+	f := r.figs()
+	srvCPU, rss, admitted := "n/a", "-", "-"
+	if !math.IsNaN(f.srvPerM) {
+		srvCPU = fmtNum(f.srvPerM)
+	}
+	if !math.IsNaN(f.rssPerKey) && r.touched >= 10_000 {
+		rss = fmt.Sprintf("%.0f B", f.rssPerKey)
+	}
+	if d := r.t.allowed + r.t.denied; d > 0 {
+		admitted = fmt.Sprintf("%.1f%%", 100*float64(r.t.allowed)/float64(d))
+	}
+	return append(head, groupDigits(f.ops), fmtLatency(f.p50), fmtLatency(f.p99),
+		fmtLatency(f.p999), fmtLatency(f.max), srvCPU, fmtNum(f.genPerM),
+		rss, admitted, fmt.Sprint(r.t.errors))
+}
+
+// groups returns the groups present, in plan order.
+func (rep *report) groups() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range rep.results {
+		if !seen[r.spec.group] {
+			seen[r.spec.group] = true
+			out = append(out, r.spec.group)
+		}
+	}
+	return out
+}
+
+func (rep *report) printText(w io.Writer) {
+	fmt.Fprintf(w, "\nsluice vs Redis + Lua — plan %s, %d runs × %d rounds (figures: the median round), %s\n",
+		rep.plan, len(rep.results), rep.rounds, rep.finished.Sub(rep.started).Round(time.Second))
+	fmt.Fprintf(w, "load average before: %s, after: %s\n", rep.machine.loadBefore, rep.machine.loadAfter)
+	for _, n := range rep.notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	for _, g := range rep.groups() {
+		fmt.Fprintf(w, "\n%s\n", groupTitles[g])
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, strings.Join(runColumns, "\t")+"\t")
+		for _, r := range rep.results {
+			if r.spec.group == g {
+				fmt.Fprintln(tw, strings.Join(r.row(), "\t")+"\t")
+			}
+		}
+		tw.Flush()
+	}
+	if rs := rep.ratios(); len(rs) > 0 {
+		fmt.Fprintln(w, "\nRatios (same run)")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "comparison\tP1\tP16\ttarget\t")
+		for _, r := range rs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.what, fmtRatio(r.values[0]), fmtRatio(r.values[1]), strings.TrimSpace(r.target+" "+r.met))
+		}
+		tw.Flush()
+	}
+	rep.printSkipped(w, "")
+	rep.printProblems(w, "")
+	for _, c := range rep.cross {
+		fmt.Fprintf(w, "\n%s\n  %s\n", c.command, c.result)
+	}
+}
+
+// printSkipped says why runs were skipped, once per reason and scenario.
+func (rep *report) printSkipped(w io.Writer, bullet string) {
+	seen := map[string]bool{}
+	for _, r := range rep.results {
+		line := r.spec.sc.label + ": " + r.skipped
+		if r.skipped == "" || seen[line] {
+			continue
+		}
+		if len(seen) == 0 {
+			fmt.Fprintln(w, "\nSkipped")
+			fmt.Fprintln(w)
+		}
+		seen[line] = true
+		fmt.Fprintf(w, "%s%s\n", bullet, line)
+	}
+}
+
+// printProblems lists every failed check, with an example, per run.
+func (rep *report) printProblems(w io.Writer, bullet string) {
+	first := true
+	for _, r := range rep.results {
+		if r.t == nil || r.t.errors == 0 && r.t.nosc == 0 {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w, "\nProblems (replies that failed their checks)")
+			fmt.Fprintln(w)
+			first = false
+		}
+		fmt.Fprintf(w, "%s%s P%d: %d errors", bullet, r.spec.sc.label, r.spec.depth, r.t.errors)
+		if r.t.nosc > 0 {
+			fmt.Fprintf(w, ", %d NOSCRIPT replies (script loaded again)", r.t.nosc)
+		}
+		fmt.Fprintln(w)
+		for _, p := range r.t.sortedProblems() {
+			fmt.Fprintf(w, "%s  %d × %s\n", strings.Repeat(" ", len(bullet)), p.count, p.example)
+		}
+	}
+}
+
+func fmtNum(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func fmtRatio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// fmtLatency prints a duration in ms with 3 significant digits.
+func fmtLatency(d time.Duration) string {
+	ms := float64(d) / 1e6
+	switch {
+	case ms >= 100:
+		return fmt.Sprintf("%.0fms", ms)
+	case ms >= 10:
+		return fmt.Sprintf("%.1fms", ms)
+	case ms >= 1:
+		return fmt.Sprintf("%.2fms", ms)
+	default:
+		return fmt.Sprintf("%.3fms", ms)
+	}
+}
+
+// groupDigits prints a count with thousands separators.
+func groupDigits(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

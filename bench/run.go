@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// One run: a scenario at one setting, on a fresh server when bench starts
+// the servers, with CPU and memory read around the measured part.
+
+// runSpec is one run's settings.
+type runSpec struct {
+	group    string // which table the run belongs to
+	sc       *scenario
+	conns    int
+	depth    int
+	keys     uint64
+	zipf     float64 // 0: uniform keys
+	procs    int     // GOMAXPROCS of a started sluice; 0: the Go default
+	duration time.Duration
+	count    int64 // requests to measure; 0: run for duration
+	warmup   time.Duration
+	w        workload
+}
+
+func (s runSpec) dist() string {
+	if s.zipf > 1 {
+		return fmt.Sprintf("zipf %.2g", s.zipf)
+	}
+	return "uniform"
+}
+
+// execute performs one run.
+func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res *result, err error) {
+	res = &result{spec: spec, dbsize: -1}
+	tg := targets[spec.sc.server]
+	switch {
+	case tg == nil:
+		res.skipped = "no " + spec.sc.server + " server (redis-server is not on PATH and -redis was not given)"
+		return res, nil
+	case spec.procs > 0 && tg.addr != "":
+		res.skipped = "GOMAXPROCS can only be set on a server bench starts"
+		return res, nil
+	}
+	srv, err := tg.open(ctx, spec.procs)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	res.version = srv.version()
+
+	var rss0 int64
+	if srv.pid > 0 {
+		if v, err := procRSS(srv.pid); err == nil {
+			rss0, res.rssKnown = v, true
+		}
+	}
+	l := &load{sc: spec.sc, w: spec.w, depth: spec.depth, keys: spec.keys, zipf: spec.zipf,
+		counted: spec.count > 0, touched: newKeySet(spec.keys)}
+	l.budget.Store(spec.count)
+	sha := ""
+	if spec.sc.lua != "" {
+		if sha, err = loadScript(srv, spec.sc.lua); err != nil {
+			return nil, err
+		}
+	}
+	l.tmpl = compileTemplate(spec.sc.args(spec.w, sha), len(spec.sc.prefix)+keyDigits)
+	if why := probe(srv, l); why != "" {
+		res.skipped = why
+		return res, nil
+	}
+	ws, err := dialWorkers(l, srv.addr, spec.conns, sha)
+	if err != nil {
+		return nil, err
+	}
+	bound := spec.warmup + spec.duration + 30*time.Second
+	if spec.count > 0 {
+		bound = spec.warmup + 10*time.Minute
+	}
+	hardCtx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var cpu0, gen0 time.Duration
+	var cpuErr error
+	res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), func() {
+		if srv.pid > 0 {
+			cpu0, cpuErr = procCPU(srv.pid)
+		}
+		gen0, _ = selfCPU()
+	})
+	if srv.pid > 0 && cpuErr == nil {
+		if cpu1, err := procCPU(srv.pid); err == nil {
+			res.srvCPU, res.cpuKnown = cpu1-cpu0, true
+		}
+	}
+	gen1, _ := selfCPU()
+	res.genCPU = gen1 - gen0
+	if l.aborted.Load() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s did not finish within %v", spec.sc.label, bound)
+	}
+	if res.rssKnown {
+		if v, err := procRSS(srv.pid); err == nil {
+			res.rssGrowth = v - rss0
+		} else {
+			res.rssKnown = false
+		}
+	}
+	res.touched = l.touched.count()
+	res.dbsize = srv.dbsize()
+	return res, nil
+}
+
+// loadScript loads a Lua script and checks the SHA1 the server names it by.
+func loadScript(srv *server, src string) (string, error) {
+	v, err := srv.call(5*time.Second, "SCRIPT", "LOAD", src)
+	if err != nil {
+		return "", err
+	}
+	if v.kind != '$' || string(v.text) != scriptSHA(src) {
+		return "", fmt.Errorf("SCRIPT LOAD: want %s, got %s", scriptSHA(src), describe(v))
+	}
+	return string(v.text), nil
+}
+
+// probe sends one request of the scenario and reports why the scenario
+// cannot run, if the server does not have its command. Other wrong replies
+// are left for the run to count and report.
+func probe(srv *server, l *load) string {
+	now := strconv.AppendInt(nil, time.Now().Unix(), 10)
+	v, err := srv.send(5*time.Second, l.tmpl.encode(nil, appendKey(nil, l.sc.prefix, 0), now))
+	if err == nil && isUnknownCommand(v) {
+		return "the server does not have the command: " + describe(v)
+	}
+	return ""
+}
+
+// selfCPU is bench's own CPU time, to show what the load generator costs.
+func selfCPU() (time.Duration, error) {
+	return procCPU(os.Getpid())
+}
+
+// isUnknownCommand reports whether an error reply says the server lacks the
+// command (Redis's wording, which sluice shares).
+func isUnknownCommand(v *value) bool {
+	return v.isError() && strings.HasPrefix(string(v.text), "ERR unknown command")
+}

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Starting, finding and stopping the servers under test, and reading their
+// CPU time and resident memory from /proc.
+
+// target says how to reach one kind of server: at a fixed address given by
+// the user, or by starting a fresh process for every run.
+type target struct {
+	kind string // "sluice" or "redis"
+	addr string // a running server; empty to start one
+	bin  string // the binary to start when addr is empty
+	dir  string // where logs of started servers go
+}
+
+// server is one reachable server. pid is 0 when its process is unknown, and
+// then CPU and memory are not reported.
+type server struct {
+	kind string
+	addr string
+	pid  int
+	cmd  *exec.Cmd     // nil if bench did not start it
+	done chan struct{} // closed when a started process has exited
+	log  string
+}
+
+// started records the processes bench started, so that every exit path,
+// Ctrl-C included, stops them.
+var started struct {
+	sync.Mutex
+	list []*server
+}
+
+// stopAll stops every server bench started and has not stopped yet.
+func stopAll() {
+	started.Lock()
+	list := started.list
+	started.list = nil
+	started.Unlock()
+	for _, s := range list {
+		s.stop()
+	}
+}
+
+// open returns a server for one run: the given address, or a fresh process
+// with procs as its GOMAXPROCS (0: the Go default).
+func (t *target) open(ctx context.Context, procs int) (*server, error) {
+	if t.addr != "" {
+		s := &server{kind: t.kind, addr: t.addr}
+		s.pid = localPID(t.addr)
+		return s, nil
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken before the server binds it
+		s, err := t.start(ctx, procs)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func (t *target) start(ctx context.Context, procs int) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	switch t.kind {
+	case "sluice":
+		// No snapshots, as for Redis: a benchmark server starts empty and leaves nothing behind.
+		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--loglevel", "warning",
+			"--save", "0", "--dir", t.dir}
+	case "redis":
+		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--daemonize", "no", "--loglevel", "warning", "--io-threads", "1"}
+	}
+	logPath := filepath.Join(t.dir, fmt.Sprintf("%s-%d.log", t.kind, port))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(t.bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = os.Environ()
+	if procs > 0 {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
+	}
+	// If bench is killed outright, the kernel stops the server too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	logFile.Close()
+	s := &server{kind: t.kind, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), pid: cmd.Process.Pid,
+		cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() { cmd.Wait(); close(s.done) }()
+	started.Lock()
+	started.list = append(started.list, s)
+	started.Unlock()
+	if err := s.waitReady(ctx, 10*time.Second); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady waits until the server answers PING.
+func (s *server) waitReady(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		select {
+		case <-s.done:
+			return fmt.Errorf("%s exited before it was ready; its log (%s) ends with:\n%s", s.kind, s.log, tail(s.log))
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if v, err := s.call(time.Second, "PING"); err == nil && v.kind == '+' {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer PING on %s within %v; log %s:\n%s", s.kind, s.addr, limit, s.log, tail(s.log))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stop ends a started server: SIGTERM, then SIGKILL after 5 s. It does
+// nothing for a server bench did not start.
+func (s *server) stop() {
+	if s.cmd == nil {
+		return
+	}
+	started.Lock()
+	for i, o := range started.list {
+		if o == s {
+			started.list = append(started.list[:i], started.list[i+1:]...)
+			break
+		}
+	}
+	started.Unlock()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+	os.Remove(s.log)
+}
+
+// call runs one command on a new connection and returns its reply.
+func (s *server) call(timeout time.Duration, args ...string) (*value, error) {
+	return s.send(timeout, appendCommand(nil, args...))
+}
+
+// send writes one encoded request on a new connection and returns the reply.
+func (s *server) send(timeout time.Duration, req []byte) (*value, error) {
+	conn, err := net.DialTimeout("tcp", s.addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(timeout))
+	if _, err := conn.Write(req); err != nil {
+		return nil, err
+	}
+	v := new(value)
+	if err := readValue(bufio.NewReader(conn), v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// dbsize returns DBSIZE, or -1 if the server does not answer it.
+func (s *server) dbsize() int64 {
+	v, err := s.call(30*time.Second, "DBSIZE")
+	if err != nil || !v.isInt() {
+		return -1
+	}
+	return v.num
+}
+
+// version returns the server's version as INFO reports it.
+func (s *server) version() string {
+	v, err := s.call(5*time.Second, "INFO", "server")
+	if err != nil || v.isError() {
+		return "unknown"
+	}
+	for _, field := range []string{"sluice_version:", "redis_version:"} {
+		if val := infoField(v.text, field); val != "" {
+			return val
+		}
+	}
+	return "unknown"
+}
+
+func infoField(info []byte, field string) string {
+	for _, line := range bytes.Split(info, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte(field)); ok {
+			return string(rest)
+		}
+	}
+	return ""
+}
+
+// localPID finds the process behind a loopback address through INFO's
+// process_id, so that CPU and memory can be read for a server bench did not
+// start. It returns 0 when the server is elsewhere or /proc does not have it.
+func localPID(addr string) int {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return 0
+	}
+	s := &server{addr: addr}
+	v, err := s.call(5*time.Second, "INFO", "server")
+	if err != nil || v.isError() {
+		return 0
+	}
+	pid, err := strconv.Atoi(infoField(v.text, "process_id:"))
+	if err != nil {
+		return 0
+	}
+	if _, err := procCPU(pid); err != nil {
+		return 0
+	}
+	return pid
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on Linux.
+const clockTicks = 100
+
+// procCPU returns the user+system CPU time a process has used.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) can hold spaces; fields are counted after its ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("unreadable /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, errors.New("bad /proc stat times")
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// procRSS returns a process's resident set size in bytes (VmRSS).
+func procRSS(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	if v := infoField(b, "VmRSS:"); v != "" {
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err == nil {
+			return kb << 10, nil
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// tail returns the last lines of a log file.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// moduleRoot finds the sluice source tree: the nearest directory at or
+// above dir whose go.mod declares the sluice module.
+func moduleRoot(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil &&
+			bytes.Contains(b, []byte("module github.com/sluice-rl/sluice\n")) {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no sluice source tree at or above %s (use -sluice host:port for a running server)", dir)
+		}
+	}
+}
+
+// buildSluice compiles ./cmd/sluice of the tree at root into dir.
+func buildSluice(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "sluice")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
+	}
+	return bin, nil
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// End-to-end tests of the keyspace features through the real binary: the
+// memory limit, snapshots across a restart, and refusal of a corrupt file.
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binPath = filepath.Join(dir, "sluice")
+	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	done chan struct{}
+	log  strings.Builder
+}
+
+var readyRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
+
+// start runs the server on a free loopback port and waits until it is
+// ready; it is stopped when the test ends.
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{done: make(chan struct{})}
+	p.cmd = exec.Command(binPath, append([]string{"--port", "0", "--bind", "127.0.0.1"}, args...)...)
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			p.log.WriteString(sc.Text() + "\n")
+			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
+				ready <- m[1]
+			}
+		}
+		p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.stop() })
+	select {
+	case p.addr = <-ready:
+		return p
+	case <-p.done:
+		t.Fatalf("server exited before it was ready:\n%s", p.log.String())
+	case <-time.After(10 * time.Second):
+		t.Fatal("server not ready in 10s")
+	}
+	return nil
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (p *proc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func client(t *testing.T, p *proc) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2, DisableIndentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+func infoField(t *testing.T, rdb *redis.Client, section, name string) string {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("INFO %s has no %s:\n%s", section, name, info)
+	return ""
+}
+
+func TestMaxmemoryRefusesNewKeysAndKeepsOldOnes(t *testing.T) {
+	p := start(t, "--maxmemory", "2mb", "--shards", "4", "--save", "0", "--dir", t.TempDir())
+	rdb := client(t, p)
+	ctx := context.Background()
+	if v, err := rdb.Do(ctx, "RL.TOKEN", "early", "1/h", 100, 1).Int64Slice(); err != nil || v[2] != 99 {
+		t.Fatalf("first key: %v %v", v, err)
+	}
+	const batch = 1000
+	var oom error
+	for i := 0; oom == nil && i < 200; i++ {
+		pipe := rdb.Pipeline()
+		cmds := make([]*redis.Cmd, batch)
+		for j := range cmds {
+			cmds[j] = pipe.Do(ctx, "RL.TOKEN", fmt.Sprintf("user:%07d", i*batch+j), "1/h", 100, 1)
+		}
+		pipe.Exec(ctx)
+		for _, c := range cmds {
+			if err := c.Err(); err != nil {
+				oom = err
+				break
+			}
+		}
+	}
+	if oom == nil || oom.Error() != "OOM command not allowed when used memory > 'maxmemory'." {
+		t.Fatalf("filling past 2mb: err = %v; want Redis's OOM error", oom)
+	}
+	// The key created before the cap still counts down.
+	for want := int64(98); want > 95; want-- {
+		v, err := rdb.Do(ctx, "RL.TOKEN", "early", "1/h", 100, 1).Int64Slice()
+		if err != nil || v[2] != want {
+			t.Fatalf("existing key at the cap: %v %v; want remaining %d", v, err, want)
+		}
+	}
+	if used, _ := strconv.Atoi(infoField(t, rdb, "memory", "keyspace_used_memory")); used == 0 || used > 2<<20 {
+		t.Fatalf("keyspace_used_memory %d: want some, under 2mb", used)
+	}
+	if n := infoField(t, rdb, "memory", "oom_refused_keys"); n == "0" {
+		t.Fatal("INFO memory reports no refusal")
+	}
+	if v := infoField(t, rdb, "memory", "maxmemory"); v != "2097152" {
+		t.Fatalf("INFO maxmemory = %s", v)
+	}
+}
+
+func TestSnapshotSurvivesRestartAndCorruptionStopsStart(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, "--dir", dir, "--save", "3600", "--enable-debug-command", "yes")
+	rdb := client(t, p)
+	ctx := context.Background()
+	if err := rdb.Do(ctx, "RL.TOKEN", "user:42", "1/h", 10, 7).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := rdb.Do(ctx, "BGSAVE").Text(); err != nil || v != "Background saving started" {
+		t.Fatalf("BGSAVE = %q, %v", v, err)
+	}
+	if v, err := rdb.Do(ctx, "SAVE").Result(); err != nil && err.Error() != "ERR Background save already in progress" || err == nil && v != "OK" {
+		t.Fatalf("SAVE = %v, %v", v, err)
+	}
+	if ts, err := rdb.Do(ctx, "LASTSAVE").Int64(); err != nil || ts < time.Now().Add(-time.Minute).Unix() {
+		t.Fatalf("LASTSAVE = %d, %v", ts, err)
+	}
+	p.stop() // a clean shutdown writes the snapshot
+	if !strings.Contains(p.log.String(), "snapshot saved") {
+		t.Fatalf("no save at shutdown:\n%s", p.log.String())
+	}
+
+	p = start(t, "--dir", dir, "--save", "0")
+	v, err := client(t, p).Do(ctx, "RL.TOKEN", "user:42", "1/h", 10, 0).Int64Slice()
+	if err != nil || v[2] != 3 {
+		t.Fatalf("after restart: %v %v; want 3 tokens left, not a fresh bucket", v, err)
+	}
+	p.stop()
+
+	path := filepath.Join(dir, "sluice.snap")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, b[:len(b)-5], 0o600)
+	out, err := exec.Command(binPath, "--port", "0", "--dir", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "refusing to start") || !strings.Contains(string(out), "truncated") {
+		t.Fatalf("truncated snapshot: err %v, output %s; want a refusal", err, out)
+	}
+}

@@ -1,0 +1,298 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/shard"
+)
+
+// model is the store's specification as a plain map: a key's TAT, present
+// while now < TAT.
+type model map[string]int64
+
+func (m model) decide(now int64, req algorithms.Request) algorithms.Result {
+	k := string(req.Key)
+	tat, ok := m[k]
+	if ok && now >= tat {
+		delete(m, k)
+		tat = 0
+	}
+	r, s := req.Limit.TokenBucket().Take(algorithms.TokenState{TAT: tat}, now, req.N)
+	if req.N != 0 && r.Allowed {
+		if s.TAT > now {
+			m[k] = s.TAT
+		} else {
+			delete(m, k)
+		}
+	}
+	return r
+}
+
+func (m model) live(now int64) int {
+	n := 0
+	for _, tat := range m {
+		if now < tat {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStoreMatchesMapModel runs random decisions, deletes, sweeps, flushes
+// and time steps against the store and the model, comparing every answer.
+func TestStoreMatchesMapModel(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		st, m := New(4), model{}
+		now := t0
+		for step := 0; step < 20_000; step++ {
+			k := fmt.Sprintf("key:%d%s", rng.IntN(300), string(make([]byte, rng.IntN(3)*7)))
+			switch op := rng.IntN(20); {
+			case op < 12:
+				req := token(k, time.Duration(1+rng.IntN(5))*time.Millisecond, int64(1+rng.IntN(5)), int64(rng.IntN(5)-1))
+				got := decide(st, now, req)
+				want := m.decide(now, req)
+				if got.Err != nil || got.Result != want {
+					t.Fatalf("seed %d step %d: %s n=%d = %+v (%v); model %+v", seed, step, k, req.N, got.Result, got.Err, want)
+				}
+			case op < 14:
+				_, want := m[k]
+				want = want && now < m[k]
+				delete(m, k)
+				if n, _ := st.Delete(now, [][]byte{[]byte(k)}); (n == 1) != want {
+					t.Fatalf("seed %d step %d: DEL %s = %d; model present %v", seed, step, k, n, want)
+				}
+			case op < 16:
+				ttl, _ := st.TTL(now, []byte(k))
+				want := int64(-1)
+				if tat, ok := m[k]; ok && now < tat {
+					want = tat - now
+				}
+				if ttl != want {
+					t.Fatalf("seed %d step %d: TTL %s = %d; model %d", seed, step, k, ttl, want)
+				}
+			case op < 18:
+				now += rng.Int64N(int64(2 * time.Millisecond))
+			case op < 19:
+				st.SweepRounds(now, 1+rng.IntN(4))
+			default:
+				if rng.IntN(50) == 0 {
+					st.Flush(now)
+					clear(m)
+				}
+			}
+			if step%500 == 0 {
+				if n, _ := st.DBSize(now); int(n) != m.live(now) {
+					t.Fatalf("seed %d step %d: DBSIZE %d; model %d", seed, step, n, m.live(now))
+				}
+			}
+		}
+	}
+}
+
+// TestSweepEmptiesShortBucketsWithoutAccess: 200,000 buckets that refill
+// in 1 ms are all gone within 30 sweeps (3 s at the edge's 10 per second),
+// and new keys reuse their memory.
+func TestSweepEmptiesShortBucketsWithoutAccess(t *testing.T) {
+	n := 200_000
+	if raceEnabled {
+		n = 50_000
+	}
+	st := New(16)
+	reqs := make([]algorithms.Request, 1)
+	out := make([]algorithms.Outcome, 1)
+	for i := 0; i < n; i++ {
+		reqs[0] = token(fmt.Sprintf("short:%08d", i), time.Millisecond, 1, 1)
+		st.Decide(t0, reqs, out)
+	}
+	before := st.Stats()
+	now := t0 + int64(2*time.Millisecond)
+	calls := 0
+	for ; st.Stats().Keys > 0 && calls < 30; calls++ {
+		st.Sweep(now)
+		now += int64(100 * time.Millisecond)
+	}
+	if k := st.Stats().Keys; k != 0 {
+		t.Fatalf("%d of %d entries left after %d sweeps", k, n, calls)
+	}
+	t.Logf("%d expired buckets removed in %d sweeps", n, calls)
+	for i := 0; i < n; i++ {
+		reqs[0] = token(fmt.Sprintf("later:%08d", i), time.Hour, 1, 1)
+		st.Decide(now, reqs, out)
+	}
+	// The new keys spread over the shards a little differently from the old
+	// ones: a shard that gets more than before cuts a few new records while
+	// another keeps a few free, and the index tables may differ by a
+	// doubling of one shard's table.
+	after := st.Stats()
+	if after.ArenaBytes-after.FreeBytes != before.ArenaBytes || after.ArenaBytes > before.ArenaBytes*102/100 ||
+		after.Used() > before.Used()*11/10 {
+		t.Fatalf("memory after refilling with new keys: %+v; before: %+v", after, before)
+	}
+}
+
+func TestMemoryLimitRefusesNewKeysOnly(t *testing.T) {
+	st := New(4)
+	st.SetMaxMemory(1<<20, NoEviction)
+	var refused, admitted int
+	for i := 0; refused == 0; i++ {
+		o := decide(st, t0, token(fmt.Sprintf("k:%08d", i), time.Second, 10, 1))
+		switch {
+		case o.Err == shard.ErrOOM:
+			refused++
+		case o.Err != nil:
+			t.Fatal(o.Err)
+		default:
+			admitted++
+		}
+	}
+	if used := st.Stats().Used(); used > 1<<20 {
+		t.Fatalf("used %d bytes over a 1 MiB limit", used)
+	}
+	// Keys created before the cap still count down, and their state is kept.
+	for n := 9; n > 0; n-- {
+		o := decide(st, t0, token("k:00000000", time.Second, 10, 1))
+		if o.Err != nil || o.Result.Remaining != int64(n-1) {
+			t.Fatalf("existing key at the cap: %+v %v; want remaining %d", o.Result, o.Err, n-1)
+		}
+	}
+	if o := decide(st, t0, token("k:00000000", time.Second, 10, 1)); o.Result.Allowed {
+		t.Fatal("an exhausted key admitted at the cap")
+	}
+	// A peek at a new key creates nothing and needs no room.
+	if o := decide(st, t0, token("fresh", time.Second, 10, 0)); o.Err != nil || !o.Result.Allowed {
+		t.Fatalf("peek at the cap: %+v %v", o.Result, o.Err)
+	}
+	found := false
+	for _, kv := range st.InfoMemory() {
+		if kv[0] == "oom_refused_keys" && kv[1] != "0" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("INFO memory does not report the refusal: %v", st.InfoMemory())
+	}
+}
+
+// TestSweepAndEvictionRaceWithWriters runs the sweep, eviction at a memory
+// limit, scans, snapshots and deletes against racing writers (run it with
+// -race).
+func TestSweepAndEvictionRaceWithWriters(t *testing.T) {
+	st := New(4)
+	st.SetMaxMemory(256<<10, VolatileTTL)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for now := t0; ; now += int64(time.Millisecond) {
+			select {
+			case <-stop:
+				return
+			default:
+				st.Sweep(now)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		var cursor uint64
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				cursor, _ = st.Scan(t0, cursor, 50, func([]byte, algorithms.Algo) {})
+			}
+		}
+	}()
+	wg.Add(1)
+	go func() { // snapshots, each checked by loading it
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var b bytes.Buffer
+			if err := st.SnapshotAt(&b, t0); err != nil {
+				t.Error(err)
+				return
+			}
+			loaded := New(2)
+			err := loaded.Restore(&b)
+			loaded.Flush(0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	var writers sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		writers.Add(1)
+		go func(w int) {
+			defer writers.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := 0; i < 3000; i++ {
+				now := t0 + int64(i)*int64(time.Microsecond)
+				k := fmt.Sprintf("w%d:%d", w, rng.IntN(20_000))
+				if i%10 == 0 {
+					st.Delete(now, [][]byte{[]byte(k)})
+					continue
+				}
+				o := decide(st, now, token(k, time.Duration(1+rng.IntN(1000))*time.Microsecond, 3, 1))
+				if o.Err != nil && o.Err != shard.ErrOOM {
+					t.Error(o.Err)
+					return
+				}
+			}
+		}(w)
+	}
+	writers.Wait()
+	close(stop)
+	wg.Wait()
+	if s := st.Stats(); s.Used() > 256<<10 {
+		t.Fatalf("used %d over the 256 KiB limit", s.Used())
+	}
+}
+
+// TestGroupAtTheCapIsRefusedWhole: an RL.ALL group that would create a key
+// in a full shard is refused with OOM before anything is written, and its
+// existing keys keep their state; a group of existing keys still works.
+func TestGroupAtTheCapIsRefusedWhole(t *testing.T) {
+	st := New(1)
+	st.SetMaxMemory(256<<10, NoEviction)
+	decide(st, t0, token("old", time.Hour, 10, 1))
+	for i := 0; ; i++ {
+		if o := decide(st, t0, token(fmt.Sprintf("fill:%d", i), time.Hour, 10, 1)); o.Err == shard.ErrOOM {
+			break
+		}
+	}
+	group := []algorithms.Request{token("old", time.Hour, 10, 1), token("fresh", time.Hour, 10, 1)}
+	group[0].Group, group[1].Group = 1, 1
+	out := make([]algorithms.Outcome, 2)
+	st.Decide(t0, group, out)
+	if out[0].Err != shard.ErrOOM {
+		t.Fatalf("group with a new key at the cap: %+v; want OOM", out)
+	}
+	if o := decide(st, t0, token("old", time.Hour, 10, 0)); o.Result.Remaining != 9 {
+		t.Fatalf("old key after the refused group: remaining %d; want 9 (untouched)", o.Result.Remaining)
+	}
+	if n, _ := st.Exists(t0, [][]byte{[]byte("fresh")}); n != 0 {
+		t.Fatal("the refused group created its new key")
+	}
+	group = []algorithms.Request{token("old", time.Hour, 10, 1), token("fill:1", time.Hour, 10, 1)}
+	group[0].Group, group[1].Group = 2, 2
+	st.Decide(t0, group, out)
+	if out[0].Err != nil || out[1].Err != nil || !out[0].Result.Allowed || out[0].Result.Remaining != 8 {
+		t.Fatalf("group of existing keys at the cap: %+v", out)
+	}
+}

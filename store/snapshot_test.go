@@ -1,0 +1,276 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/shard"
+)
+
+// shapes are entries of every form a record takes: each count of fixed
+// state words, expiry equal to state[0] or not, Ext of many lengths (one
+// larger than a chunk), depleted or not.
+func shapes() []shard.Entry {
+	big := make([]int64, 40_000)
+	for i := range big {
+		big[i] = int64(i)*7 - 3
+	}
+	exp := t0 + int64(time.Hour)
+	return []shard.Entry{
+		{Algo: algorithms.Token, Expire: exp, State: [3]int64{exp}},
+		{Algo: algorithms.Token, Expire: exp, State: [3]int64{exp}, Depleted: true},
+		{Algo: 2, Expire: exp, State: [3]int64{1, -2, 3}},
+		{Algo: 3, Expire: exp, State: [3]int64{0, 0, 1 << 62}},
+		{Algo: 4, Expire: exp},
+		{Algo: 5, Expire: exp, State: [3]int64{5}, Ext: []int64{t0, t0 + 1, -1}},
+		{Algo: 6, Expire: exp, Ext: big},
+		{Algo: 255, Expire: exp, State: [3]int64{-1, -1, -1}, Ext: []int64{0}},
+	}
+}
+
+func fillShapes(t testing.TB, st *Store) map[string]shard.Entry {
+	want := map[string]shard.Entry{}
+	for i, e := range shapes() {
+		for _, k := range []string{"", "k", "sixteen-byte-key", string(bytes.Repeat([]byte{0, 255}, 300))} {
+			key := fmt.Sprintf("%d:%s", i, k)
+			if err := st.put([]byte(key), e, t0); err != nil {
+				t.Fatal(err)
+			}
+			want[key] = e
+		}
+	}
+	return want
+}
+
+func snapshotBytes(t testing.TB, st *Store, now int64) []byte {
+	var b bytes.Buffer
+	if err := st.SnapshotAt(&b, now); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestSnapshotRoundTripsEveryShape(t *testing.T) {
+	st := New(4)
+	want := fillShapes(t, st)
+	snap := snapshotBytes(t, st, t0)
+	for _, shards := range []int{4, 1, 16} { // restored into any number of shards
+		got := New(shards)
+		if err := got.Restore(bytes.NewReader(snap)); err != nil {
+			t.Fatalf("%d shards: %v", shards, err)
+		}
+		for k, e := range want {
+			g := got.Get(t0, []byte(k))
+			if g.Algo != e.Algo || g.Expire != e.Expire || g.State != e.State || g.Depleted != e.Depleted ||
+				!slices.Equal(g.Ext, e.Ext) {
+				t.Fatalf("%d shards: %q = %+v; want %+v", shards, k, g.State, e.State)
+			}
+		}
+		if n, _ := got.DBSize(t0); int(n) != len(want) {
+			t.Fatalf("%d shards: %d keys; want %d", shards, n, len(want))
+		}
+		if got.Now() != t0 {
+			t.Fatalf("restored store's present %d; want the snapshot's %d", got.Now(), t0)
+		}
+	}
+}
+
+func TestSnapshotIsDeterministicAndSkipsExpired(t *testing.T) {
+	// Two stores reach the same entries by different paths.
+	a, b := New(8), New(8)
+	for i := 0; i < 2000; i++ {
+		decide(a, t0, token(fmt.Sprintf("k%d", i), time.Second, 10, 3))
+	}
+	for i := 2999; i >= 0; i-- {
+		decide(b, t0, token(fmt.Sprintf("k%d", i), time.Second, 10, 3))
+		if i >= 2000 {
+			b.Delete(t0, [][]byte{[]byte(fmt.Sprintf("k%d", i))})
+		}
+	}
+	decide(a, t0, token("short", time.Millisecond, 1, 1)) // gone by the snapshot's instant
+	at := t0 + int64(time.Millisecond)
+	sa, sb := snapshotBytes(t, a, at), snapshotBytes(t, b, at)
+	if !bytes.Equal(sa, sb) {
+		t.Fatalf("same entries, different snapshots (%d and %d bytes)", len(sa), len(sb))
+	}
+	if !bytes.Equal(sa, snapshotBytes(t, a, at)) {
+		t.Fatal("two snapshots of one store differ")
+	}
+	if bytes.Contains(sa, []byte("short")) {
+		t.Fatal("an expired entry was written")
+	}
+}
+
+func TestSnapshotRefusesEveryCorruption(t *testing.T) {
+	st := New(2)
+	for i := 0; i < 5; i++ {
+		decide(st, t0, token(fmt.Sprintf("user:%d", i), time.Second, 10, 1))
+	}
+	st.put([]byte("log"), shard.Entry{Algo: 5, Expire: t0 + 10, Ext: []int64{1, 2}}, t0)
+	snap := snapshotBytes(t, st, t0)
+	before := snapshotBytes(t, st, t0)
+	check := func(what string, b []byte) {
+		t.Helper()
+		err := st.Restore(bytes.NewReader(b))
+		var se *SnapshotError
+		if !errors.As(err, &se) {
+			t.Fatalf("%s: Restore = %v; want a *SnapshotError", what, err)
+		}
+		if !bytes.Equal(snapshotBytes(t, st, t0), before) {
+			t.Fatalf("%s: a refused snapshot changed the store", what)
+		}
+	}
+	for n := 0; n < len(snap); n++ {
+		check(fmt.Sprintf("truncated to %d bytes", n), snap[:n])
+	}
+	for i := range snap {
+		for _, bit := range []byte{1, 0x80} {
+			b := bytes.Clone(snap)
+			b[i] ^= bit
+			check(fmt.Sprintf("byte %d ^ %#x", i, bit), b)
+		}
+	}
+	check("trailing data", append(bytes.Clone(snap), 0))
+	check("empty", nil)
+	// And the intact one loads.
+	if err := New(2).Restore(bytes.NewReader(snap)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func FuzzRestore(f *testing.F) {
+	st := New(2)
+	fillShapes(f, st)
+	f.Add(snapshotBytes(f, st, t0))
+	small := New(1)
+	decide(small, t0, token("a", time.Second, 3, 1))
+	snap := snapshotBytes(f, small, t0)
+	f.Add(snap)
+	f.Add(snap[:len(snap)-3])
+	f.Add(snapshotBytes(f, New(1), t0))
+	f.Add([]byte(snapMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st := New(2)
+		defer st.Flush(0)
+		if err := st.Restore(bytes.NewReader(data)); err != nil {
+			var se *SnapshotError
+			if !errors.As(err, &se) {
+				t.Fatalf("Restore error %v is not a *SnapshotError", err)
+			}
+			if n, _ := st.DBSize(0); n != 0 {
+				t.Fatal("a refused snapshot left entries behind")
+			}
+			return
+		}
+		// Whatever loads writes out again and loads to the same store.
+		now := st.Now()
+		again := New(2)
+		defer again.Flush(0)
+		if err := again.Restore(bytes.NewReader(snapshotBytes(t, st, now))); err != nil {
+			t.Fatalf("re-snapshot of a loaded store: %v", err)
+		}
+		if !bytes.Equal(snapshotBytes(t, st, now), snapshotBytes(t, again, now)) {
+			t.Fatal("a loaded snapshot does not round-trip")
+		}
+	})
+}
+
+func TestSaveFileAndLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sluice.snap")
+	st := New(4)
+	want := fillShapes(t, st)
+	if loaded, err := New(4).LoadFile(path); loaded || err != nil {
+		t.Fatalf("missing file: loaded %v, err %v; want an empty start", loaded, err)
+	}
+	if err := st.SaveFile(path); err != nil {
+		t.Fatal(err)
+	}
+	got := New(4)
+	if loaded, err := got.LoadFile(path); !loaded || err != nil {
+		t.Fatalf("LoadFile = %v, %v", loaded, err)
+	}
+	if n, _ := got.DBSize(t0); int(n) != len(want) {
+		t.Fatalf("loaded %d keys; want %d", n, len(want))
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("directory holds %d files after a save; want only the snapshot", len(entries))
+	}
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, b[:len(b)/2], 0o644)
+	if _, err := New(4).LoadFile(path); err == nil || !bytes.Contains([]byte(err.Error()), []byte("truncated")) {
+		t.Fatalf("truncated file: err = %v; want a truncation error", err)
+	}
+}
+
+func TestSaverRefusesOverlappingSaves(t *testing.T) {
+	st := New(4)
+	for i := 0; i < 1000; i++ {
+		decide(st, t0, token(fmt.Sprintf("user:%09d", i), time.Hour, 10, 1))
+	}
+	sv := NewSaver(st, filepath.Join(t.TempDir(), "s.snap"))
+	first := sv.LastSave()
+	st.shards[1].Lock() // the background save will wait at this shard
+	if err := sv.BackgroundSave(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sv.BackgroundSave(); err != ErrSaveInProgress {
+		t.Fatalf("second BGSAVE = %v; want %v", err, ErrSaveInProgress)
+	}
+	if err := sv.Save(); err != ErrSaveInProgress {
+		t.Fatalf("SAVE during BGSAVE = %v; want %v", err, ErrSaveInProgress)
+	}
+	st.shards[1].Unlock()
+	sv.Wait()
+	if err := sv.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if sv.LastSave() < first {
+		t.Fatal("LASTSAVE went back")
+	}
+	got := New(4)
+	if _, err := got.LoadFile(sv.Path()); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := got.DBSize(t0); n != 1000 {
+		t.Fatalf("the saved file holds %d keys; want 1000", n)
+	}
+}
+
+// TestSnapshotRoundTripsEveryAlgorithm: the state each real algorithm
+// leaves (a log's ring and a lease table included) survives a snapshot,
+// and decisions after the restore match decisions on the original.
+func TestSnapshotRoundTripsEveryAlgorithm(t *testing.T) {
+	st := New(4)
+	for k := 0; k < 3; k++ {
+		for _, r := range oneOfEach(2) {
+			r.Key = []byte(fmt.Sprintf("%s:%d", r.Key, k))
+			decide(st, t0+int64(k)*int64(time.Millisecond), r)
+		}
+	}
+	at := t0 + int64(5*time.Millisecond)
+	got := New(8)
+	if err := got.Restore(bytes.NewReader(snapshotBytes(t, st, at))); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < 3; k++ {
+		for _, r := range oneOfEach(1) {
+			r.Key = []byte(fmt.Sprintf("%s:%d", r.Key, k))
+			a, b := st.Get(at, r.Key), got.Get(at, r.Key)
+			if a.Algo != b.Algo || a.Expire != b.Expire || a.State != b.State || !slices.Equal(a.Ext, b.Ext) || a.Depleted != b.Depleted {
+				t.Fatalf("%s: restored %+v; want %+v", r.Key, b, a)
+			}
+			if oa, ob := decide(st, at, r), decide(got, at, r); oa != ob {
+				t.Fatalf("%s after restore: %+v; the original says %+v", r.Key, ob, oa)
+			}
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Active expiry: a bounded incremental sweep over every shard.
+
+// SweepStats sums what the sweep did in one call.
+type SweepStats struct {
+	Examined, Removed, Rounds int
+}
+
+const (
+	sweepRound  = 20                    // entries examined per round, holding one shard lock
+	sweepRounds = 64                    // most rounds per shard in one Sweep call
+	sweepBudget = 25 * time.Millisecond // most time one Sweep call spends: a quarter of the edge's 100 ms tick
+)
+
+type sweepStats struct {
+	next                            atomic.Uint64 // the shard the next call starts with
+	runs, rounds, nanos, last, most atomic.Int64
+}
+
+// Sweep runs one bounded step of active expiry at now; the edge calls it
+// ten times a second. Per shard it runs rounds of 20 entries while more
+// than a tenth of a round had expired (Redis's rule), at most 64 rounds,
+// and the whole call stops after 25 ms, the next one starting with the
+// shard where this one stopped. Each round holds one shard lock while it
+// examines 20 entries. Sweep reads the monotonic clock to bound and report
+// its own cost, never to decide what has expired: that is the now given.
+func (st *Store) Sweep(now int64) {
+	start := time.Now()
+	deadline := start.Add(sweepBudget)
+	s := st.sweepRounds(now, sweepRounds, func() bool { return time.Now().After(deadline) })
+	d := time.Since(start).Nanoseconds()
+	st.sweep.runs.Add(1)
+	st.sweep.rounds.Add(int64(s.Rounds))
+	st.sweep.nanos.Add(d)
+	st.sweep.last.Store(d)
+	for m := st.sweep.most.Load(); d > m && !st.sweep.most.CompareAndSwap(m, d); m = st.sweep.most.Load() {
+	}
+}
+
+// SweepRounds runs one step of active expiry over every shard at now: per
+// shard, rounds of 20 entries while more than a tenth of a round had
+// expired, at most maxRounds rounds. Each round holds one shard lock,
+// briefly. It reads no clock.
+func (st *Store) SweepRounds(now int64, maxRounds int) SweepStats {
+	return st.sweepRounds(now, maxRounds, nil)
+}
+
+func (st *Store) sweepRounds(now int64, maxRounds int, over func() bool) SweepStats {
+	var out SweepStats
+	n := uint64(len(st.shards))
+	first := st.sweep.next.Load() % n
+	for k := uint64(0); k < n; k++ {
+		i := (first + k) % n
+		sh := &st.shards[i]
+		for r := 0; r < maxRounds; r++ {
+			sh.Lock()
+			ex, rm := sh.Sweep(now, sweepRound)
+			sh.Unlock()
+			out.Examined += ex
+			out.Removed += rm
+			out.Rounds++
+			if ex == 0 || rm*10 <= ex {
+				break
+			}
+			if over != nil && over() {
+				st.sweep.next.Store(i) // resume with this shard: it had more to remove
+				return out
+			}
+		}
+	}
+	st.sweep.next.Store(first)
+	return out
+}
+
+// InfoStats returns the store's counters as INFO stats fields: keys that
+// expired (lazily, by the sweep, or to make room), keys evicted, and what
+// the sweep examined, removed and cost.
+func (st *Store) InfoStats() [][2]string {
+	s := st.Stats()
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	us := func(ns int64) string { return strconv.FormatInt(ns/1000, 10) }
+	return [][2]string{
+		{"expired_keys", itoa(s.ExpiredKeys)},
+		{"evicted_keys", itoa(s.Evicted)},
+		{"oom_refused_keys", itoa(s.Refused)},
+		{"sweep_examined", itoa(s.SweepSteps)},
+		{"sweep_removed", itoa(s.SweepRemoved)},
+		{"sweep_runs", itoa(st.sweep.runs.Load())},
+		{"sweep_rounds", itoa(st.sweep.rounds.Load())},
+		{"sweep_time_us", us(st.sweep.nanos.Load())},
+		{"sweep_last_us", us(st.sweep.last.Load())},
+		{"sweep_max_us", us(st.sweep.most.Load())},
+		{"shards", strconv.Itoa(len(st.shards))},
+	}
+}
