@@ -69,8 +69,62 @@ func (st *Store) Decide(now int64, reqs []algorithms.Request, out []algorithms.O
 			i = j
 			continue
 		}
-		out[i] = st.decide(now, &reqs[i])
-		i++
+		j := i + 1
+		for j < len(reqs) && reqs[j].Group == 0 && j-i < runLen {
+			j++
+		}
+		if j-i == 1 {
+			out[i] = st.decide(now, &reqs[i])
+		} else {
+			st.decideRun(now, reqs[i:j], out[i:j])
+		}
+		i = j
+	}
+}
+
+// runLen is how many independent requests decideRun takes at once.
+const runLen = 16
+
+// decideRun carries out up to runLen independent requests (a pipeline's
+// decisions): it takes each shard's lock once for the requests routed to
+// it and, under that lock, prefetches their index slots and records
+// together, so that their cache misses overlap instead of following one
+// another. Requests on one key keep their order; requests on different keys
+// are independent, so their order does not matter.
+func (st *Store) decideRun(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
+	var hs [runLen]uint64
+	var done [runLen]bool
+	for k := range reqs {
+		hs[k] = xxhash.Sum64(reqs[k].Key)
+	}
+	for k := range reqs {
+		if done[k] {
+			continue
+		}
+		si := hs[k] & st.mask
+		var idx [runLen]int
+		var gh [runLen]uint64
+		n := 0
+		for m := k; m < len(reqs); m++ {
+			if !done[m] && hs[m]&st.mask == si {
+				idx[n], gh[n], done[m] = m, hs[m], true
+				n++
+			}
+		}
+		st.decideOnShard(&st.shards[si], now, reqs, out, idx[:n], gh[:n])
+	}
+}
+
+// decideOnShard carries out reqs[idx…] (whose hashes are hs) under sh's
+// lock.
+func (st *Store) decideOnShard(sh *shard.Shard, now int64, reqs []algorithms.Request, out []algorithms.Outcome, idx []int, hs []uint64) {
+	sh.Lock()
+	defer sh.Unlock() // open-coded: free, and no lock survives a panic
+	if len(idx) > 1 {
+		sh.Prefetch(hs)
+	}
+	for j, m := range idx {
+		out[m] = decideLocked(sh, now, &reqs[m], hs[j])
 	}
 }
 
@@ -79,6 +133,12 @@ func (st *Store) decide(now int64, req *algorithms.Request) algorithms.Outcome {
 	sh := &st.shards[h&st.mask]
 	sh.Lock()
 	defer sh.Unlock() // open-coded: free, and no lock survives a panic
+	return decideLocked(sh, now, req, h)
+}
+
+// decideLocked computes and commits one decision; it requires that sh,
+// the shard of req.Key (whose hash is h), is locked.
+func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64) algorithms.Outcome {
 	ref, e := sh.FindHash(req.Key, h, now)
 	o, next, write := apply(now, req, e)
 	if write {

@@ -202,3 +202,66 @@ func BenchmarkStoreDecide(b *testing.B) {
 		st.Decide(now, reqs, out)
 	}
 }
+
+// benchScale decides batches of 16 random keys out of nkeys live ones: the
+// pipeline's shape, where the cost is the memory the lookups touch.
+func benchScale(b *testing.B, nkeys, shards int) {
+	st := New(shards)
+	keys := make([][]byte, nkeys)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("user:%08d", i))
+	}
+	reqs := make([]algorithms.Request, 16)
+	for i := range reqs {
+		reqs[i] = token("", 100*time.Millisecond, 100, 1)
+	}
+	out := make([]algorithms.Outcome, len(reqs))
+	now := t0
+	for i := 0; i < nkeys; i++ {
+		reqs[0].Key = keys[i]
+		st.Decide(now, reqs[:1], out[:1])
+	}
+	x := uint64(88172645463325252)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(reqs) {
+		for j := range reqs {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			reqs[j].Key = keys[x%uint64(nkeys)]
+		}
+		now += 1000
+		st.Decide(now, reqs, out)
+	}
+}
+
+func BenchmarkBatch1kKeys4Shards(b *testing.B)    { benchScale(b, 1_000, 4) }
+func BenchmarkBatch100kKeys4Shards(b *testing.B)  { benchScale(b, 100_000, 4) }
+func BenchmarkBatch100kKeys32Shards(b *testing.B) { benchScale(b, 100_000, 32) }
+func BenchmarkBatch1MKeys4Shards(b *testing.B)    { benchScale(b, 1_000_000, 4) }
+
+// TestBatchDecidesLikeOneByOne: a pipeline's decisions, grouped by shard and
+// prefetched, give exactly the outcomes of the same requests one at a time.
+func TestBatchDecidesLikeOneByOne(t *testing.T) {
+	batched, single := New(4), New(4)
+	rng := uint64(7)
+	for round := 0; round < 200; round++ {
+		reqs := make([]algorithms.Request, 1+round%20)
+		for i := range reqs {
+			rng ^= rng << 13
+			rng ^= rng >> 7
+			rng ^= rng << 17
+			reqs[i] = token(fmt.Sprintf("k%d", rng%7), 10*time.Millisecond, 3, int64(rng%3))
+		}
+		now := t0 + int64(round)*int64(time.Millisecond)
+		got := make([]algorithms.Outcome, len(reqs))
+		batched.Decide(now, reqs, got)
+		for i := range reqs {
+			want := decide(single, now, reqs[i])
+			if got[i] != want {
+				t.Fatalf("round %d, request %d (%s n=%d): batched %+v; one by one %+v", round, i, reqs[i].Key, reqs[i].N, got[i], want)
+			}
+		}
+	}
+}

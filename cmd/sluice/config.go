@@ -47,7 +47,7 @@ func defaultConfig() config {
 		port:             6380,
 		bind:             []string{"127.0.0.1"},
 		maxclients:       10000,
-		shards:           16 * runtime.GOMAXPROCS(0),
+		shards:           max(4, 2*runtime.GOMAXPROCS(0)), // few shards: a pipeline's keys share locks and their lookups overlap
 		debugCommand:     "no",
 		loglevel:         "notice",
 		protoMaxBulkLen:  1 << 20,

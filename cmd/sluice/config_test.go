@@ -13,7 +13,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.port != 6380 || len(c.bind) != 1 || c.bind[0] != "127.0.0.1" || c.debugCommand != "no" || c.shards < 16 {
+	if c.port != 6380 || len(c.bind) != 1 || c.bind[0] != "127.0.0.1" || c.debugCommand != "no" || c.shards < 4 {
 		t.Fatalf("defaults = %+v", c)
 	}
 }
