@@ -37,9 +37,10 @@ type Client struct {
 
 	resp3    atomic.Bool
 	authed   bool
-	closing  bool // QUIT or a protocol error: close after this batch's flush
-	inline   bool // the command being run came as an inline line
-	readonly bool // READONLY: peeks answered from this node's own state
+	closing  bool     // QUIT or a protocol error: close after this batch's flush
+	inline   bool     // the command being run came as an inline line
+	readonly bool     // READONLY: peeks answered from this node's own state
+	prevCmd  *command // the command run last, looked up first
 
 	// One batch: input, arguments, the instant read for it, replies.
 	in         []byte
@@ -248,7 +249,7 @@ func (c *Client) protocolError(err error) {
 // every other command first lets the queued ones finish, so replies keep
 // their order.
 func (c *Client) exec(args [][]byte) {
-	cmd := lookupCommand(args[0])
+	cmd := c.lookup(args[0])
 	if cmd == nil || cmd.name != "raft.forward" {
 		c.runForwards()
 	}
@@ -271,6 +272,19 @@ func (c *Client) exec(args [][]byte) {
 		c.runPending()
 	}
 	cmd.run(c, args)
+}
+
+// lookup finds a command, trying first the one the client ran last: a
+// pipeline mostly repeats one command.
+func (c *Client) lookup(name []byte) *command {
+	if p := c.prevCmd; p != nil && equalFold(name, p.name) {
+		return p
+	}
+	cmd := lookupCommand(name)
+	if cmd != nil {
+		c.prevCmd = cmd
+	}
+	return cmd
 }
 
 // queue adds a decision to the batch's pending ones.
