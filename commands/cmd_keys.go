@@ -67,30 +67,23 @@ func cmdType(c *Client, args [][]byte) {
 	c.writeSimple(algo.String())
 }
 
-func cmdPTTL(c *Client, args [][]byte) {
-	ttl, err := c.srv.ks.TTL(c.now, args[1])
-	if err != nil {
-		c.writeError(err)
-		return
-	}
-	if ttl < 0 {
-		c.writeInt(-2)
-		return
-	}
-	c.writeInt(ceilMillis(ttl))
-}
+func cmdPTTL(c *Client, args [][]byte) { c.replyTTL(args[1], 1) }
 
-func cmdTTL(c *Client, args [][]byte) {
-	ttl, err := c.srv.ks.TTL(c.now, args[1])
-	if err != nil {
+// cmdTTL rounds to the nearest second, as Redis does.
+func cmdTTL(c *Client, args [][]byte) { c.replyTTL(args[1], 1000) }
+
+// replyTTL replies the time until key's state expires in units of unit ms
+// (rounded to the nearest unit; milliseconds rounded up), or -2 if absent.
+func (c *Client) replyTTL(key []byte, unit int64) {
+	ttl, err := c.srv.ks.TTL(c.now, key)
+	switch {
+	case err != nil:
 		c.writeError(err)
-		return
-	}
-	if ttl < 0 {
+	case ttl < 0:
 		c.writeInt(-2)
-		return
+	default:
+		c.writeInt((ceilMillis(ttl) + unit/2) / unit)
 	}
-	c.writeInt((ceilMillis(ttl) + 500) / 1000) // Redis rounds TTL to the nearest second
 }
 
 // cmdScan: SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]

@@ -28,8 +28,12 @@ const epochMs = 1_800_000_000_000 // 2027-01-15T08:00:00Z
 
 func startServer(t testing.TB, cfg Config) *testServer {
 	t.Helper()
-	cfg.Debug = "yes"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Debug == "" {
+		cfg.Debug = "yes"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	srv := NewServer(cfg, store.New(8), NewClock())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

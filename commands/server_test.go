@@ -2,16 +2,12 @@ package commands
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/sluice-rl/sluice/store"
 )
 
 // coreServer is an in-process sluice on 127.0.0.1:0 with the debug clock
@@ -24,34 +20,14 @@ type coreServer struct {
 
 const t0ms = 1_795_000_000_000 // 2026-11-18T…Z, a fixed instant in unix ms
 
+// startCoreServer is startServer (e2e_helpers_test.go) with the debug clock
+// frozen at t0ms.
 func startCoreServer(t testing.TB, cfg Config) *coreServer {
 	t.Helper()
-	if cfg.Debug == "" {
-		cfg.Debug = "yes"
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	clock := NewClock()
+	ts := startServer(t, cfg)
+	clock := ts.srv.Clock()
 	clock.Set(t0ms * 1e6)
-	srv := NewServer(cfg, store.New(4), clock)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return &coreServer{srv: srv, addr: ln.Addr().String(), clock: clock}
+	return &coreServer{srv: ts.srv, addr: ts.addr, clock: clock}
 }
 
 func (ts *coreServer) client(t testing.TB, opt *redis.Options) *redis.Client {
