@@ -69,6 +69,7 @@ type Client struct {
 // clientTotals are a client's counters, read by INFO from other goroutines.
 type clientTotals struct {
 	cmds, errors, allowed, denied atomic.Int64
+	netIn, netOut                 atomic.Int64 // bytes read and written
 }
 
 // replyShape says how a pending decision's outcome is written.
@@ -129,7 +130,7 @@ func (c *Client) serve() {
 		n, err := c.conn.Read(c.in[c.end:])
 		if n > 0 {
 			c.end += n
-			c.srv.stats.netIn.Add(int64(n))
+			c.totals.netIn.Add(int64(n))
 			c.runBatch()
 			if !c.flushOut() {
 				return
@@ -359,7 +360,7 @@ func (c *Client) flushOut() bool {
 		c.conn.SetWriteDeadline(time.Now().Add(t)) // a client that reads no replies is idle too
 	}
 	n, err := c.conn.Write(c.out)
-	c.srv.stats.netOut.Add(int64(n))
+	c.totals.netOut.Add(int64(n))
 	if cap(c.out) > maxKeptOut {
 		c.out = nil
 	} else {

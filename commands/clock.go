@@ -2,6 +2,7 @@ package commands
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,8 +16,13 @@ import (
 // NewClock.
 type Clock struct {
 	origin time.Time
+	state  atomic.Pointer[clockState] // replaced whole by DEBUG CLOCK; nil: real time
+	mu     sync.Mutex                 // serializes the replacements
+}
 
-	mu     sync.RWMutex
+// clockState is what DEBUG CLOCK set. Readers load it without a lock, so
+// that the per-batch clock read writes no shared cache line.
+type clockState struct {
 	frozen bool
 	at     int64 // the frozen instant, unix ns
 	offset int64 // added to the running clock
@@ -28,43 +34,51 @@ func NewClock() *Clock { return &Clock{origin: time.Now()} }
 // Now returns the current instant in unix nanoseconds. This is the edge's
 // clock read.
 func (c *Clock) Now() int64 {
-	c.mu.RLock()
-	frozen, at, off := c.frozen, c.at, c.offset
-	c.mu.RUnlock()
-	if frozen {
-		return at
+	st := c.state.Load()
+	if st == nil {
+		return c.origin.UnixNano() + int64(time.Since(c.origin))
 	}
-	return c.origin.UnixNano() + int64(time.Since(c.origin)) + off
+	if st.frozen {
+		return st.at
+	}
+	return c.origin.UnixNano() + int64(time.Since(c.origin)) + st.offset
+}
+
+func (c *Clock) update(fn func(st *clockState)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next clockState
+	if cur := c.state.Load(); cur != nil {
+		next = *cur
+	}
+	fn(&next)
+	if !next.frozen && next.offset == 0 {
+		c.state.Store(nil)
+		return
+	}
+	c.state.Store(&next)
 }
 
 // Set freezes the clock at the unix instant ns.
 func (c *Clock) Set(ns int64) {
-	c.mu.Lock()
-	c.frozen, c.at = true, ns
-	c.mu.Unlock()
+	c.update(func(st *clockState) { st.frozen, st.at = true, ns })
 }
 
 // Advance moves the clock forward by d nanoseconds, frozen or running.
 func (c *Clock) Advance(d int64) {
-	c.mu.Lock()
-	if c.frozen {
-		c.at += d
-	} else {
-		c.offset += d
-	}
-	c.mu.Unlock()
+	c.update(func(st *clockState) {
+		if st.frozen {
+			st.at += d
+		} else {
+			st.offset += d
+		}
+	})
 }
 
 // Real returns the clock to real time.
 func (c *Clock) Real() {
-	c.mu.Lock()
-	c.frozen, c.offset = false, 0
-	c.mu.Unlock()
+	c.update(func(st *clockState) { *st = clockState{} })
 }
 
 // Frozen reports whether DEBUG CLOCK has taken the clock over.
-func (c *Clock) Frozen() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.frozen || c.offset != 0
-}
+func (c *Clock) Frozen() bool { return c.state.Load() != nil }

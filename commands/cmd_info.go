@@ -119,8 +119,8 @@ func (s *Server) infoSection(name string, now int64) []Param {
 			{"rejected_connections", itoa(s.stats.rejected.Load())},
 			{"protocol_errors", itoa(s.stats.protoErrors.Load())},
 			{"recovered_panics", itoa(s.stats.panics.Load())},
-			{"total_net_input_bytes", itoa(s.stats.netIn.Load())},
-			{"total_net_output_bytes", itoa(s.stats.netOut.Load())},
+			{"total_net_input_bytes", itoa(t.netIn)},
+			{"total_net_output_bytes", itoa(t.netOut)},
 		}
 		if st, ok := s.ks.(interface{ InfoStats() [][2]string }); ok {
 			for _, kv := range st.InfoStats() {
@@ -140,7 +140,7 @@ func (s *Server) infoSection(name string, now int64) []Param {
 	return nil
 }
 
-type totals struct{ cmds, errors, allowed, denied int64 }
+type totals struct{ cmds, errors, allowed, denied, netIn, netOut int64 }
 
 // totals adds the live clients' counters to those of clients that left.
 func (s *Server) totals() totals {
@@ -149,12 +149,16 @@ func (s *Server) totals() totals {
 		errors:  s.stats.errors.Load(),
 		allowed: s.stats.allowed.Load(),
 		denied:  s.stats.denied.Load(),
+		netIn:   s.stats.netIn.Load(),
+		netOut:  s.stats.netOut.Load(),
 	}
 	s.forEachClient(func(c *Client) {
 		t.cmds += c.totals.cmds.Load()
 		t.errors += c.totals.errors.Load()
 		t.allowed += c.totals.allowed.Load()
 		t.denied += c.totals.denied.Load()
+		t.netIn += c.totals.netIn.Load()
+		t.netOut += c.totals.netOut.Load()
 	})
 	return t
 }

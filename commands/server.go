@@ -245,6 +245,8 @@ func (s *Server) removeClient(c *Client) {
 	s.stats.errors.Add(c.totals.errors.Load())
 	s.stats.allowed.Add(c.totals.allowed.Load())
 	s.stats.denied.Add(c.totals.denied.Load())
+	s.stats.netIn.Add(c.totals.netIn.Load())
+	s.stats.netOut.Add(c.totals.netOut.Load())
 	s.wg.Done()
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/sluice-rl/sluice/algorithms"
 )
@@ -381,4 +382,12 @@ func TestExtRoomMakesAppendsCheap(t *testing.T) {
 		t.Fatalf("len %d cap %d", len(e.Ext), cap(e.Ext))
 	}
 	checkArena(t, &s.arena)
+}
+
+// TestShardFillsWholeCacheLines: the store keeps shards in one slice, and
+// two cores locking neighbouring shards must not fight over a cache line.
+func TestShardFillsWholeCacheLines(t *testing.T) {
+	if size := unsafe.Sizeof(Shard{}); size%64 != 0 {
+		t.Fatalf("a Shard takes %d bytes, %d past a whole cache line: adjust its padding", size, size%64)
+	}
 }
