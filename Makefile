@@ -5,7 +5,7 @@ BIN     := bin/sluice
 PORT    ?= 6380
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build run cluster test deps vet race fuzz bench clean
+.PHONY: all build run cluster test deps vet race fuzz soak bench clean
 
 all: build
 
@@ -61,6 +61,11 @@ fuzz:
 			echo "== $$pkg $$f"; $(GO) test -run=NONE -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
 		done; \
 	done
+
+## soak: kill and restart a 3-process group's leader again and again for SOAK (default 10m), each cycle checked by porcupine
+SOAK ?= 10m
+soak:
+	$(GO) test ./cluster -run TestProcessSoak -v -soak $(SOAK) -timeout 2h
 
 ## bench: sluice vs Redis + Lua, side by side; rewrites bench/RESULTS.md (BENCH=full for everything)
 bench:

@@ -122,14 +122,14 @@ func (b *batcher) loop() {
 			return
 		}
 		batch = append(batch[:0], first)
-		nops, size := len(first.ops), 0
+		nops, size := len(first.ops), opsSize(first.ops)
 	drain:
 		for nops < maxOps && size < maxBytes {
 			select {
 			case s := <-b.in:
 				batch = append(batch, s)
 				nops += len(s.ops)
-				size += 64 * len(s.ops)
+				size += opsSize(s.ops)
 			default:
 				break drain
 			}
@@ -144,6 +144,19 @@ func (b *batcher) loop() {
 		}
 		go b.finish(f, subs)
 	}
+}
+
+// opsSize bounds the bytes ops take in an entry: their keys and ids, and
+// at most 48 bytes of numbers and lengths each.
+func opsSize(ops []op) int {
+	n := 0
+	for i := range ops {
+		n += 48 + len(ops[i].req.Key) + len(ops[i].req.ID) + len(ops[i].addr) + len(ops[i].id)
+		for _, k := range ops[i].keys {
+			n += 10 + len(k)
+		}
+	}
+	return n
 }
 
 // encode packs the submissions into one entry stamped with the latest of

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math"
 	"net"
@@ -568,4 +569,47 @@ func (px *proxy) heal() {
 	px.mu.Lock()
 	defer px.mu.Unlock()
 	px.blocked = map[string]bool{}
+}
+
+var soak = flag.Duration("soak", 0, "run TestProcessSoak for this long: leader kills and restarts, each cycle's history checked")
+
+// TestProcessSoak repeats the kill -9 scenario on one group until -soak has
+// passed, with a fresh key per cycle so that each cycle's history is
+// checked on its own. Skipped unless -soak is given:
+//
+//	go test ./cluster -run TestProcessSoak -soak 10m -timeout 30m
+func TestProcessSoak(t *testing.T) {
+	if *soak == 0 {
+		t.Skip("a long run: go test ./cluster -run TestProcessSoak -soak 10m")
+	}
+	ps, _ := startProcGroup(t, false)
+	const capacity = 3000
+	end := time.Now().Add(*soak)
+	for cycle := 0; time.Now().Before(end); cycle++ {
+		key := fmt.Sprintf("soak:%d", cycle)
+		h := &history{start: time.Now()}
+		stop := make(chan struct{})
+		wg := drive(t, ps, 2, key, capacity, h, stop)
+		time.Sleep(time.Second)
+		ld := leaderOf(ps)
+		if ld == nil {
+			t.Fatalf("cycle %d: no leader", cycle)
+		}
+		ld.kill()
+		var others []*proc
+		for _, p := range ps {
+			if p != ld {
+				others = append(others, p)
+			}
+		}
+		waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
+		time.Sleep(time.Second)
+		ld.start()
+		waitFor(t, 30*time.Second, func() bool { return ld.info("leader_id") != "" })
+		time.Sleep(time.Second)
+		close(stop)
+		wg.Wait()
+		checkHistory(t, h, capacity)
+		sameState(t, ps, key, capacity)
+	}
 }
