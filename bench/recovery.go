@@ -56,10 +56,10 @@ func (r *recoveryResult) String() string {
 	if r.snapshot {
 		kind = "snapshot + log"
 	}
-	return fmt.Sprintf("%s: %d keys, down %s, %d snapshot(s) of %s, raft.db %s, leader applied_index %d; "+
+	return fmt.Sprintf("%s: %d keys (loaded at %.0f/s), down %s, %d snapshot(s) of %s, raft.db %s, leader applied_index %d; "+
 		"RESP port answered after %s, applied_index caught up after %s (replica then held %d keys), "+
 		"last decision in its replica after %s (%d keys); elections %d",
-		kind, r.keys, r.down, r.snapshots, fmtBytes(r.snapBytes), fmtBytes(r.logBytes), r.target,
+		kind, r.keys, r.loadedRate, r.down, r.snapshots, fmtBytes(r.snapBytes), fmtBytes(r.logBytes), r.target,
 		fmtDur(r.listening), fmtDur(r.caughtUp), r.keysAtIdx, fmtDur(r.stateAt), r.localKeys, r.elections)
 }
 
