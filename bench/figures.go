@@ -24,6 +24,7 @@ type result struct {
 	touched        int64 // distinct logical keys the run used
 	dbsize         int64 // server keys at the end, -1 unknown
 	version        string
+	repl           *replStats // a group's leader during the measured part
 
 	rounds   int      // how many rounds were combined; 0 or 1: one
 	combined *figures // the medians, when rounds were combined
@@ -120,6 +121,7 @@ func combine(rs []*result) *result {
 		c.max = max(c.max, f.max)
 	}
 	out.combined = c
+	out.repl = combineRepl(rs)
 	return out
 }
 

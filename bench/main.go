@@ -8,6 +8,10 @@
 //	go run ./bench -scenarios sluice-token,redis-lua-token -P 1,16 -c 50 -d 5s
 //	go run ./bench -sluice 127.0.0.1:6380 -redis 127.0.0.1:6379
 //	go run ./bench -md bench/RESULTS.md  # also write the report and the chart
+//	go run ./bench -redis off -scenarios sluice-token,group-token,group-token-follower -P 16,1
+//	                                     # a fresh 3-node group (-cluster 3) per round vs one node
+//	go run ./bench -failover 7           # kill -9 the leader of a fresh group, 7 times
+//	go run ./bench -recovery 5           # restart a follower of a group of 100,000 keys, 5 times
 package main
 
 import (
@@ -49,6 +53,8 @@ type options struct {
 	procs             int
 	md                string
 	crossCheck        bool
+	cluster           int // nodes of the groups the group scenarios and trials start
+	trials            trialOptions
 }
 
 func main() {
@@ -76,6 +82,16 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		os.Exit(130)
 	}()
 
+	if o.trials.wanted() {
+		if err := runTrials(ctx, o, stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			if ctx.Err() != nil {
+				return 130
+			}
+			return 1
+		}
+		return 0
+	}
 	rep, err := bench(ctx, o, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
@@ -123,6 +139,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.procs, "gomaxprocs", 0, "GOMAXPROCS of the sluice bench starts (0: all cores)")
 	fs.StringVar(&o.md, "md", "", "write the report into this markdown file (its generated section only) and the chart into results/ beside it")
 	fs.BoolVar(&o.crossCheck, "redis-benchmark", true, "quick and full plans: also run redis-benchmark on the same servers, if installed")
+	fs.IntVar(&o.cluster, "cluster", 3, "nodes of the replicated group bench starts on loopback for every round of a group-* scenario, and for -failover and -recovery")
+	o.trials.flags(fs)
 	if err := fs.Parse(argv); err != nil {
 		return nil, err
 	}
@@ -175,6 +193,11 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-capacity and -window must be positive")
 	case o.procs < 0:
 		return nil, fmt.Errorf("-gomaxprocs %d: want 0 or more", o.procs)
+	case o.cluster < 1 || o.cluster > maxGroupSize:
+		return nil, fmt.Errorf("-cluster %d: want 1 to %d nodes", o.cluster, maxGroupSize)
+	}
+	if err := o.trials.check(o.cluster); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -272,6 +295,9 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 			return nil, nil, err
 		}
 		targets["sluice"] = &target{kind: "sluice", bin: bin, dir: tmp}
+		for name, t := range groupTargets(bin, tmp, o.cluster) {
+			targets[name] = t
+		}
 	}
 	switch {
 	case o.redis == "off":

@@ -122,6 +122,7 @@ func (rep *report) markdown(chart string) string {
 		}
 		b.WriteString("\n")
 	}
+	rep.markdownRepl(&b)
 	if chart != "" {
 		fmt.Fprintf(&b, "### Chart\n\n![throughput and p99 against pipeline depth](%s)\n\n", chart)
 	}

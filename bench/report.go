@@ -114,6 +114,11 @@ func (rep *report) ratios() []ratio {
 		{"Redis INCR ÷ sluice RL.TOKEN, server CPU per request", cpu("redis-incr", "sluice-token"), "", nil, nil},
 		{"sluice PING ÷ sluice RL.TOKEN, server CPU per request", cpu("sluice-ping", "sluice-token"), "", nil, nil},
 		{"Redis Lua token bucket ÷ Redis INCR, throughput (the cost of Lua)", tput("redis-lua-token", "redis-incr"), "", nil, nil},
+		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN (one node), throughput", tput("group-token", "sluice-token"), "", nil, nil},
+		{"group RL.TOKEN → leader p99 ÷ sluice RL.TOKEN p99", p99("group-token", "sluice-token"), "", nil, nil},
+		{"group RL.TOKEN → follower ÷ → leader, throughput", tput("group-token-follower", "group-token"), "", nil, nil},
+		{"group RL.TOKEN → leader, no fsync ÷ with fsync, throughput", tput("group-token-nofsync", "group-token"), "", nil, nil},
+		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN, server CPU per decision (all nodes)", cpu("group-token", "sluice-token"), "", nil, nil},
 	}
 	var out []ratio
 	for _, row := range rows {
@@ -212,6 +217,7 @@ func (rep *report) printText(w io.Writer) {
 		}
 		tw.Flush()
 	}
+	rep.printRepl(w)
 	rep.printSkipped(w, "")
 	rep.printProblems(w, "")
 	for _, c := range rep.cross {

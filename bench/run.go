@@ -39,8 +39,11 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	res = &result{spec: spec, dbsize: -1}
 	tg := targets[spec.sc.server]
 	switch {
+	case tg == nil && spec.sc.server == "redis":
+		res.skipped = "no redis server (redis-server is not on PATH and -redis was not given)"
+		return res, nil
 	case tg == nil:
-		res.skipped = "no " + spec.sc.server + " server (redis-server is not on PATH and -redis was not given)"
+		res.skipped = "no " + spec.sc.server + " server (a group needs bench to build and start sluice: drop -sluice)"
 		return res, nil
 	case spec.procs > 0 && tg.addr != "":
 		res.skipped = "GOMAXPROCS can only be set on a server bench starts"
@@ -85,16 +88,23 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	defer cancel()
 	var cpu0, gen0 time.Duration
 	var cpuErr error
+	var rw *replWatch
 	res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), func() {
 		if srv.pid > 0 {
-			cpu0, cpuErr = procCPU(srv.pid)
+			cpu0, cpuErr = srv.cpu()
 		}
 		gen0, _ = selfCPU()
+		if srv.group != nil {
+			rw = watchRepl(srv.group)
+		}
 	})
 	if srv.pid > 0 && cpuErr == nil {
-		if cpu1, err := procCPU(srv.pid); err == nil {
+		if cpu1, err := srv.cpu(); err == nil {
 			res.srvCPU, res.cpuKnown = cpu1-cpu0, true
 		}
+	}
+	if rw != nil {
+		res.repl = rw.finish(res.elapsed)
 	}
 	gen1, _ := selfCPU()
 	res.genCPU = gen1 - gen0

@@ -64,6 +64,12 @@ var scenarios = []*scenario{
 		},
 		check: checkDecision,
 	},
+	// The same decisions through a replicated group of -cluster nodes that
+	// bench starts for every round (see groupruns.go).
+	groupToken("group-token", "group RL.TOKEN → leader", "group"),
+	groupToken("group-token-follower", "group RL.TOKEN → follower", "group-follower"),
+	groupToken("group-token-nofsync", "group RL.TOKEN → leader, no fsync", "group-nofsync"),
+	groupToken("group-token-follower-nofsync", "group RL.TOKEN → follower, no fsync", "group-follower-nofsync"),
 	{
 		name: "redis-ping", label: "Redis PING", server: "redis", prefix: "pg:",
 		args:  func(workload, string) []string { return []string{"PING"} },
@@ -91,6 +97,16 @@ var scenarios = []*scenario{
 		},
 		check: checkLuaFixed,
 	},
+}
+
+// groupToken is sluice-token sent to a group's node.
+func groupToken(name, label, server string) *scenario {
+	return &scenario{name: name, label: label, server: server, algo: "token", prefix: "tk:", keysPer: 1,
+		args: func(w workload, _ string) []string {
+			return []string{"RL.TOKEN", "$KEY", w.rate, itoa(w.capacity), itoa(w.cost)}
+		},
+		check: checkDecision,
+	}
 }
 
 func findScenario(name string) *scenario {

@@ -23,10 +23,11 @@ import (
 // target says how to reach one kind of server: at a fixed address given by
 // the user, or by starting a fresh process for every run.
 type target struct {
-	kind string // "sluice" or "redis"
+	kind string // "sluice", "redis" or "group"
 	addr string // a running server; empty to start one
 	bin  string // the binary to start when addr is empty
 	dir  string // where logs of started servers go
+	grp  groupTarget
 }
 
 // server is one reachable server. pid is 0 when its process is unknown, and
@@ -38,6 +39,9 @@ type server struct {
 	cmd  *exec.Cmd     // nil if bench did not start it
 	done chan struct{} // closed when a started process has exited
 	log  string
+	// group is the replicated group this address belongs to, when bench
+	// started one for the run: stopping the server stops the group.
+	group *group
 }
 
 // started records the processes bench started, so that every exit path,
@@ -65,6 +69,9 @@ func (t *target) open(ctx context.Context, procs int) (*server, error) {
 		s := &server{kind: t.kind, addr: t.addr}
 		s.pid = localPID(t.addr)
 		return s, nil
+	}
+	if t.kind == "group" {
+		return t.openGroup(ctx)
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken before the server binds it
@@ -96,16 +103,32 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 			"--daemonize", "no", "--loglevel", "warning", "--io-threads", "1"}
 	}
 	logPath := filepath.Join(t.dir, fmt.Sprintf("%s-%d.log", t.kind, port))
+	var env []string
+	if procs > 0 {
+		env = append(env, "GOMAXPROCS="+strconv.Itoa(procs))
+	}
+	s, err := spawn(t.kind, t.bin, args, env, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(ctx, 10*time.Second); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// spawn starts bin with args, its output in logPath, and records it in the
+// started list so that every exit path stops it. addr is where it will
+// listen for clients.
+func spawn(kind, bin string, args, env []string, addr, logPath string) (*server, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(t.bin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = os.Environ()
-	if procs > 0 {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+strconv.Itoa(procs))
-	}
+	cmd.Env = append(os.Environ(), env...)
 	// If bench is killed outright, the kernel stops the server too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -113,16 +136,11 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 		return nil, err
 	}
 	logFile.Close()
-	s := &server{kind: t.kind, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), pid: cmd.Process.Pid,
-		cmd: cmd, done: make(chan struct{}), log: logPath}
+	s := &server{kind: kind, addr: addr, pid: cmd.Process.Pid, cmd: cmd, done: make(chan struct{}), log: logPath}
 	go func() { cmd.Wait(); close(s.done) }()
 	started.Lock()
 	started.list = append(started.list, s)
 	started.Unlock()
-	if err := s.waitReady(ctx, 10*time.Second); err != nil {
-		s.stop()
-		return nil, err
-	}
 	return s, nil
 }
 
@@ -151,17 +169,14 @@ func (s *server) waitReady(ctx context.Context, limit time.Duration) error {
 // stop ends a started server: SIGTERM, then SIGKILL after 5 s. It does
 // nothing for a server bench did not start.
 func (s *server) stop() {
+	if s.group != nil {
+		s.group.stop()
+		return
+	}
 	if s.cmd == nil {
 		return
 	}
-	started.Lock()
-	for i, o := range started.list {
-		if o == s {
-			started.list = append(started.list[:i], started.list[i+1:]...)
-			break
-		}
-	}
-	started.Unlock()
+	s.forget()
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
@@ -170,6 +185,29 @@ func (s *server) stop() {
 		<-s.done
 	}
 	os.Remove(s.log)
+}
+
+// kill ends a started server with SIGKILL, as a crash would, and waits for
+// it to be gone. Its log is kept.
+func (s *server) kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.forget()
+	s.cmd.Process.Kill()
+	<-s.done
+}
+
+// forget takes s off the started list.
+func (s *server) forget() {
+	started.Lock()
+	for i, o := range started.list {
+		if o == s {
+			started.list = append(started.list[:i], started.list[i+1:]...)
+			break
+		}
+	}
+	started.Unlock()
 }
 
 // call runs one command on a new connection and returns its reply.

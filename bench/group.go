@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A replicated group of sluice processes on 127.0.0.1, each in its own
+// directory under a temporary one, started as the README starts one by
+// hand: the first node with --bootstrap yes, the others with --join.
+
+const (
+	maxGroupSize = 7
+	groupStartup = 30 * time.Second // bound on a group's start, election included
+)
+
+// groupConfig says how to start a group.
+type groupConfig struct {
+	bin   string
+	dir   string // each member's --dir and log live under it
+	size  int
+	fsync bool
+}
+
+// member is one node of a group.
+type member struct {
+	id   string
+	resp string // host:port of its RESP port
+	raft string // host:port of its Raft port
+	dir  string
+	life int     // how many times it was started
+	srv  *server // the running process; nil while it is down
+}
+
+// group is a running replicated group.
+type group struct {
+	cfg     groupConfig
+	members []*member
+}
+
+// replInfo is INFO replication of one node, as name → value.
+type replInfo map[string]string
+
+func (r replInfo) int(name string) int64 {
+	v, _ := strconv.ParseInt(r[name], 10, 64)
+	return v
+}
+
+func (r replInfo) float(name string) float64 {
+	v, _ := strconv.ParseFloat(r[name], 64)
+	return v
+}
+
+// startGroup starts a group of cfg.size nodes and waits until it has a
+// ready leader that every node knows. A port taken between bench choosing
+// it and the node binding it costs a retry.
+func startGroup(ctx context.Context, cfg groupConfig) (*group, error) {
+	if cfg.size < 1 || cfg.size > maxGroupSize {
+		return nil, fmt.Errorf("a group of %d nodes: want 1 to %d", cfg.size, maxGroupSize)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		dir, err := os.MkdirTemp(cfg.dir, "group-")
+		if err != nil {
+			return nil, err
+		}
+		c := cfg
+		c.dir = dir
+		g, err := tryGroup(ctx, c)
+		if err == nil {
+			return g, nil
+		}
+		os.RemoveAll(dir)
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func tryGroup(ctx context.Context, cfg groupConfig) (*group, error) {
+	g := &group{cfg: cfg}
+	for i := 0; i < cfg.size; i++ {
+		p1, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		p2, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		id := "n" + strconv.Itoa(i+1)
+		g.members = append(g.members, &member{id: id,
+			resp: net.JoinHostPort("127.0.0.1", strconv.Itoa(p1)),
+			raft: net.JoinHostPort("127.0.0.1", strconv.Itoa(p2)),
+			dir:  filepath.Join(cfg.dir, id)})
+	}
+	deadline := time.Now().Add(groupStartup)
+	first := g.members[0]
+	if err := g.launch(first, "--bootstrap", "yes"); err != nil {
+		return nil, err
+	}
+	if _, err := g.waitLeader(ctx, 1, time.Until(deadline)); err != nil {
+		g.stop()
+		return nil, err
+	}
+	for _, m := range g.members[1:] {
+		if err := g.launch(m, "--join", first.resp); err != nil {
+			g.stop()
+			return nil, err
+		}
+	}
+	if _, err := g.waitLeader(ctx, cfg.size, time.Until(deadline)); err != nil {
+		g.stop()
+		return nil, err
+	}
+	return g, nil
+}
+
+// launch starts m's process (again, on its existing --dir, if extra is
+// empty) and waits until it answers PING.
+func (g *group) launch(m *member, extra ...string) error {
+	s, err := g.spawnMember(m, extra...)
+	if err != nil {
+		return err
+	}
+	if err := s.waitReady(context.Background(), 20*time.Second); err != nil {
+		s.stop()
+		m.srv = nil
+		return err
+	}
+	return nil
+}
+
+// spawnMember starts m's process and returns at once.
+func (g *group) spawnMember(m *member, extra ...string) (*server, error) {
+	_, port, _ := net.SplitHostPort(m.resp)
+	args := []string{"--port", port, "--bind", "127.0.0.1", "--loglevel", "warning",
+		"--node-id", m.id, "--raft-bind", m.raft, "--dir", m.dir}
+	if !g.cfg.fsync {
+		args = append(args, "--raft-fsync", "no")
+	}
+	args = append(args, extra...)
+	m.life++
+	logPath := filepath.Join(g.cfg.dir, fmt.Sprintf("%s.%d.log", m.id, m.life))
+	s, err := spawn("sluice", g.cfg.bin, args, nil, m.resp, logPath)
+	if err != nil {
+		return nil, err
+	}
+	m.srv = s
+	return s, nil
+}
+
+// info reads INFO replication of a member.
+func (m *member) info(timeout time.Duration) (replInfo, error) {
+	s := &server{addr: m.resp}
+	v, err := s.call(timeout, "INFO", "replication")
+	if err != nil {
+		return nil, err
+	}
+	if v.isError() || v.kind != '$' {
+		return nil, fmt.Errorf("INFO replication at %s: %s", m.resp, describe(v))
+	}
+	out := replInfo{}
+	for _, line := range strings.Split(string(v.text), "\n") {
+		if k, val, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out[k] = val
+		}
+	}
+	return out, nil
+}
+
+// waitLeader waits until one running member is a ready leader of a group
+// of size voters and every running member names it, and returns it.
+func (g *group) waitLeader(ctx context.Context, size int, limit time.Duration) (*member, error) {
+	deadline := time.Now().Add(limit)
+	var last string
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		leader, why := g.agreedLeader(size)
+		if leader != nil {
+			return leader, nil
+		}
+		last = why
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no ready leader of %d members within %v (%s); logs in %s", size, limit, last, g.cfg.dir)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// agreedLeader returns the ready leader every running member names, or why
+// there is none.
+func (g *group) agreedLeader(size int) (*member, string) {
+	var leader *member
+	leaderID := ""
+	for _, m := range g.members {
+		if m.srv == nil {
+			continue
+		}
+		select {
+		case <-m.srv.done:
+			return nil, m.id + " exited; its log ends with:\n" + tail(m.srv.log)
+		default:
+		}
+		r, err := m.info(time.Second)
+		if err != nil {
+			return nil, m.id + ": " + err.Error()
+		}
+		if r["role"] == "leader" && r["ready"] == "true" && r.int("members") == int64(size) {
+			leader = m
+		}
+		switch {
+		case r["leader_id"] == "":
+			return nil, m.id + " knows no leader"
+		case leaderID == "":
+			leaderID = r["leader_id"]
+		case leaderID != r["leader_id"]:
+			return nil, "the members name different leaders"
+		}
+	}
+	if leader == nil || leader.id != leaderID {
+		return nil, "no ready leader with all members yet"
+	}
+	return leader, ""
+}
+
+// leader returns the member that names itself the ready leader, or nil.
+func (g *group) leader() *member {
+	for _, m := range g.members {
+		if m.srv == nil {
+			continue
+		}
+		if r, err := m.info(time.Second); err == nil && r["role"] == "leader" && r["ready"] == "true" {
+			return m
+		}
+	}
+	return nil
+}
+
+// followers returns the running members other than leader.
+func (g *group) followers(leader *member) []*member {
+	var out []*member
+	for _, m := range g.members {
+		if m != leader && m.srv != nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// pids returns the process ids of the running members.
+func (g *group) pids() []int {
+	var out []int
+	for _, m := range g.members {
+		if m.srv != nil {
+			out = append(out, m.srv.pid)
+		}
+	}
+	return out
+}
+
+// crash kills m with SIGKILL.
+func (g *group) crash(m *member) {
+	if m.srv != nil {
+		m.srv.kill()
+		m.srv = nil
+	}
+}
+
+// restart starts m again on its own --dir (it rejoins with its state).
+func (g *group) restart(m *member) error {
+	if m.srv != nil {
+		return errors.New(m.id + " is running")
+	}
+	return g.launch(m)
+}
+
+// stop stops every member, at once, and removes the group's directory.
+func (g *group) stop() {
+	var wg sync.WaitGroup
+	for _, m := range g.members {
+		if s := m.srv; s != nil {
+			m.srv = nil
+			wg.Add(1)
+			go func() { defer wg.Done(); s.stop() }()
+		}
+	}
+	wg.Wait()
+	os.RemoveAll(g.cfg.dir)
+}
