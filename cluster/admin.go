@@ -161,6 +161,16 @@ func (n *Node) askLeader(args ...string) error {
 	return err
 }
 
+// appliedIndex is the last entry whose effects this node's state holds: the
+// FSM's own count, or raft's right after a snapshot restore (when the FSM has
+// applied nothing since, and the restored state is complete).
+func (n *Node) appliedIndex() uint64 {
+	if i := n.fsm.AppliedIndex(); i > 0 {
+		return min(i, n.raft.AppliedIndex())
+	}
+	return n.raft.AppliedIndex()
+}
+
 // InfoReplication returns INFO's replication section.
 func (n *Node) InfoReplication() [][2]string {
 	stats := n.raft.Stats()
@@ -205,7 +215,7 @@ func (n *Node) InfoReplication() [][2]string {
 		{"members", strconv.Itoa(voters)},
 		{"term", stats["term"]},
 		{"commit_index", strconv.FormatUint(n.raft.CommitIndex(), 10)},
-		{"applied_index", strconv.FormatUint(n.raft.AppliedIndex(), 10)},
+		{"applied_index", strconv.FormatUint(n.appliedIndex(), 10)},
 		{"last_log_index", strconv.FormatUint(n.raft.LastIndex(), 10)},
 		{"last_contact_ms", strconv.FormatInt(contact, 10)},
 		{"applied_time_ms", strconv.FormatInt(n.fsm.AppliedTime()/1e6, 10)},

@@ -16,7 +16,7 @@ import (
 const (
 	maxOps      = 4096
 	maxBytes    = 1 << 20
-	maxInflight = 4 // entries handed to raft and not yet applied
+	maxInflight = 2 // entries handed to raft and not yet applied (1–2 measured best on 2 cores; bench/RESULTS.md)
 	queueLen    = 8192
 )
 

@@ -30,6 +30,7 @@ type FSM struct {
 
 	mu      sync.RWMutex
 	applied int64             // the instant the last entry was applied at
+	index   uint64            // the last entry applied, 0 after a restore
 	members map[string]string // node id → RESP address
 
 	reqs []algorithms.Request // scratch for runs of decisions
@@ -91,7 +92,20 @@ func (f *FSM) Apply(l *raft.Log) any {
 	f.mu.Unlock()
 	results := make([]result, len(ops))
 	f.run(at, ops, results)
+	f.mu.Lock()
+	f.index = l.Index
+	f.mu.Unlock()
 	return applyResponse{results: results}
+}
+
+// AppliedIndex returns the index of the last entry Apply has carried out,
+// or 0 if none since the last restore. Raft's own AppliedIndex moves when
+// entries are handed to the FSM's goroutine, before they are applied, so a
+// replica that reports it as caught up may not hold the state yet.
+func (f *FSM) AppliedIndex() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.index
 }
 
 // run applies ops at the instant at. Consecutive decisions go to the store
@@ -222,6 +236,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.applied = int64(binary.LittleEndian.Uint64(ts[:]))
 	f.members = members
+	f.index = 0 // raft's applied index is the snapshot's, and the state is complete
 	f.mu.Unlock()
 	return nil
 }
