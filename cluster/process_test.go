@@ -378,6 +378,19 @@ func TestProcessLeaderKill9(t *testing.T) {
 	stop := make(chan struct{})
 	wg := drive(t, ps, 2, "k", capacity, h, stop)
 	time.Sleep(1500 * time.Millisecond)
+	killAndRestartLeader(t, ps)
+	time.Sleep(1 * time.Second)
+	close(stop)
+	wg.Wait()
+	checkHistory(t, h, capacity)
+	sameState(t, ps, "k", capacity)
+}
+
+// killAndRestartLeader kill -9s the leader, waits for a new ready leader,
+// restarts the killed node on its --dir and waits until it has applied what
+// the leader had committed.
+func killAndRestartLeader(t *testing.T, ps []*proc) {
+	t.Helper()
 	ld := leaderOf(ps)
 	if ld == nil {
 		t.Fatal("no leader")
@@ -397,7 +410,7 @@ func TestProcessLeaderKill9(t *testing.T) {
 	ld.start()
 	// Caught up: the restarted node has applied what the leader had
 	// committed when it was asked (the indexes keep moving under load).
-	waitFor(t, 15*time.Second, func() bool {
+	waitFor(t, 30*time.Second, func() bool {
 		l := leaderOf(ps)
 		if l == nil || ld.info("leader_id") == "" {
 			return false
@@ -407,11 +420,6 @@ func TestProcessLeaderKill9(t *testing.T) {
 		return got >= target
 	})
 	t.Logf("restarted node caught up in %v", time.Since(restartedAt).Round(time.Millisecond))
-	time.Sleep(1 * time.Second)
-	close(stop)
-	wg.Wait()
-	checkHistory(t, h, capacity)
-	sameState(t, ps, "k", capacity)
 }
 
 func TestProcessPausedLeaderDecidesNothing(t *testing.T) {
@@ -600,21 +608,7 @@ func TestProcessSoak(t *testing.T) {
 		stop := make(chan struct{})
 		wg := drive(t, ps, 2, key, capacity, h, stop)
 		time.Sleep(time.Second)
-		ld := leaderOf(ps)
-		if ld == nil {
-			t.Fatalf("cycle %d: no leader", cycle)
-		}
-		ld.kill()
-		var others []*proc
-		for _, p := range ps {
-			if p != ld {
-				others = append(others, p)
-			}
-		}
-		waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
-		time.Sleep(time.Second)
-		ld.start()
-		waitFor(t, 30*time.Second, func() bool { return ld.info("leader_id") != "" })
+		killAndRestartLeader(t, ps)
 		time.Sleep(time.Second)
 		close(stop)
 		wg.Wait()
