@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The partition scenario: peers reach each node's Raft port through a
+// proxy that can cut callers off by their source address (each node's
+// Raft traffic leaves from its own 127.0.0.x).
+
+func TestProcessPartitionedLeader(t *testing.T) {
+	ps, proxies := startProcGroup(t, true)
+	const capacity = 3000
+	h := &history{start: time.Now()}
+	stop := make(chan struct{})
+	wg := drive(t, ps, 2, "k", capacity, h, stop)
+	time.Sleep(1 * time.Second)
+	ld := leaderOf(ps)
+	if ld == nil {
+		t.Fatal("no leader")
+	}
+	// Cut the leader off from both peers, both ways.
+	var others []*proc
+	for i, p := range ps {
+		if p == ld {
+			proxies[i].block(otherIPs(ps, p)...)
+			continue
+		}
+		others = append(others, p)
+		proxies[i].block(ld.raftIP)
+	}
+	waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
+	waitFor(t, 15*time.Second, func() bool { return ld.info("role") != "leader" })
+	t.Logf("the cut-off leader stepped down (role %s)", ld.info("role"))
+	time.Sleep(1 * time.Second)
+	for _, px := range proxies {
+		px.heal()
+	}
+	waitFor(t, 15*time.Second, func() bool { return ld.info("role") == "follower" && ld.info("leader_id") != "" })
+	time.Sleep(1 * time.Second)
+	close(stop)
+	wg.Wait()
+	checkHistory(t, h, capacity)
+	sameState(t, ps, "k", capacity)
+}
+
+func otherIPs(ps []*proc, me *proc) []string {
+	var out []string
+	for _, p := range ps {
+		if p != me {
+			out = append(out, p.raftIP)
+		}
+	}
+	return out
+}
+
+// proxy relays TCP to a node's Raft port and can cut off callers by
+// source address: their connections are closed and new ones refused.
+type proxy struct {
+	ln     net.Listener
+	port   int
+	target string
+
+	mu      sync.Mutex
+	blocked map[string]bool
+	conns   map[net.Conn]string // both ends of every relay, by the caller's address
+}
+
+func startProxy(t *testing.T, ip, target string) *proxy {
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := &proxy{ln: ln, port: ln.Addr().(*net.TCPAddr).Port, target: target,
+		blocked: map[string]bool{}, conns: map[net.Conn]string{}}
+	t.Cleanup(func() { ln.Close(); px.block("*") })
+	go px.serve()
+	return px
+}
+
+func (px *proxy) serve() {
+	for {
+		c, err := px.ln.Accept()
+		if err != nil {
+			return
+		}
+		src := c.RemoteAddr().(*net.TCPAddr).IP.String()
+		px.mu.Lock()
+		if px.blocked[src] || px.blocked["*"] {
+			px.mu.Unlock()
+			c.Close()
+			continue
+		}
+		up, err := net.DialTimeout("tcp", px.target, time.Second)
+		if err != nil {
+			px.mu.Unlock()
+			c.Close()
+			continue
+		}
+		px.conns[c], px.conns[up] = src, src
+		px.mu.Unlock()
+		go px.pipe(c, up)
+		go px.pipe(up, c)
+	}
+}
+
+func (px *proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	dst.Close()
+	src.Close()
+	px.mu.Lock()
+	delete(px.conns, dst)
+	delete(px.conns, src)
+	px.mu.Unlock()
+}
+
+// block cuts off callers from these addresses ("*": everyone).
+func (px *proxy) block(ips ...string) {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	for _, ip := range ips {
+		px.blocked[ip] = true
+	}
+	for c, src := range px.conns {
+		if px.blocked[src] || px.blocked["*"] {
+			c.Close()
+		}
+	}
+}
+
+func (px *proxy) heal() {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	px.blocked = map[string]bool{}
+}
