@@ -450,3 +450,16 @@ func BenchmarkParseRate(b *testing.B) {
 		})
 	}
 }
+
+// TestClientRateMemo: the client's memo of its last rate never answers for
+// a different rate, nor remembers one that failed.
+func TestClientRateMemo(t *testing.T) {
+	c := &Client{lastRate: make([]byte, 0, 32)}
+	for _, in := range []string{"10/s", "10/s", "10", "100/90s", "bad", "10/s", "0.5", "1/d", "1/d", "", "3/s", strings.Repeat("9", 40)} {
+		want, wantErr := parseRate([]byte(in))
+		got, err := c.rate([]byte(in))
+		if got != want || (err == nil) != (wantErr == nil) {
+			t.Fatalf("rate(%q) = %d, %v; parseRate says %d, %v", in, got, err, want, wantErr)
+		}
+	}
+}

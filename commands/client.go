@@ -42,6 +42,10 @@ type Client struct {
 	readonly bool     // READONLY: peeks answered from this node's own state
 	prevCmd  *command // the command run last, looked up first
 
+	// The last rate parsed and its interval (see rate).
+	lastRate   []byte
+	lastRateNS int64
+
 	// One batch: input, arguments, the instant read for it, replies.
 	in         []byte
 	start, end int
@@ -85,14 +89,15 @@ const (
 
 func newClient(s *Server, nc net.Conn, id int64) *Client {
 	c := &Client{
-		srv:     s,
-		conn:    nc,
-		id:      id,
-		addr:    nc.RemoteAddr().String(),
-		laddr:   nc.LocalAddr().String(),
-		created: time.Now(),
-		authed:  s.cfg.Password == "",
-		in:      make([]byte, initialIn),
+		srv:      s,
+		conn:     nc,
+		id:       id,
+		addr:     nc.RemoteAddr().String(),
+		laddr:    nc.LocalAddr().String(),
+		created:  time.Now(),
+		authed:   s.cfg.Password == "",
+		in:       make([]byte, initialIn),
+		lastRate: make([]byte, 0, 32),
 	}
 	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 		c.local = ta.IP.IsLoopback()

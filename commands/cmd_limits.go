@@ -75,7 +75,7 @@ func (c *Client) parseLimit(algo algorithms.Algo, p1, p2 []byte) (algorithms.Lim
 	var err error
 	switch algo {
 	case algorithms.Token, algorithms.Leaky:
-		if l.Period, err = parseRate(p1); err != nil {
+		if l.Period, err = c.rate(p1); err != nil {
 			return l, err
 		}
 		l.Count, err = parsePositive(p2, "capacity")
@@ -89,6 +89,20 @@ func (c *Client) parseLimit(algo algorithms.Algo, p1, p2 []byte) (algorithms.Lim
 		l.Period, err = parseDuration(p2, "window")
 	}
 	return l, err
+}
+
+// rate parses a rate, remembering the last one that parsed: a pipeline
+// mostly repeats one limit, and its 128-bit division need not run again.
+func (c *Client) rate(b []byte) (int64, error) {
+	if c.lastRateNS > 0 && string(b) == string(c.lastRate) {
+		return c.lastRateNS, nil
+	}
+	ns, err := parseRate(b)
+	if err == nil && len(b) <= cap(c.lastRate) {
+		c.lastRate = append(c.lastRate[:0], b...)
+		c.lastRateNS = ns
+	}
+	return ns, err
 }
 
 // errAboveLogMax is the error for an RL.LOG or RL.ACQUIRE limit above the
