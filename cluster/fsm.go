@@ -174,32 +174,31 @@ func (f *FSM) run(at int64, ops []op, results []result) {
 const fsmMagic = "SLUICEFSM"
 const fsmVersion = 1
 
-// Snapshot captures the state at the current index. It serializes the
-// store in memory before returning, so the applies that follow do not leak
-// into it; Persist then writes the bytes while applies go on.
+// Snapshot captures the state at the current index. Raft calls it between
+// applies, so the capture is a point-in-time image; it only copies the
+// entries (store.Capture), and Persist sorts, checksums and writes them
+// while applies go on.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	var buf bytes.Buffer
+	var hdr bytes.Buffer
 	f.mu.RLock()
-	buf.WriteString(fsmMagic)
-	buf.WriteByte(fsmVersion)
-	var hdr []byte
-	hdr = binary.LittleEndian.AppendUint64(hdr, uint64(f.applied))
+	hdr.WriteString(fsmMagic)
+	hdr.WriteByte(fsmVersion)
+	var b []byte
+	b = binary.LittleEndian.AppendUint64(b, uint64(f.applied))
 	ids := make([]string, 0, len(f.members))
 	for id := range f.members {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	hdr = binary.AppendUvarint(hdr, uint64(len(ids)))
+	b = binary.AppendUvarint(b, uint64(len(ids)))
 	for _, id := range ids {
-		hdr = appendBytes(hdr, []byte(id))
-		hdr = appendBytes(hdr, []byte(f.members[id]))
+		b = appendBytes(b, []byte(id))
+		b = appendBytes(b, []byte(f.members[id]))
 	}
+	applied := f.applied
 	f.mu.RUnlock()
-	buf.Write(hdr)
-	if err := f.st.Snapshot(&buf); err != nil {
-		return nil, err
-	}
-	return &fsmSnapshot{data: buf.Bytes()}, nil
+	hdr.Write(b)
+	return &fsmSnapshot{header: hdr.Bytes(), capture: f.st.Capture(applied)}, nil
 }
 
 // Restore replaces the state with a snapshot's.
@@ -254,14 +253,31 @@ func readBytes(r *bufio.Reader) ([]byte, error) {
 	return b, err
 }
 
-type fsmSnapshot struct{ data []byte }
+type fsmSnapshot struct {
+	header  []byte
+	capture *store.Capture
+}
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
-	if _, err := sink.Write(s.data); err != nil {
+	bw := bufio.NewWriterSize(sink, 1<<20)
+	bw.Write(s.header)
+	err := s.capture.Write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil {
 		sink.Cancel()
 		return err
 	}
 	return sink.Close()
+}
+
+// bytes returns the whole snapshot, for tests.
+func (s *fsmSnapshot) bytes() ([]byte, error) {
+	var b bytes.Buffer
+	b.Write(s.header)
+	err := s.capture.Write(&b)
+	return b.Bytes(), err
 }
 
 func (s *fsmSnapshot) Release() {}

@@ -184,7 +184,11 @@ func (g *group) converged() map[string][]byte {
 		if err != nil {
 			g.t.Fatal(err)
 		}
-		snaps[m.id] = s.(*fsmSnapshot).data
+		data, err := s.(*fsmSnapshot).bytes()
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		snaps[m.id] = data
 	}
 	return snaps
 }

@@ -68,6 +68,52 @@ func (st *Store) Snapshot(w io.Writer) error { return st.SnapshotAt(w, st.Now())
 // snapshots between applies). Given the same entries and now, the bytes
 // are the same.
 func (st *Store) SnapshotAt(w io.Writer, now int64) error {
+	sw := newSnapWriter(w, now)
+	var buf []byte
+	var spans []span
+	for i := range st.shards {
+		buf, spans = st.copyShard(i, now, buf[:0], spans[:0])
+		sw.addSorted(buf, spans)
+	}
+	return sw.finish()
+}
+
+// Capture is a copy of the store's live entries at one instant, encoded but
+// not yet sorted or checksummed: the part of a snapshot that must happen
+// while writes are held off, and the quick part. Write then does the rest
+// at leisure.
+type Capture struct {
+	now    int64
+	shards []capturedShard
+}
+
+type capturedShard struct {
+	buf   []byte
+	spans []span
+}
+
+// Capture copies every entry live at now. For a point-in-time image the
+// caller holds writes off while it runs (the Raft FSM does: it is called
+// between applies).
+func (st *Store) Capture(now int64) *Capture {
+	c := &Capture{now: now, shards: make([]capturedShard, len(st.shards))}
+	for i := range st.shards {
+		c.shards[i].buf, c.shards[i].spans = st.copyShard(i, now, nil, nil)
+	}
+	return c
+}
+
+// Write writes the captured entries in the snapshot format: the same
+// bytes SnapshotAt would have written at the capture's instant.
+func (c *Capture) Write(w io.Writer) error {
+	sw := newSnapWriter(w, c.now)
+	for _, cs := range c.shards {
+		sw.addSorted(cs.buf, cs.spans)
+	}
+	return sw.finish()
+}
+
+func newSnapWriter(w io.Writer, now int64) *snapWriter {
 	sw := &snapWriter{w: w, digest: xxhash.New()}
 	var hdr [headerLen]byte
 	copy(hdr[:], snapMagic)
@@ -75,15 +121,19 @@ func (st *Store) SnapshotAt(w io.Writer, now int64) error {
 	binary.LittleEndian.PutUint64(hdr[16:], uint64(now))
 	binary.LittleEndian.PutUint64(hdr[24:], xxhash.Sum64(hdr[:24]))
 	sw.write(hdr[:])
-	var buf []byte
-	var spans []span
-	for i := range st.shards {
-		buf, spans = st.copyShard(i, now, buf[:0], spans[:0])
-		slices.SortFunc(spans, func(a, b span) int { return bytes.Compare(entryKey(buf[a.off:]), entryKey(buf[b.off:])) })
-		for _, sp := range spans {
-			sw.add(buf[sp.off:sp.end])
-		}
+	return sw
+}
+
+// addSorted adds one shard's encoded entries in key order.
+func (sw *snapWriter) addSorted(buf []byte, spans []span) {
+	slices.SortFunc(spans, func(a, b span) int { return bytes.Compare(entryKey(buf[a.off:]), entryKey(buf[b.off:])) })
+	for _, sp := range spans {
+		sw.add(buf[sp.off:sp.end])
 	}
+}
+
+// finish writes the end block.
+func (sw *snapWriter) finish() error {
 	sw.flush()
 	var end [16]byte
 	binary.LittleEndian.PutUint64(end[:], sw.entries)

@@ -274,3 +274,28 @@ func TestSnapshotRoundTripsEveryAlgorithm(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureIsPointInTime: a capture written later has the bytes the
+// snapshot had at the capture's instant, whatever the store did since.
+func TestCaptureIsPointInTime(t *testing.T) {
+	st := New(4)
+	for i := 0; i < 3000; i++ {
+		decide(st, t0, token(fmt.Sprintf("k%d", i), time.Second, 10, int64(1+i%5)))
+	}
+	var want bytes.Buffer
+	if err := st.SnapshotAt(&want, t0); err != nil {
+		t.Fatal(err)
+	}
+	c := st.Capture(t0)
+	for i := 0; i < 3000; i += 2 { // writes after the capture
+		decide(st, t0, token(fmt.Sprintf("k%d", i), time.Second, 10, 1))
+	}
+	st.Delete(t0, [][]byte{[]byte("k1"), []byte("k3")})
+	var got bytes.Buffer
+	if err := c.Write(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("the capture wrote %d bytes that differ from the snapshot at its instant (%d bytes)", got.Len(), want.Len())
+	}
+}
