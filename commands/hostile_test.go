@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/store"
+	"github.com/tidwall/redcon"
 )
 
 // Hostile clients over real sockets: broken frames, endless bulks, too many
@@ -415,4 +416,25 @@ func TestClientThatNeverReadsIsClosed(t *testing.T) {
 	}
 	t.Logf("closed %v after its replies stopped flowing", time.Since(blocked).Round(time.Millisecond))
 	pingsOnNewConn(t, addr)
+}
+
+// TestRedconReaderStillPanics documents why sluice reads requests itself:
+// redcon v1.6.2's parser panics on this frame (its bulk length overflows
+// an int), which in a stock redcon server kills the process. If an upgrade
+// fixes it, this test says so.
+func TestRedconReaderStillPanics(t *testing.T) {
+	panicked := func() (p bool) {
+		defer func() { p = recover() != nil }()
+		redcon.Parse([]byte("*1\r\n$9223372036854775807\r\nx\r\n"))
+		return false
+	}()
+	if !panicked {
+		t.Log("redcon.Parse no longer panics on the overflow frame; the reason for sluice's own reader may be gone")
+	}
+	// sluice's reader answers it with a protocol error.
+	lim := DefaultConfig().Limits
+	var scratch []byte
+	if _, _, err := readCommand([]byte("*1\r\n$9223372036854775807\r\nx\r\n"), nil, &scratch, &lim, false); err != errProtoBulkLen {
+		t.Fatalf("sluice's reader: %v; want %v", err, errProtoBulkLen)
+	}
 }
