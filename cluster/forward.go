@@ -19,6 +19,7 @@ import (
 const (
 	connsPerPeer = 4
 	dialTimeout  = time.Second
+	writeTimeout = 5 * time.Second
 )
 
 type forwarder struct {
@@ -147,6 +148,9 @@ func (pc *pipeConn) call(args [][]byte) ([]byte, error) {
 	}
 	pc.waiters <- p
 	pc.bw.Write(encodeCommand(nil, args))
+	// A bounded write: wmu is held across it, and a leader that stopped
+	// reading (paused, partitioned) must not hold every caller here.
+	pc.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	err := pc.bw.Flush()
 	pc.wmu.Unlock()
 	if err != nil {

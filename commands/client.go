@@ -256,7 +256,7 @@ func (c *Client) protocolError(err error) {
 // their order.
 func (c *Client) exec(args [][]byte) {
 	cmd := c.lookup(args[0])
-	if cmd == nil || cmd.name != "raft.forward" {
+	if cmd == nil || cmd.flags&flagForward == 0 {
 		c.runForwards()
 	}
 	if cmd == nil {

@@ -43,7 +43,7 @@ func init() {
 			arguments: []argDoc{{name: "id", typ: "string", optional: true}}},
 		&command{name: "raft.snapshot", arity: 1, flags: flagAdmin, run: cmdRaftSnapshot, group: "cluster", since: "0.1.0",
 			summary: "Takes a snapshot now and compacts the log.", complexity: "O(N)"},
-		&command{name: "raft.forward", arity: 2, flags: flagAdmin, run: cmdRaftForward, group: "cluster", since: "0.1.0",
+		&command{name: "raft.forward", arity: 2, flags: flagAdmin | flagForward, run: cmdRaftForward, group: "cluster", since: "0.1.0",
 			summary: "Internal: a follower's forwarded operations.", complexity: "O(N)"},
 		&command{name: "readonly", arity: 1, flags: flagFast, run: cmdReadonly, group: "cluster", since: "0.1.0",
 			summary: "Answers this connection's peeks (n = 0) from this node's own, possibly stale, state.", complexity: "O(1)"},

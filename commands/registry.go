@@ -30,6 +30,7 @@ const (
 	flagFast
 	flagAdmin
 	flagLoading
+	flagForward // a follower's forwarded submission, queued apart from decisions (RAFT.FORWARD)
 )
 
 // argDoc describes one argument for COMMAND DOCS, in the form redis-cli

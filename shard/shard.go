@@ -141,11 +141,11 @@ func (s *Shard) FindHash(key []byte, h uint64, now int64) (Ref, Entry) {
 // memory loads of a batch overlap instead of waiting one after another. It
 // changes nothing and requires that s is locked.
 func (s *Shard) Prefetch(hs []uint64) {
-	if s.idx.n == 0 || len(hs) > len(prefetchBuf{}) {
+	if s.idx.n == 0 || len(hs) > PrefetchMax {
 		return
 	}
 	m := s.idx.mask()
-	var vs prefetchBuf
+	var vs [PrefetchMax]uint64
 	for k, h := range hs {
 		vs[k] = s.idx.slots[uint32(h>>32)&m]
 	}
@@ -159,7 +159,8 @@ func (s *Shard) Prefetch(hs []uint64) {
 	s.sink = sink // keeps the compiler from dropping the loads
 }
 
-type prefetchBuf [16]uint64
+// PrefetchMax is the most keys one Prefetch takes.
+const PrefetchMax = 16
 
 func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
 	if s.idx.n == 0 {

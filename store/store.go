@@ -82,8 +82,9 @@ func (st *Store) Decide(now int64, reqs []algorithms.Request, out []algorithms.O
 	}
 }
 
-// runLen is how many independent requests decideRun takes at once.
-const runLen = 16
+// runLen is how many independent requests decideRun takes at once: as
+// many as one shard.Prefetch can take.
+const runLen = shard.PrefetchMax
 
 // decideRun carries out up to runLen independent requests (a pipeline's
 // decisions): it takes each shard's lock once for the requests routed to
