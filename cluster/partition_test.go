@@ -13,48 +13,26 @@ import (
 
 func TestProcessPartitionedLeader(t *testing.T) {
 	ps, proxies := startProcGroup(t, true)
-	const capacity = 3000
-	h := &history{start: time.Now()}
-	stop := make(chan struct{})
-	wg := drive(t, ps, 2, "k", capacity, h, stop)
-	time.Sleep(1 * time.Second)
-	ld := leaderOf(ps)
-	if ld == nil {
-		t.Fatal("no leader")
-	}
-	// Cut the leader off from both peers, both ways.
-	var others []*proc
-	for i, p := range ps {
-		if p == ld {
-			proxies[i].block(otherIPs(ps, p)...)
-			continue
+	underLoad(t, ps, "k", func(ld *proc, others []*proc) {
+		// Cut the leader off from both peers, both ways.
+		for i, p := range ps {
+			if p == ld {
+				for _, o := range others {
+					proxies[i].block(o.raftIP)
+				}
+				continue
+			}
+			proxies[i].block(ld.raftIP)
 		}
-		others = append(others, p)
-		proxies[i].block(ld.raftIP)
-	}
-	waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
-	waitFor(t, 15*time.Second, func() bool { return ld.info("role") != "leader" })
-	t.Logf("the cut-off leader stepped down (role %s)", ld.info("role"))
-	time.Sleep(1 * time.Second)
-	for _, px := range proxies {
-		px.heal()
-	}
-	waitFor(t, 15*time.Second, func() bool { return ld.info("role") == "follower" && ld.info("leader_id") != "" })
-	time.Sleep(1 * time.Second)
-	close(stop)
-	wg.Wait()
-	checkHistory(t, h, capacity)
-	sameState(t, ps, "k", capacity)
-}
-
-func otherIPs(ps []*proc, me *proc) []string {
-	var out []string
-	for _, p := range ps {
-		if p != me {
-			out = append(out, p.raftIP)
+		waitForNewLeader(t, others)
+		waitFor(t, 15*time.Second, func() bool { return ld.info("role") != "leader" })
+		t.Logf("the cut-off leader stepped down (role %s)", ld.info("role"))
+		time.Sleep(time.Second)
+		for _, px := range proxies {
+			px.heal()
 		}
-	}
-	return out
+		waitFor(t, 15*time.Second, func() bool { return ld.info("role") == "follower" && ld.info("leader_id") != "" })
+	})
 }
 
 // proxy relays TCP to a node's Raft port and can cut off callers by

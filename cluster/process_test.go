@@ -371,39 +371,58 @@ func sameState(t *testing.T, ps []*proc, key string, capacity int) {
 	t.Logf("every node reports remaining=%s", got[0])
 }
 
-func TestProcessLeaderKill9(t *testing.T) {
-	ps, _ := startProcGroup(t, false)
+// underLoad drives key from two clients per node, lets fault do its worst
+// to the leader once the load runs, and then checks that the history is
+// linearizable, that no more than capacity admissions were acknowledged,
+// and that every node reports the same state.
+func underLoad(t *testing.T, ps []*proc, key string, fault func(ld *proc, others []*proc)) {
+	t.Helper()
 	const capacity = 3000
 	h := &history{start: time.Now()}
 	stop := make(chan struct{})
-	wg := drive(t, ps, 2, "k", capacity, h, stop)
-	time.Sleep(1500 * time.Millisecond)
-	killAndRestartLeader(t, ps)
-	time.Sleep(1 * time.Second)
-	close(stop)
-	wg.Wait()
-	checkHistory(t, h, capacity)
-	sameState(t, ps, "k", capacity)
-}
-
-// killAndRestartLeader kill -9s the leader, waits for a new ready leader,
-// restarts the killed node on its --dir and waits until it has applied what
-// the leader had committed.
-func killAndRestartLeader(t *testing.T, ps []*proc) {
-	t.Helper()
+	wg := drive(t, ps, 2, key, capacity, h, stop)
+	time.Sleep(time.Second)
 	ld := leaderOf(ps)
 	if ld == nil {
 		t.Fatal("no leader")
 	}
-	killedAt := time.Now()
-	ld.kill()
-	var others []*proc
+	fault(ld, othersThan(ps, ld))
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	checkHistory(t, h, capacity)
+	sameState(t, ps, key, capacity)
+}
+
+func othersThan(ps []*proc, me *proc) []*proc {
+	var out []*proc
 	for _, p := range ps {
-		if p != ld {
-			others = append(others, p)
+		if p != me {
+			out = append(out, p)
 		}
 	}
+	return out
+}
+
+// waitForNewLeader waits until one of others is a ready leader.
+func waitForNewLeader(t *testing.T, others []*proc) {
+	t.Helper()
 	waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
+}
+
+func TestProcessLeaderKill9(t *testing.T) {
+	ps, _ := startProcGroup(t, false)
+	underLoad(t, ps, "k", func(ld *proc, others []*proc) { killAndRestart(t, ps, ld, others) })
+}
+
+// killAndRestart kill -9s the leader ld, waits for a new ready leader among
+// others, restarts ld on its --dir and waits until it has applied what the
+// leader had committed.
+func killAndRestart(t *testing.T, ps []*proc, ld *proc, others []*proc) {
+	t.Helper()
+	killedAt := time.Now()
+	ld.kill()
+	waitForNewLeader(t, others)
 	t.Logf("failover after kill -9: a new ready leader in %v", time.Since(killedAt).Round(time.Millisecond))
 	time.Sleep(1500 * time.Millisecond)
 	restartedAt := time.Now()
@@ -424,31 +443,13 @@ func killAndRestartLeader(t *testing.T, ps []*proc) {
 
 func TestProcessPausedLeaderDecidesNothing(t *testing.T) {
 	ps, _ := startProcGroup(t, false)
-	const capacity = 3000
-	h := &history{start: time.Now()}
-	stop := make(chan struct{})
-	wg := drive(t, ps, 2, "k", capacity, h, stop)
-	time.Sleep(1 * time.Second)
-	ld := leaderOf(ps)
-	if ld == nil {
-		t.Fatal("no leader")
-	}
-	ld.signal(syscall.SIGSTOP)
-	var others []*proc
-	for _, p := range ps {
-		if p != ld {
-			others = append(others, p)
-		}
-	}
-	waitFor(t, 15*time.Second, func() bool { nl := leaderOf(others); return nl != nil && nl.info("ready") == "true" })
-	time.Sleep(1 * time.Second)
-	ld.signal(syscall.SIGCONT) // it wakes up believing it leads, with clients waiting on it
-	waitFor(t, 15*time.Second, func() bool { return ld.info("role") == "follower" })
-	time.Sleep(1 * time.Second)
-	close(stop)
-	wg.Wait()
-	checkHistory(t, h, capacity)
-	sameState(t, ps, "k", capacity)
+	underLoad(t, ps, "k", func(ld *proc, others []*proc) {
+		ld.signal(syscall.SIGSTOP)
+		waitForNewLeader(t, others)
+		time.Sleep(time.Second)
+		ld.signal(syscall.SIGCONT) // it wakes up believing it leads, with clients waiting on it
+		waitFor(t, 15*time.Second, func() bool { return ld.info("role") == "follower" })
+	})
 }
 
 var soak = flag.Duration("soak", 0, "run TestProcessSoak for this long: leader kills and restarts, each cycle's history checked")
@@ -463,19 +464,8 @@ func TestProcessSoak(t *testing.T) {
 		t.Skip("a long run: go test ./cluster -run TestProcessSoak -soak 10m")
 	}
 	ps, _ := startProcGroup(t, false)
-	const capacity = 3000
 	end := time.Now().Add(*soak)
 	for cycle := 0; time.Now().Before(end); cycle++ {
-		key := fmt.Sprintf("soak:%d", cycle)
-		h := &history{start: time.Now()}
-		stop := make(chan struct{})
-		wg := drive(t, ps, 2, key, capacity, h, stop)
-		time.Sleep(time.Second)
-		killAndRestartLeader(t, ps)
-		time.Sleep(time.Second)
-		close(stop)
-		wg.Wait()
-		checkHistory(t, h, capacity)
-		sameState(t, ps, key, capacity)
+		underLoad(t, ps, fmt.Sprintf("soak:%d", cycle), func(ld *proc, others []*proc) { killAndRestart(t, ps, ld, others) })
 	}
 }
