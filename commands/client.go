@@ -23,8 +23,17 @@ const (
 // goroutines are atomics or guarded by mu.
 type Client struct {
 	srv  *Server
-	conn net.Conn
+	conn net.Conn // nil when an event loop serves the client
 	id   int64
+
+	// Served by an event loop (Linux): the descriptor, the loop, the part of
+	// out already written, whether the rest waits for room in the socket,
+	// and the loop's clock at the last byte read or written.
+	fd      int
+	loop    *eventLoop
+	outOff  int
+	waiting bool
+	lastIO  int64
 
 	addr, laddr string
 	created     time.Time
@@ -91,6 +100,7 @@ func newClient(s *Server, nc net.Conn, id int64) *Client {
 	c := &Client{
 		srv:      s,
 		conn:     nc,
+		fd:       -1,
 		id:       id,
 		addr:     nc.RemoteAddr().String(),
 		laddr:    nc.LocalAddr().String(),
@@ -147,6 +157,15 @@ func (c *Client) serve() {
 	}
 }
 
+// kill closes the client once the batch it may be running is done.
+func (c *Client) kill() {
+	if c.loop != nil {
+		c.loop.kill(c)
+		return
+	}
+	c.conn.SetReadDeadline(time.Now()) // its goroutine finishes its batch and leaves
+}
+
 // makeRoom makes space to read into: it moves an unfinished command to the
 // front of the buffer, grows the buffer up to the query buffer limit, and
 // shrinks a buffer that an earlier large command left behind. It reports
@@ -183,7 +202,7 @@ func (c *Client) runBatch() {
 	c.lastCmd.Store(c.now)
 	lim := &c.srv.cfg.Limits
 	var ran int64
-	for c.start < c.end && !c.closing {
+	for c.start < c.end && !c.closing && !c.waiting {
 		buf := c.in[c.start:c.end]
 		args, used, err := readCommandFrom(buf, c.args, &c.scratch, lim, !c.authed, &c.rs)
 		c.args = args
@@ -357,7 +376,12 @@ func (c *Client) runPending() {
 }
 
 // flushOut writes the replies. It reports false if the connection is gone.
+// On an event loop it writes what the socket takes and leaves the rest
+// waiting (see writeOut).
 func (c *Client) flushOut() bool {
+	if c.loop != nil {
+		return c.writeOut()
+	}
 	if len(c.out) == 0 {
 		return true
 	}

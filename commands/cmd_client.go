@@ -71,7 +71,7 @@ func cmdClient(c *Client, args [][]byte) {
 		killed := int64(0)
 		c.srv.forEachClient(func(o *Client) {
 			if o.id == id {
-				o.conn.SetReadDeadline(time.Now()) // its goroutine finishes its batch and leaves
+				o.kill()
 				killed++
 			}
 		})

@@ -166,10 +166,10 @@ func (s *Server) totals() totals {
 func (s *Server) port() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln == nil {
+	if len(s.lns) == 0 {
 		return "0"
 	}
-	addr := s.ln.Addr().String()
+	addr := s.lns[0].Addr().String()
 	return addr[strings.LastIndexByte(addr, ':')+1:]
 }
 

@@ -34,6 +34,7 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	cfg.EventLoops = testLoops(cfg.EventLoops)
 	srv := NewServer(cfg, store.New(8), NewClock())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -50,6 +51,30 @@ func startServer(t testing.TB, cfg Config) *testServer {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	srv.Clock().Set(epochMs * 1e6)
 	return &testServer{srv: srv, addr: ln.Addr().String(), port: port}
+}
+
+// goroutines in Config.EventLoops asks a test helper for a goroutine per
+// client; the helpers otherwise serve clients from two event loops, as
+// sluice does by default on a single node.
+const goroutines = -1
+
+// testLoops is the EventLoops a test server runs with.
+func testLoops(n int) int {
+	switch {
+	case n == goroutines:
+		return 0
+	case n == 0:
+		return 2
+	}
+	return n
+}
+
+// ioModels runs fn once with event loops and once with a goroutine per
+// client, for the behaviour the two carry out differently (writes that do
+// not fit, idle clients, kills, panics, shutdown).
+func ioModels(t *testing.T, fn func(t *testing.T, loops int)) {
+	t.Run("loops", func(t *testing.T) { fn(t, 2) })
+	t.Run("goroutines", func(t *testing.T) { fn(t, goroutines) })
 }
 
 // client returns a go-redis client speaking RESP protocol (2 or 3).

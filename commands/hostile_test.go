@@ -35,6 +35,7 @@ func startHostileServerOn(t *testing.T, cfg Config, ks Keyspace, wrap func(net.L
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.EventLoops = testLoops(cfg.EventLoops)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -160,33 +161,35 @@ func pingsOnNewConn(t *testing.T, addr string) {
 }
 
 func TestHostileFramesAnswerAndClose(t *testing.T) {
-	srv, addr := startHostileServer(t, Config{})
-	for _, tc := range []struct{ frame, want string }{
-		{"*3000000000\r\n", "-ERR Protocol error: invalid multibulk length"},
-		{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", "-ERR Protocol error: invalid bulk length"},
-		{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n", "-ERR Protocol error: invalid bulk length"},
-		{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$blabla\r\n", "-ERR Protocol error: invalid bulk length"},
-		{"*1\r\nfoo\r\n", "-ERR Protocol error: expected '$', got 'f'"},
-		{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", "-ERR Protocol error: expected '$', got 'f'"},
-		{"set \"\"\"test-key\"\"\" test-value\r\nping\r\n", "-ERR Protocol error: unbalanced quotes in request"},
-		{"*1\r\n$9223372036854775807\r\nx\r\n", "-ERR Protocol error: invalid bulk length"},
-		{"*2\r\n$4\r\nECHO\r\n$2147483648\r\n", "-ERR Protocol error: invalid bulk length"},
-	} {
-		c := dialRaw(t, addr)
-		if got := c.do(tc.frame); got != tc.want {
-			t.Errorf("%q: got %q; want %q", tc.frame, got, tc.want)
+	ioModels(t, func(t *testing.T, loops int) {
+		srv, addr := startHostileServer(t, Config{EventLoops: loops})
+		for _, tc := range []struct{ frame, want string }{
+			{"*3000000000\r\n", "-ERR Protocol error: invalid multibulk length"},
+			{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", "-ERR Protocol error: invalid bulk length"},
+			{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n", "-ERR Protocol error: invalid bulk length"},
+			{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$blabla\r\n", "-ERR Protocol error: invalid bulk length"},
+			{"*1\r\nfoo\r\n", "-ERR Protocol error: expected '$', got 'f'"},
+			{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", "-ERR Protocol error: expected '$', got 'f'"},
+			{"set \"\"\"test-key\"\"\" test-value\r\nping\r\n", "-ERR Protocol error: unbalanced quotes in request"},
+			{"*1\r\n$9223372036854775807\r\nx\r\n", "-ERR Protocol error: invalid bulk length"},
+			{"*2\r\n$4\r\nECHO\r\n$2147483648\r\n", "-ERR Protocol error: invalid bulk length"},
+		} {
+			c := dialRaw(t, addr)
+			if got := c.do(tc.frame); got != tc.want {
+				t.Errorf("%q: got %q; want %q", tc.frame, got, tc.want)
+			}
+			c.closed()
+			pingsOnNewConn(t, addr)
 		}
-		c.closed()
-		pingsOnNewConn(t, addr)
-	}
-	if n := srv.stats.panics.Load(); n != 0 {
-		t.Errorf("the server recovered %d panics", n)
-	}
-	// Redis ignores a negative multibulk count and goes on.
-	c := dialRaw(t, addr)
-	if got := c.do("*-10\r\nPING\r\n"); got != "+PONG" {
-		t.Errorf("*-10 then PING: got %q; want +PONG", got)
-	}
+		if n := srv.stats.panics.Load(); n != 0 {
+			t.Errorf("the server recovered %d panics", n)
+		}
+		// Redis ignores a negative multibulk count and goes on.
+		c := dialRaw(t, addr)
+		if got := c.do("*-10\r\nPING\r\n"); got != "+PONG" {
+			t.Errorf("*-10 then PING: got %q; want +PONG", got)
+		}
+	})
 }
 
 // streamUntilCut writes head, then body(0), body(1), … until the server
@@ -260,45 +263,47 @@ func heapObjectBytes() uint64 {
 }
 
 func TestEndlessBulkIsCutWithBoundedMemory(t *testing.T) {
-	const budget = 64 << 20
-	chunk := []byte(strings.Repeat("x", 256<<10))
-	data := func(int) []byte { return chunk }
-	almost := strings.Repeat("y", 1<<20-1) // MaxBulk-1 bytes
-	arg := []byte("$" + strconv.Itoa(len(almost)) + "\r\n" + almost + "\r\n")
-	for _, tc := range []struct {
-		name, head string
-		cfg        Config
-		body       func(int) []byte
-		want       string
-		minSent    int64
-	}{
-		{"2 GB bulk, default limits", "*2\r\n$4\r\nECHO\r\n$2147483648\r\n", Config{}, data,
-			"-ERR Protocol error: invalid bulk length\r\n", 0},
-		{"2 GB bulk within MaxBulk", "*2\r\n$4\r\nECHO\r\n$2147483647\r\n",
-			Config{Limits: ReaderLimits{MaxBulk: 1<<31 - 1}}, data,
-			"-ERR Protocol error: client query buffer limit reached\r\n", 8 << 20},
-		{"many bulks just under MaxBulk", "*1000\r\n$4\r\nECHO\r\n", Config{}, func(int) []byte { return arg },
-			"-ERR Protocol error: client query buffer limit reached\r\n", 8 << 20},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv, addr := startHostileServer(t, tc.cfg)
-			reply, sent, peak := streamUntilCut(t, addr, tc.head, tc.body)
-			t.Logf("sent %.1f MB before the cut; heap grew by at most %.1f MB", float64(sent)/1e6, float64(peak)/1e6)
-			if reply != tc.want {
-				t.Errorf("reply %q; want %q", reply, tc.want)
-			}
-			if sent < tc.minSent || sent >= 1<<30 {
-				t.Errorf("cut after %d bytes; want between %d and 1 GiB", sent, tc.minSent)
-			}
-			if peak > budget {
-				t.Errorf("heap grew by %d bytes while streaming; want under %d", peak, budget)
-			}
-			pingsOnNewConn(t, addr)
-			if n := srv.stats.panics.Load(); n != 0 {
-				t.Errorf("the server recovered %d panics", n)
-			}
-		})
-	}
+	ioModels(t, func(t *testing.T, loops int) {
+		const budget = 64 << 20
+		chunk := []byte(strings.Repeat("x", 256<<10))
+		data := func(int) []byte { return chunk }
+		almost := strings.Repeat("y", 1<<20-1) // MaxBulk-1 bytes
+		arg := []byte("$" + strconv.Itoa(len(almost)) + "\r\n" + almost + "\r\n")
+		for _, tc := range []struct {
+			name, head string
+			cfg        Config
+			body       func(int) []byte
+			want       string
+			minSent    int64
+		}{
+			{"2 GB bulk, default limits", "*2\r\n$4\r\nECHO\r\n$2147483648\r\n", Config{EventLoops: loops}, data,
+				"-ERR Protocol error: invalid bulk length\r\n", 0},
+			{"2 GB bulk within MaxBulk", "*2\r\n$4\r\nECHO\r\n$2147483647\r\n",
+				Config{Limits: ReaderLimits{MaxBulk: 1<<31 - 1}}, data,
+				"-ERR Protocol error: client query buffer limit reached\r\n", 8 << 20},
+			{"many bulks just under MaxBulk", "*1000\r\n$4\r\nECHO\r\n", Config{}, func(int) []byte { return arg },
+				"-ERR Protocol error: client query buffer limit reached\r\n", 8 << 20},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				srv, addr := startHostileServer(t, tc.cfg)
+				reply, sent, peak := streamUntilCut(t, addr, tc.head, tc.body)
+				t.Logf("sent %.1f MB before the cut; heap grew by at most %.1f MB", float64(sent)/1e6, float64(peak)/1e6)
+				if reply != tc.want {
+					t.Errorf("reply %q; want %q", reply, tc.want)
+				}
+				if sent < tc.minSent || sent >= 1<<30 {
+					t.Errorf("cut after %d bytes; want between %d and 1 GiB", sent, tc.minSent)
+				}
+				if peak > budget {
+					t.Errorf("heap grew by %d bytes while streaming; want under %d", peak, budget)
+				}
+				pingsOnNewConn(t, addr)
+				if n := srv.stats.panics.Load(); n != 0 {
+					t.Errorf("the server recovered %d panics", n)
+				}
+			})
+		}
+	})
 }
 
 // TestProtocolDesyncRegression is Redis's test of that name: a NUL, "*" NUL
@@ -321,101 +326,107 @@ func TestProtocolDesyncRegression(t *testing.T) {
 }
 
 func TestMaxClients(t *testing.T) {
-	srv, addr := startHostileServer(t, Config{MaxClients: 3})
-	var conns []*rawConn
-	for range 3 {
-		c := dialRaw(t, addr)
-		if got := c.do("PING\r\n"); got != "+PONG" {
-			t.Fatalf("PING = %q", got)
+	ioModels(t, func(t *testing.T, loops int) {
+		srv, addr := startHostileServer(t, Config{EventLoops: loops, MaxClients: 3})
+		var conns []*rawConn
+		for range 3 {
+			c := dialRaw(t, addr)
+			if got := c.do("PING\r\n"); got != "+PONG" {
+				t.Fatalf("PING = %q", got)
+			}
+			conns = append(conns, c)
 		}
-		conns = append(conns, c)
-	}
-	fourth := dialRaw(t, addr)
-	if got := fourth.reply(); got != "-ERR max number of clients reached" {
-		t.Fatalf("4th connection read %q; want the maxclients error", got)
-	}
-	fourth.closed()
-	for i, c := range conns {
-		if got := c.do("PING\r\n"); got != "+PONG" {
-			t.Fatalf("client %d after the refusal: PING = %q", i, got)
+		fourth := dialRaw(t, addr)
+		if got := fourth.reply(); got != "-ERR max number of clients reached" {
+			t.Fatalf("4th connection read %q; want the maxclients error", got)
 		}
-	}
-	conns[0].nc.Close()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		c := dialRaw(t, addr)
-		got := c.do("PING\r\n")
-		if got == "+PONG" {
-			break
+		fourth.closed()
+		for i, c := range conns {
+			if got := c.do("PING\r\n"); got != "+PONG" {
+				t.Fatalf("client %d after the refusal: PING = %q", i, got)
+			}
 		}
-		if got != "-ERR max number of clients reached" || time.Now().After(deadline) {
-			t.Fatalf("after a client left, a new one got %q", got)
+		conns[0].nc.Close()
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			c := dialRaw(t, addr)
+			got := c.do("PING\r\n")
+			if got == "+PONG" {
+				break
+			}
+			if got != "-ERR max number of clients reached" || time.Now().After(deadline) {
+				t.Fatalf("after a client left, a new one got %q", got)
+			}
+			c.nc.Close()
+			time.Sleep(10 * time.Millisecond)
 		}
-		c.nc.Close()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := srv.stats.rejected.Load(); n < 1 {
-		t.Errorf("rejected = %d; want at least 1", n)
-	}
+		if n := srv.stats.rejected.Load(); n < 1 {
+			t.Errorf("rejected = %d; want at least 1", n)
+		}
+	})
 }
 
 func TestIdleTimeout(t *testing.T) {
-	_, addr := startHostileServer(t, Config{IdleTimeout: time.Second})
-	idle, active := dialRaw(t, addr), dialRaw(t, addr)
-	start := time.Now()
-	idleGone := make(chan time.Duration, 1)
-	go func() {
-		idle.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-		_, err := idle.r.ReadByte() // the server says nothing; it closes
-		if err == io.EOF {
-			idleGone <- time.Since(start)
-		} else {
-			idleGone <- -1
+	ioModels(t, func(t *testing.T, loops int) {
+		_, addr := startHostileServer(t, Config{EventLoops: loops, IdleTimeout: time.Second})
+		idle, active := dialRaw(t, addr), dialRaw(t, addr)
+		start := time.Now()
+		idleGone := make(chan time.Duration, 1)
+		go func() {
+			idle.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err := idle.r.ReadByte() // the server says nothing; it closes
+			if err == io.EOF {
+				idleGone <- time.Since(start)
+			} else {
+				idleGone <- -1
+			}
+		}()
+		for time.Since(start) < 1800*time.Millisecond {
+			if got := active.do("PING\r\n"); got != "+PONG" {
+				t.Fatalf("active client at %v: PING = %q", time.Since(start), got)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
-	}()
-	for time.Since(start) < 1800*time.Millisecond {
+		if d := <-idleGone; d < 900*time.Millisecond || d > 2500*time.Millisecond {
+			t.Errorf("idle client closed after %v (-1: not by EOF); want about 1 s", d)
+		}
 		if got := active.do("PING\r\n"); got != "+PONG" {
-			t.Fatalf("active client at %v: PING = %q", time.Since(start), got)
+			t.Errorf("active client after the idle one was closed: PING = %q", got)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if d := <-idleGone; d < 900*time.Millisecond || d > 2500*time.Millisecond {
-		t.Errorf("idle client closed after %v (-1: not by EOF); want about 1 s", d)
-	}
-	if got := active.do("PING\r\n"); got != "+PONG" {
-		t.Errorf("active client after the idle one was closed: PING = %q", got)
-	}
+	})
 }
 
 // TestClientThatNeverReadsIsClosed: a client that pipelines and never reads
 // its replies is idle too; with --timeout it is closed rather than holding
 // its goroutine and its place under maxclients forever.
 func TestClientThatNeverReadsIsClosed(t *testing.T) {
-	srv, addr := startHostileServer(t, Config{IdleTimeout: time.Second})
-	c := dialRaw(t, addr)
-	c.nc.(*net.TCPConn).SetReadBuffer(4096)
-	pings := []byte(strings.Repeat("PING\r\n", 10000))
-	for start := time.Now(); time.Since(start) < 5*time.Second; {
-		c.nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-		if _, err := c.nc.Write(pings); err != nil {
-			break // the server has stopped reading: it is blocked writing replies
+	ioModels(t, func(t *testing.T, loops int) {
+		srv, addr := startHostileServer(t, Config{EventLoops: loops, IdleTimeout: time.Second})
+		c := dialRaw(t, addr)
+		c.nc.(*net.TCPConn).SetReadBuffer(4096)
+		pings := []byte(strings.Repeat("PING\r\n", 10000))
+		for start := time.Now(); time.Since(start) < 5*time.Second; {
+			c.nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := c.nc.Write(pings); err != nil {
+				break // the server has stopped reading: it is blocked writing replies
+			}
 		}
-	}
-	blocked := time.Now()
-	for {
-		srv.mu.Lock()
-		n := len(srv.clients)
-		srv.mu.Unlock()
-		if n == 0 {
-			break
+		blocked := time.Now()
+		for {
+			srv.mu.Lock()
+			n := len(srv.clients)
+			srv.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			if time.Since(blocked) > 4*time.Second {
+				t.Fatalf("a client that reads nothing is still connected %v after the server blocked on it", time.Since(blocked))
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if time.Since(blocked) > 4*time.Second {
-			t.Fatalf("a client that reads nothing is still connected %v after the server blocked on it", time.Since(blocked))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Logf("closed %v after its replies stopped flowing", time.Since(blocked).Round(time.Millisecond))
-	pingsOnNewConn(t, addr)
+		t.Logf("closed %v after its replies stopped flowing", time.Since(blocked).Round(time.Millisecond))
+		pingsOnNewConn(t, addr)
+	})
 }
 
 // TestRedconReaderStillPanics documents why sluice reads requests itself:

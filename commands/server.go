@@ -63,6 +63,10 @@ type Config struct {
 	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
 	// (log-max-limit): their state holds one entry per unit or holder.
 	LogMaxLimit int64
+	// EventLoops is how many epoll loops serve the clients (Linux, and only
+	// without Cluster: a replicated node's commands wait for Raft). 0 gives
+	// every client its own goroutine.
+	EventLoops int
 }
 
 // Persister writes the keyspace's snapshot: SAVE, BGSAVE and LASTSAVE.
@@ -98,9 +102,10 @@ func DefaultConfig() Config {
 var errTooManyFiles = syscall.EMFILE
 
 // Server accepts Redis-protocol clients and runs their commands against a
-// Keyspace. Each client has its own goroutine, which reads whatever bytes
-// have arrived, runs every complete command in them with one clock read,
-// and flushes the replies once. A client that breaks the protocol or a
+// Keyspace. Each client is served by an event loop (Config.EventLoops) or
+// by its own goroutine; either reads whatever bytes have arrived, runs
+// every complete command in them with one clock read, and writes the
+// replies once. A client that breaks the protocol or a
 // limit gets an error and is closed; a panic while serving a client is
 // recovered and closes that client only.
 type Server struct {
@@ -111,10 +116,11 @@ type Server struct {
 	start time.Time
 
 	mu      sync.Mutex
-	ln      net.Listener
+	lns     []net.Listener
 	clients map[int64]*Client
 	closed  bool
 	wg      sync.WaitGroup
+	loops   []*eventLoop // started by the first Serve, stopped by Shutdown
 
 	nextID atomic.Int64
 	stats  serverStats
@@ -182,7 +188,15 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		return net.ErrClosed
 	}
-	s.ln = ln
+	s.lns = append(s.lns, ln)
+	if n := s.cfg.EventLoops; n > 0 && s.cfg.Cluster == nil && EventLoopsSupported && s.loops == nil {
+		loops, err := startLoops(s, n)
+		if err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		s.loops = loops
+	}
 	s.mu.Unlock()
 
 	stopSweep := make(chan struct{})
@@ -230,6 +244,21 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	c := newClient(s, nc, s.nextID.Add(1))
+	if len(s.loops) > 0 {
+		// Handed over under s.mu, so that Shutdown and CLIENT KILL find the
+		// client either not yet listed or already queued on its loop.
+		fd, err := detach(nc)
+		if err == nil {
+			c.conn, c.fd, c.loop = nil, fd, s.loops[c.id%int64(len(s.loops))]
+			s.clients[c.id] = c
+			s.wg.Add(1)
+			c.loop.add(c)
+			s.mu.Unlock()
+			return
+		}
+		s.log.Warn("cannot hand the connection to an event loop; serving it from its own goroutine",
+			"client", c.id, "err", err)
+	}
 	s.clients[c.id] = c
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -262,13 +291,20 @@ func (s *Server) isClosed() bool {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
-	if s.ln != nil {
-		s.ln.Close()
+	for _, ln := range s.lns {
+		ln.Close()
 	}
 	for _, c := range s.clients {
-		c.conn.SetReadDeadline(time.Now()) // wakes the reader; the batch in hand completes
+		c.kill() // the batch in hand completes
 	}
+	loops := s.loops
 	s.mu.Unlock()
+	defer func() {
+		for _, l := range loops {
+			l.shutdown()
+			<-l.done
+		}
+	}()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {
@@ -277,7 +313,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for _, c := range s.clients {
-			c.conn.Close()
+			if c.conn != nil {
+				c.conn.Close()
+			}
 		}
 		s.mu.Unlock()
 		return ctx.Err()

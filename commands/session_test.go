@@ -37,31 +37,33 @@ func TestInlineCommandsAndQuit(t *testing.T) {
 }
 
 func TestPipelineOfThousandInOrder(t *testing.T) {
-	_, addr := startHostileServer(t, Config{})
-	c := dialRaw(t, addr)
-	var b strings.Builder
-	for i := range 1000 {
-		s := strconv.Itoa(i)
-		switch i % 3 {
-		case 0:
-			b.WriteString("*2\r\n$4\r\nECHO\r\n$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n")
-		case 1:
-			b.WriteString("RL.TOKEN p" + s + " 10/s 20 " + strconv.Itoa(i%7) + "\r\n")
-		case 2:
-			b.WriteString("ECHO " + s + "\r\n")
+	ioModels(t, func(t *testing.T, loops int) {
+		_, addr := startHostileServer(t, Config{EventLoops: loops})
+		c := dialRaw(t, addr)
+		var b strings.Builder
+		for i := range 1000 {
+			s := strconv.Itoa(i)
+			switch i % 3 {
+			case 0:
+				b.WriteString("*2\r\n$4\r\nECHO\r\n$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n")
+			case 1:
+				b.WriteString("RL.TOKEN p" + s + " 10/s 20 " + strconv.Itoa(i%7) + "\r\n")
+			case 2:
+				b.WriteString("ECHO " + s + "\r\n")
+			}
 		}
-	}
-	c.send(b.String())
-	for i := range 1000 {
-		want := "$" + strconv.Itoa(i)
-		if i%3 == 1 {
-			n := i % 7
-			want = "[:1 :20 :" + strconv.Itoa(20-n) + " :0 :" + strconv.Itoa(100*n) + "]"
+		c.send(b.String())
+		for i := range 1000 {
+			want := "$" + strconv.Itoa(i)
+			if i%3 == 1 {
+				n := i % 7
+				want = "[:1 :20 :" + strconv.Itoa(20-n) + " :0 :" + strconv.Itoa(100*n) + "]"
+			}
+			if got := c.reply(); got != want {
+				t.Fatalf("reply %d = %q; want %q", i, got, want)
+			}
 		}
-		if got := c.reply(); got != want {
-			t.Fatalf("reply %d = %q; want %q", i, got, want)
-		}
-	}
+	})
 }
 
 // clockProbe records, in order, each read of a connection and the instant
@@ -177,23 +179,25 @@ func (p panicKeyspace) Decide(now int64, reqs []algorithms.Request, out []algori
 }
 
 func TestPanicIsRecoveredPerConnection(t *testing.T) {
-	srv, addr := startHostileServerOn(t, Config{}, panicKeyspace{store.New(4)}, nil)
-	other := dialRaw(t, addr)
-	if got := other.do("PING\r\n"); got != "+PONG" {
-		t.Fatalf("PING = %q", got)
-	}
-	bad := dialRaw(t, addr)
-	if got := bad.do("RL.TOKEN panic! 10/s 20\r\n"); !strings.HasPrefix(got, "-ERR internal error") {
-		t.Errorf("the panicking command got %q; want an internal error", got)
-	}
-	bad.closed()
-	if got := other.do("RL.TOKEN fine 10/s 20\r\n"); got != "[:1 :20 :19 :0 :100]" {
-		t.Errorf("another client after the panic: %q", got)
-	}
-	pingsOnNewConn(t, addr)
-	if n := srv.stats.panics.Load(); n != 1 {
-		t.Errorf("panics = %d; want 1", n)
-	}
+	ioModels(t, func(t *testing.T, loops int) {
+		srv, addr := startHostileServerOn(t, Config{EventLoops: loops}, panicKeyspace{store.New(4)}, nil)
+		other := dialRaw(t, addr)
+		if got := other.do("PING\r\n"); got != "+PONG" {
+			t.Fatalf("PING = %q", got)
+		}
+		bad := dialRaw(t, addr)
+		if got := bad.do("RL.TOKEN panic! 10/s 20\r\n"); !strings.HasPrefix(got, "-ERR internal error") {
+			t.Errorf("the panicking command got %q; want an internal error", got)
+		}
+		bad.closed()
+		if got := other.do("RL.TOKEN fine 10/s 20\r\n"); got != "[:1 :20 :19 :0 :100]" {
+			t.Errorf("another client after the panic: %q", got)
+		}
+		pingsOnNewConn(t, addr)
+		if n := srv.stats.panics.Load(); n != 1 {
+			t.Errorf("panics = %d; want 1", n)
+		}
+	})
 }
 
 func TestAuthBeforeCommandsAndItsLimits(t *testing.T) {

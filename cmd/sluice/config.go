@@ -20,6 +20,7 @@ type config struct {
 	maxclients       int
 	timeout          time.Duration
 	shards           int
+	eventLoops       int // 0: a goroutine per client
 	debugCommand     string
 	loglevel         string
 	protoMaxBulkLen  int64
@@ -48,6 +49,7 @@ func defaultConfig() config {
 		bind:             []string{"127.0.0.1"},
 		maxclients:       10000,
 		shards:           max(4, 2*runtime.GOMAXPROCS(0)), // few shards: a pipeline's keys share locks and their lookups overlap
+		eventLoops:       runtime.GOMAXPROCS(0),
 		debugCommand:     "no",
 		loglevel:         "notice",
 		protoMaxBulkLen:  1 << 20,
@@ -95,6 +97,8 @@ var settings = []setting{
 	}, func(c *config) string { return strconv.Itoa(int(c.timeout / time.Second)) }},
 	{"shards", func(c *config, a []string) error { return intArg(a, 1, 1<<16, &c.shards) },
 		func(c *config) string { return strconv.Itoa(c.shards) }},
+	{"event-loops", func(c *config, a []string) error { return intArg(a, 0, 1024, &c.eventLoops) },
+		func(c *config) string { return strconv.Itoa(c.eventLoops) }},
 	{"enable-debug-command", func(c *config, a []string) error {
 		return enumArg(a, &c.debugCommand, "yes", "no", "local")
 	}, func(c *config) string { return c.debugCommand }},

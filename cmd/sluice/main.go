@@ -66,6 +66,15 @@ func clusterOf(node *cluster.Node) commands.Cluster {
 	return node
 }
 
+// eventLoopsOf is how many event loops serve clients: none on a
+// replicated node, whose commands wait for Raft, nor where epoll is missing.
+func eventLoopsOf(cfg config, node *cluster.Node) int {
+	if node != nil || !commands.EventLoopsSupported {
+		return 0
+	}
+	return cfg.eventLoops
+}
+
 func logLevel(name string) slog.Level {
 	switch name {
 	case "debug", "verbose":
@@ -155,8 +164,10 @@ func run(cfg config) error {
 		Info: []commands.Param{
 			{Name: "config_file", Value: cfg.file},
 			{Name: "shards", Value: strconv.Itoa(st.Shards())},
+			{Name: "event_loops", Value: strconv.Itoa(eventLoopsOf(cfg, node))},
 		},
-		Cluster: clusterOf(node),
+		Cluster:    clusterOf(node),
+		EventLoops: eventLoopsOf(cfg, node),
 	}, ks, commands.NewClock())
 
 	var lns []net.Listener
