@@ -152,7 +152,7 @@ func (g *group) spawnMember(m *member, extra ...string) (*server, error) {
 	args = append(args, extra...)
 	m.life++
 	logPath := filepath.Join(g.cfg.dir, fmt.Sprintf("%s.%d.log", m.id, m.life))
-	s, err := spawn("sluice", g.cfg.bin, args, nil, m.resp, logPath)
+	s, err := spawn("sluice", g.cfg.bin, args, nil, 0, m.resp, logPath)
 	if err != nil {
 		return nil, err
 	}

@@ -51,6 +51,7 @@ type options struct {
 	capacity, window  int64
 	cost              int64
 	procs             int
+	pin               string
 	md                string
 	crossCheck        bool
 	cluster           int // nodes of the groups the group scenarios and trials start
@@ -136,7 +137,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.capacity, "capacity", 100, "token bucket capacity, and the fixed window's limit")
 	fs.Int64Var(&o.window, "window", 10, "fixed window length, whole seconds")
 	fs.Int64Var(&o.cost, "cost", 1, "units each request asks for (n)")
-	fs.IntVar(&o.procs, "gomaxprocs", 0, "GOMAXPROCS of the sluice bench starts (0: all cores)")
+	fs.IntVar(&o.procs, "gomaxprocs", 0, "GOMAXPROCS of the sluice bench starts (0: the cores it is given); more than the servers' cores shares all of them with the generator")
+	fs.StringVar(&o.pin, "pin", "auto", "auto, on or off: run the load generator on the first CPU and the servers bench starts on the others (auto: with 2 or more CPUs and a server to start)")
 	fs.StringVar(&o.md, "md", "", "write the report into this markdown file (its generated section only) and the chart into results/ beside it")
 	fs.BoolVar(&o.crossCheck, "redis-benchmark", true, "quick and full plans: also run redis-benchmark on the same servers, if installed")
 	fs.IntVar(&o.cluster, "cluster", 3, "nodes of the replicated group bench starts on loopback for every round of a group-* scenario, and for -failover and -recovery")
@@ -191,6 +193,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-algo %q: want all, token or fixed", o.algo)
 	case o.capacity < 1 || o.window < 1:
 		return nil, fmt.Errorf("-capacity and -window must be positive")
+	case o.pin != "auto" && o.pin != "on" && o.pin != "off":
+		return nil, fmt.Errorf("-pin %q: want auto, on or off", o.pin)
 	case o.procs < 0:
 		return nil, fmt.Errorf("-gomaxprocs %d: want 0 or more", o.procs)
 	case o.cluster < 1 || o.cluster > maxGroupSize:
@@ -312,11 +316,22 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 			targets["redis"] = &target{kind: "redis", bin: bin, dir: tmp}
 		}
 	}
+	starts := false
 	for _, t := range targets {
 		if t.addr != "" {
 			notes = append(notes, fmt.Sprintf("%s at %s was given: it is not restarted between runs, and its CPU and memory are read only if it runs on this machine.", t.kind, t.addr))
+		} else {
+			starts = true
 		}
 	}
+	mode := o.pin
+	if mode == "auto" && !starts {
+		mode = "off" // the servers run where their owner put them
+	}
+	if err := setupCPUs(mode); err != nil {
+		return nil, nil, err
+	}
+	notes = append(notes, "CPUs: "+cpus.describe()+".")
 	return targets, notes, nil
 }
 

@@ -92,8 +92,11 @@ func (rep *report) markdown(chart string) string {
 		"(shape and values); a wrong or error reply is an error, never a success. `srv CPU s/M` is the server's " +
 		"user+system CPU seconds (/proc/<pid>/stat) per million requests, `gen CPU s/M` the load generator's; " +
 		"`RSS/key` is the growth of the server's VmRSS over the run divided by the distinct keys the run used " +
-		"(shown from 10,000 keys up). The load generator and the server share the machine's cores, and other " +
-		"work may run on it: compare the ratios measured within this run rather than absolute numbers across runs. " +
+		"(shown from 10,000 keys up). `cores` says where the server ran: `1 own` is one core that the load " +
+		"generator does not use (bench keeps itself to the first CPU and starts servers on the others, so that " +
+		"a server's threads do not take the generator's core and its waits do not count as the server's " +
+		"latency), `shared` is every core, the generator's too. Other " +
+		"work may run on the machine: compare the ratios measured within this run rather than absolute numbers across runs. " +
 		"Server CPU per request is the steadiest figure on a busy machine: it counts the work a request costs, " +
 		"not the time the server waited for a core.\n\n")
 	for _, n := range rep.notes {

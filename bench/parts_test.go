@@ -235,3 +235,42 @@ func TestCombineTakesMedians(t *testing.T) {
 		t.Fatalf("median with an unknown value is known")
 	}
 }
+
+// TestCPUPlacement: with two CPUs the generator keeps the first, servers
+// start on the second through taskset, and a run asking for more cores
+// than the servers have shares all of them; the labels say which.
+func TestCPUPlacement(t *testing.T) {
+	p := cpuPlan{pinned: true, gen: []int{0}, servers: []int{1}, all: []int{0, 1}, taskset: "/usr/bin/taskset"}
+	for _, tc := range []struct {
+		kind  string
+		procs int
+		argv  string
+		label string
+	}{
+		{"sluice", 0, "/usr/bin/taskset -c 1 /b/sluice --port 7", "1 own"},
+		{"sluice", 1, "/usr/bin/taskset -c 1 /b/sluice --port 7", "1 own"},
+		{"sluice", 2, "/usr/bin/taskset -c 0,1 /b/sluice --port 7", "2 shared"},
+		{"redis", 0, "/usr/bin/taskset -c 1 /b/sluice --port 7", "1 own"},
+	} {
+		name, argv := p.command("/b/sluice", []string{"--port", "7"}, tc.procs)
+		if got := strings.Join(append([]string{name}, argv...), " "); got != tc.argv {
+			t.Errorf("%s procs %d: command %q; want %q", tc.kind, tc.procs, got, tc.argv)
+		}
+		if got := p.label(tc.kind, tc.procs); got != tc.label {
+			t.Errorf("%s procs %d: label %q; want %q", tc.kind, tc.procs, got, tc.label)
+		}
+	}
+	off := cpuPlan{all: []int{0, 1}, why: "-pin off"}
+	if name, argv := off.command("/b/sluice", []string{"--port", "7"}, 0); name != "/b/sluice" || len(argv) != 2 {
+		t.Errorf("unpinned command: %s %v", name, argv)
+	}
+	if got := off.label("sluice", 0); got != "2 shared" {
+		t.Errorf("unpinned sluice label %q", got)
+	}
+	if got := off.label("redis", 0); got != "1 (redis)" {
+		t.Errorf("unpinned redis label %q", got)
+	}
+	if !strings.Contains(off.describe(), "not pinned (-pin off)") {
+		t.Errorf("describe: %q", off.describe())
+	}
+}

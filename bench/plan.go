@@ -22,7 +22,7 @@ var groupTitles = map[string]string{
 	groupDepth: "Pipeline depth",
 	groupKeys:  "Key cardinality (pipeline 16)",
 	groupZipf:  "Zipfian keys (pipeline 16)",
-	groupCores: "sluice on 1 and 2 cores (GOMAXPROCS of the server; Redis is single-threaded)",
+	groupCores: "sluice on 1 and 2 cores (GOMAXPROCS of the server, one event loop per core; `own`: cores the generator does not use, `shared`: every core, the generator's too; Redis is single-threaded)",
 	groupOwn:   "Runs",
 }
 
@@ -58,11 +58,30 @@ func (b base) wants(name string) bool {
 	return sc != nil && (b.algo == "all" || sc.algo == "" || sc.algo == b.algo)
 }
 
-// quickPlan: every scenario at pipeline 1 and 16 (the ratios), and the
-// chart's scenarios at 4 and 64 as well.
+// quickPlan: every scenario at pipeline 1 and 16 (the ratios), the
+// chart's scenarios at 4 and 64 as well, and RL.TOKEN at 16 on one and two
+// cores.
 func quickPlan(b base) []runSpec {
-	return depthRuns(b, []int{1, 16}, append(append([]string{}, references...), decisionPairs...),
+	runs := depthRuns(b, []int{1, 16}, append(append([]string{}, references...), decisionPairs...),
 		[]int{4, 64}, chartSet)
+	return append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
+}
+
+// coreRuns runs names at depths with sluice on one core, then two.
+func coreRuns(b base, depths []int, names []string) []runSpec {
+	var runs []runSpec
+	for _, depth := range depths {
+		for _, procs := range []int{1, 2} {
+			for _, name := range names {
+				if b.wants(name) {
+					s := b.spec(groupCores, name, depth)
+					s.procs = procs
+					runs = append(runs, s)
+				}
+			}
+		}
+	}
+	return runs
 }
 
 // fullPlan: more depths, key cardinalities up to 10M, zipfian keys, and
@@ -89,16 +108,7 @@ func fullPlan(b base) []runSpec {
 			}
 		}
 	}
-	for _, depth := range []int{1, 16} {
-		for _, procs := range []int{1, 2} {
-			for _, name := range []string{"sluice-ping", "sluice-token"} {
-				s := b.spec(groupCores, name, depth)
-				s.procs = procs
-				runs = append(runs, s)
-			}
-		}
-	}
-	return runs
+	return append(runs, coreRuns(b, []int{1, 16}, []string{"sluice-ping", "sluice-token"})...)
 }
 
 // depthRuns runs every one of names at depths, and chart at more depths, in

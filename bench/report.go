@@ -146,18 +146,13 @@ func (rep *report) ratios() []ratio {
 }
 
 // runColumns are the columns of a run table.
-var runColumns = []string{"scenario", "P", "conns", "keys", "dist", "procs", "ops/s", "p50", "p99", "p99.9", "max",
+var runColumns = []string{"scenario", "P", "conns", "keys", "dist", "cores", "ops/s", "p50", "p99", "p99.9", "max",
 	"srv CPU s/M", "gen CPU s/M", "RSS/key", "admitted", "errors"}
 
 func (r *result) row() []string {
 	s := r.spec
-	procs := "all"
-	if s.sc.server == "redis" {
-		procs = "1 (redis)"
-	} else if s.procs > 0 {
-		procs = fmt.Sprint(s.procs)
-	}
-	head := []string{s.sc.label, fmt.Sprint(s.depth), fmt.Sprint(s.conns), groupDigits(float64(s.keys)), s.dist(), procs}
+	head := []string{s.sc.label, fmt.Sprint(s.depth), fmt.Sprint(s.conns), groupDigits(float64(s.keys)), s.dist(),
+		cpus.label(s.sc.server, s.procs)}
 	if r.skipped != "" {
 		return append(head, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", "-")
 	}

@@ -107,7 +107,7 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 	if procs > 0 {
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(procs))
 	}
-	s, err := spawn(t.kind, t.bin, args, env, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath)
+	s, err := spawn(t.kind, t.bin, args, env, procs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -118,15 +118,16 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 	return s, nil
 }
 
-// spawn starts bin with args, its output in logPath, and records it in the
-// started list so that every exit path stops it. addr is where it will
-// listen for clients.
-func spawn(kind, bin string, args, env []string, addr, logPath string) (*server, error) {
+// spawn starts bin with args on the servers' CPUs for procs (see cpus),
+// its output in logPath, and records it in the started list so that every
+// exit path stops it. addr is where it will listen for clients.
+func spawn(kind, bin string, args, env []string, procs int, addr, logPath string) (*server, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
+	name, argv := cpus.command(bin, args, procs)
+	cmd := exec.Command(name, argv...) // taskset execs bin: the pid is the server's
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), env...)
 	// If bench is killed outright, the kernel stops the server too.

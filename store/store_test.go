@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -240,6 +241,52 @@ func BenchmarkBatch1kKeys4Shards(b *testing.B)    { benchScale(b, 1_000, 4) }
 func BenchmarkBatch100kKeys4Shards(b *testing.B)  { benchScale(b, 100_000, 4) }
 func BenchmarkBatch100kKeys32Shards(b *testing.B) { benchScale(b, 100_000, 32) }
 func BenchmarkBatch1MKeys4Shards(b *testing.B)    { benchScale(b, 1_000_000, 4) }
+
+// BenchmarkParallelBatch100kKeys: pipelines of 16 decisions over 100k keys
+// from GOMAXPROCS goroutines at once, as the event loops run them; with
+// -cpu 1,2 the ns/op (per decision, over all goroutines) shows how the
+// store scales with cores.
+func BenchmarkParallelBatch100kKeys(b *testing.B) {
+	const nkeys = 100_000
+	st := New(max(4, 2*runtime.GOMAXPROCS(0)))
+	keys := make([][]byte, nkeys)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("user:%08d", i))
+	}
+	one := []algorithms.Request{token("", 100*time.Millisecond, 100, 1)}
+	for i := range keys {
+		one[0].Key = keys[i]
+		st.Decide(t0, one, make([]algorithms.Outcome, 1))
+	}
+	var seed atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		reqs := make([]algorithms.Request, 16)
+		for i := range reqs {
+			reqs[i] = token("", 100*time.Millisecond, 100, 1)
+		}
+		out := make([]algorithms.Outcome, len(reqs))
+		x := 88172645463325252 + seed.Add(1)*0x9E3779B97F4A7C15
+		now := t0
+		for {
+			for j := range reqs {
+				if !pb.Next() {
+					if j > 0 {
+						st.Decide(now, reqs[:j], out[:j])
+					}
+					return
+				}
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				reqs[j].Key = keys[x%nkeys]
+			}
+			now += 1000
+			st.Decide(now, reqs, out)
+		}
+	})
+}
 
 // TestBatchDecidesLikeOneByOne: a pipeline's decisions, grouped by shard and
 // prefetched, give exactly the outcomes of the same requests one at a time.
