@@ -151,6 +151,20 @@ func readRawReply(r *bufio.Reader) (string, error) {
 	return line, io.ErrUnexpectedEOF
 }
 
+// dialAnswering opens n connections, each checked with a PING.
+func dialAnswering(t *testing.T, addr string, n int) []*rawConn {
+	t.Helper()
+	var conns []*rawConn
+	for range n {
+		c := dialRaw(t, addr)
+		if got := c.do("PING\r\n"); got != "+PONG" {
+			t.Fatalf("PING = %q", got)
+		}
+		conns = append(conns, c)
+	}
+	return conns
+}
+
 func pingsOnNewConn(t *testing.T, addr string) {
 	t.Helper()
 	c := dialRaw(t, addr)
@@ -328,14 +342,7 @@ func TestProtocolDesyncRegression(t *testing.T) {
 func TestMaxClients(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		srv, addr := startHostileServer(t, Config{EventLoops: loops, MaxClients: 3})
-		var conns []*rawConn
-		for range 3 {
-			c := dialRaw(t, addr)
-			if got := c.do("PING\r\n"); got != "+PONG" {
-				t.Fatalf("PING = %q", got)
-			}
-			conns = append(conns, c)
-		}
+		conns := dialAnswering(t, addr, 3)
 		fourth := dialRaw(t, addr)
 		if got := fourth.reply(); got != "-ERR max number of clients reached" {
 			t.Fatalf("4th connection read %q; want the maxclients error", got)

@@ -132,14 +132,7 @@ func TestShutdownClosesEveryClient(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ln) }()
 		addr := ln.Addr().String()
-		var conns []*rawConn
-		for range 6 {
-			c := dialRaw(t, addr)
-			if got := c.do("PING\r\n"); got != "+PONG" {
-				t.Fatalf("PING = %q", got)
-			}
-			conns = append(conns, c)
-		}
+		conns := dialAnswering(t, addr, 6)
 		conns[0].send(strings.Repeat("RL.TOKEN k 10/s 100\r\n", 500)) // replies nobody reads
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
