@@ -184,7 +184,7 @@ func run(cfg config) error {
 	errs := make(chan error, len(lns))
 	for _, ln := range lns {
 		log.Info("sluice ready to accept connections", "addr", ln.Addr().String(), "version", commands.Version,
-			"shards", st.Shards(), "debug_command", cfg.debugCommand)
+			"shards", st.Shards(), "event_loops", eventLoopsOf(cfg, node), "debug_command", cfg.debugCommand)
 		go func(ln net.Listener) { errs <- srv.Serve(ln) }(ln)
 	}
 
