@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -100,7 +101,7 @@ func (g *group) start(m *member) {
 		g.t.Fatal(err)
 	}
 	m.node = node
-	m.srv = commands.NewServer(commands.Config{Cluster: node, Debug: "yes", Logger: quiet}, node, m.clock)
+	m.srv = commands.NewServer(commands.Config{Cluster: node, Debug: "yes", Logger: quiet, EventLoops: 2}, node, m.clock)
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(ln) }()
 }
@@ -405,6 +406,11 @@ func TestReadonlyPeeksLocally(t *testing.T) {
 		if !bytes.Contains([]byte(info), []byte(field)) {
 			t.Fatalf("INFO replication lacks %q:\n%s", field, info)
 		}
+	}
+	// A replicated node's commands wait for Raft: it never serves clients
+	// from event loops, whatever it is configured with.
+	if srv := f.client(t).Info(ctx, "server").Val(); !strings.Contains(srv, "event_loops:0\r\n") {
+		t.Fatalf("INFO server of a replicated node does not say event_loops:0:\n%s", srv)
 	}
 }
 

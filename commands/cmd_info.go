@@ -73,6 +73,7 @@ func (s *Server) infoSection(name string, now int64) []Param {
 			{"arch_bits", strconv.Itoa(strconv.IntSize)},
 			{"go_version", runtime.Version()},
 			{"gomaxprocs", strconv.Itoa(runtime.GOMAXPROCS(0))},
+			{"event_loops", strconv.Itoa(s.cfg.EventLoops)},
 			{"process_id", strconv.Itoa(os.Getpid())},
 			{"tcp_port", s.port()},
 			{"uptime_in_seconds", itoa(int64(up / time.Second))},

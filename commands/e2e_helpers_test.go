@@ -58,12 +58,10 @@ func startServer(t testing.TB, cfg Config) *testServer {
 // sluice does by default on a single node.
 const goroutines = -1
 
-// testLoops is the EventLoops a test server runs with.
+// testLoops is the EventLoops a test server runs with (NewServer reads
+// goroutines as 0).
 func testLoops(n int) int {
-	switch {
-	case n == goroutines:
-		return 0
-	case n == 0:
+	if n == 0 {
 		return 2
 	}
 	return n

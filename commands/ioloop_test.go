@@ -163,3 +163,16 @@ func TestShutdownClosesEveryClient(t *testing.T) {
 		}
 	})
 }
+
+// TestInfoSaysHowClientsAreServed: INFO server reports the event loops in
+// force, 0 for a goroutine per client.
+func TestInfoSaysHowClientsAreServed(t *testing.T) {
+	ioModels(t, func(t *testing.T, loops int) {
+		_, addr := startHostileServer(t, Config{EventLoops: loops})
+		info := dialRaw(t, addr).do("INFO server\r\n")
+		want := "event_loops:" + strconv.Itoa(max(loops, 0)) + "\r\n"
+		if !strings.Contains(info, want) {
+			t.Fatalf("INFO server lacks %q:\n%s", want, info)
+		}
+	})
+}

@@ -33,8 +33,8 @@ const (
 	loopCheckEvery = 100 * time.Millisecond // idle clients and kills are checked this often
 )
 
-// EventLoopsSupported says whether Config.EventLoops can take effect here.
-const EventLoopsSupported = true
+// loopsSupported says whether Config.EventLoops can take effect here.
+const loopsSupported = true
 
 // eventLoop is one epoll instance and the clients it serves. Only the
 // loop's goroutine touches conns and the clients' buffers; other goroutines

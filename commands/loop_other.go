@@ -10,8 +10,8 @@ import (
 // Event loops are built on epoll: elsewhere every client has its own
 // goroutine and Config.EventLoops is ignored.
 
-// EventLoopsSupported says whether Config.EventLoops can take effect here.
-const EventLoopsSupported = false
+// loopsSupported says whether Config.EventLoops can take effect here.
+const loopsSupported = false
 
 type eventLoop struct {
 	tick int64

@@ -65,7 +65,7 @@ type Config struct {
 	LogMaxLimit int64
 	// EventLoops is how many epoll loops serve the clients (Linux, and only
 	// without Cluster: a replicated node's commands wait for Raft). 0 gives
-	// every client its own goroutine.
+	// every client its own goroutine; Server.EventLoops says what is in force.
 	EventLoops int
 }
 
@@ -167,6 +167,9 @@ func NewServer(cfg Config, ks Keyspace, clock *Clock) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.EventLoops < 0 || cfg.Cluster != nil || !loopsSupported {
+		cfg.EventLoops = 0
+	}
 	return &Server{
 		cfg:     cfg,
 		ks:      ks,
@@ -176,6 +179,10 @@ func NewServer(cfg Config, ks Keyspace, clock *Clock) *Server {
 		clients: make(map[int64]*Client),
 	}
 }
+
+// EventLoops returns how many event loops serve the clients; 0 means a
+// goroutine per client.
+func (s *Server) EventLoops() int { return s.cfg.EventLoops }
 
 // Clock returns the server's clock.
 func (s *Server) Clock() *Clock { return s.clock }
@@ -189,7 +196,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return net.ErrClosed
 	}
 	s.lns = append(s.lns, ln)
-	if n := s.cfg.EventLoops; n > 0 && s.cfg.Cluster == nil && EventLoopsSupported && s.loops == nil {
+	if n := s.cfg.EventLoops; n > 0 && s.loops == nil {
 		loops, err := startLoops(s, n)
 		if err != nil {
 			s.mu.Unlock()
@@ -247,22 +254,22 @@ func (s *Server) accept(nc net.Conn) {
 	if len(s.loops) > 0 {
 		// Handed over under s.mu, so that Shutdown and CLIENT KILL find the
 		// client either not yet listed or already queued on its loop.
-		fd, err := detach(nc)
-		if err == nil {
+		if fd, err := detach(nc); err == nil {
 			c.conn, c.fd, c.loop = nil, fd, s.loops[c.id%int64(len(s.loops))]
-			s.clients[c.id] = c
-			s.wg.Add(1)
-			c.loop.add(c)
-			s.mu.Unlock()
-			return
+		} else {
+			s.log.Warn("cannot hand the connection to an event loop; serving it from its own goroutine",
+				"client", c.id, "err", err)
 		}
-		s.log.Warn("cannot hand the connection to an event loop; serving it from its own goroutine",
-			"client", c.id, "err", err)
 	}
 	s.clients[c.id] = c
 	s.wg.Add(1)
+	if c.loop != nil {
+		c.loop.add(c)
+	}
 	s.mu.Unlock()
-	go c.serve()
+	if c.loop == nil {
+		go c.serve()
+	}
 }
 
 func (s *Server) removeClient(c *Client) {
@@ -299,10 +306,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	loops := s.loops
 	s.mu.Unlock()
-	defer func() {
+	defer func() { // a loop closes the clients it still holds as it ends
 		for _, l := range loops {
 			l.shutdown()
-			<-l.done
+			select {
+			case <-l.done:
+			case <-ctx.Done():
+			}
 		}
 	}()
 	done := make(chan struct{})

@@ -66,15 +66,6 @@ func clusterOf(node *cluster.Node) commands.Cluster {
 	return node
 }
 
-// eventLoopsOf is how many event loops serve clients: none on a
-// replicated node, whose commands wait for Raft, nor where epoll is missing.
-func eventLoopsOf(cfg config, node *cluster.Node) int {
-	if node != nil || !commands.EventLoopsSupported {
-		return 0
-	}
-	return cfg.eventLoops
-}
-
 func logLevel(name string) slog.Level {
 	switch name {
 	case "debug", "verbose":
@@ -164,10 +155,9 @@ func run(cfg config) error {
 		Info: []commands.Param{
 			{Name: "config_file", Value: cfg.file},
 			{Name: "shards", Value: strconv.Itoa(st.Shards())},
-			{Name: "event_loops", Value: strconv.Itoa(eventLoopsOf(cfg, node))},
 		},
 		Cluster:    clusterOf(node),
-		EventLoops: eventLoopsOf(cfg, node),
+		EventLoops: cfg.eventLoops,
 	}, ks, commands.NewClock())
 
 	var lns []net.Listener
@@ -184,7 +174,7 @@ func run(cfg config) error {
 	errs := make(chan error, len(lns))
 	for _, ln := range lns {
 		log.Info("sluice ready to accept connections", "addr", ln.Addr().String(), "version", commands.Version,
-			"shards", st.Shards(), "event_loops", eventLoopsOf(cfg, node), "debug_command", cfg.debugCommand)
+			"shards", st.Shards(), "event_loops", srv.EventLoops(), "debug_command", cfg.debugCommand)
 		go func(ln net.Listener) { errs <- srv.Serve(ln) }(ln)
 	}
 
