@@ -46,8 +46,7 @@ type eventLoop struct {
 	wakeFD int
 	events []unix.EpollEvent
 	conns  []*Client // by descriptor
-	held   int
-	tick   int64 // monotonic ns read once per wake-up
+	tick   int64     // monotonic ns read once per wake-up
 	done   chan struct{}
 
 	mu    sync.Mutex
@@ -120,25 +119,18 @@ func detach(nc net.Conn) (int, error) {
 }
 
 // add hands the loop a client whose descriptor is detached.
-func (l *eventLoop) add(c *Client) {
-	l.mu.Lock()
-	l.adds = append(l.adds, c)
-	l.mu.Unlock()
-	l.wake()
-}
+func (l *eventLoop) add(c *Client) { l.post(func() { l.adds = append(l.adds, c) }) }
 
 // kill asks the loop to close c once the batch it may be running is done.
-func (l *eventLoop) kill(c *Client) {
-	l.mu.Lock()
-	l.kills = append(l.kills, c)
-	l.mu.Unlock()
-	l.wake()
-}
+func (l *eventLoop) kill(c *Client) { l.post(func() { l.kills = append(l.kills, c) }) }
 
 // shutdown closes every client the loop holds and ends it.
-func (l *eventLoop) shutdown() {
+func (l *eventLoop) shutdown() { l.post(func() { l.stop = true }) }
+
+// post changes the loop's queue under its lock and wakes the loop.
+func (l *eventLoop) post(change func()) {
 	l.mu.Lock()
-	l.stop = true
+	change()
 	l.mu.Unlock()
 	l.wake()
 }
@@ -153,14 +145,13 @@ func (l *eventLoop) run() {
 	last := monotonic()
 	for {
 		wait := -1
-		if l.srv.cfg.IdleTimeout > 0 && l.held > 0 {
+		if l.srv.cfg.IdleTimeout > 0 {
 			wait = int(loopCheckEvery / time.Millisecond)
 		}
 		n, err := unix.EpollWait(l.epfd, l.events, wait)
 		if err != nil && err != unix.EINTR {
 			l.srv.log.Error("epoll_wait failed; closing the loop's clients", "err", err)
-			l.closeAll()
-			l.release()
+			l.finish()
 			return
 		}
 		l.tick = monotonic()
@@ -176,7 +167,7 @@ func (l *eventLoop) run() {
 				continue
 			}
 			if fd < len(l.conns) && l.conns[fd] != nil {
-				l.serve(l.conns[fd], ev.Events)
+				l.serve(l.conns[fd])
 			}
 		}
 		if l.tick-last >= int64(loopCheckEvery) {
@@ -198,7 +189,6 @@ func (l *eventLoop) control() bool {
 			l.conns = append(l.conns, make([]*Client, len(l.conns)+64)...)
 		}
 		l.conns[c.fd] = c
-		l.held++
 		c.lastIO = l.tick
 		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
@@ -212,22 +202,18 @@ func (l *eventLoop) control() bool {
 		}
 	}
 	if stop {
-		l.closeAll()
-		l.release()
-		return true
+		l.finish()
 	}
-	return false
+	return stop
 }
 
-func (l *eventLoop) closeAll() {
+// finish closes every client the loop holds, then the loop's descriptors.
+func (l *eventLoop) finish() {
 	for _, c := range l.conns {
 		if c != nil {
 			l.close(c)
 		}
 	}
-}
-
-func (l *eventLoop) release() {
 	unix.Close(l.epfd)
 	unix.Close(l.wakeFD)
 }
@@ -246,9 +232,9 @@ func (l *eventLoop) closeIdle() {
 	}
 }
 
-// serve handles one readiness event of c: room to write its waiting
-// replies, or input to read and run.
-func (l *eventLoop) serve(c *Client, events uint32) {
+// serve handles a readiness event of c: room to write its waiting
+// replies, or input to read and run (the interest registered says which).
+func (l *eventLoop) serve(c *Client) {
 	defer func() {
 		if p := recover(); p != nil {
 			l.panicked(c, p)
@@ -321,7 +307,6 @@ func (l *eventLoop) close(c *Client) {
 		return
 	}
 	l.conns[c.fd] = nil
-	l.held--
 	unix.Close(c.fd) // also drops it from the epoll set: the loop holds its only descriptor
 	c.fd = -1
 	l.srv.removeClient(c)
