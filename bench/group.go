@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sluice-rl/sluice/bench/internal/proc"
 )
 
 // A replicated group of sluice processes on 127.0.0.1, each in its own
@@ -90,11 +92,11 @@ func startGroup(ctx context.Context, cfg groupConfig) (*group, error) {
 func tryGroup(ctx context.Context, cfg groupConfig) (*group, error) {
 	g := &group{cfg: cfg}
 	for i := 0; i < cfg.size; i++ {
-		p1, err := freePort()
+		p1, err := proc.FreePort()
 		if err != nil {
 			return nil, err
 		}
-		p2, err := freePort()
+		p2, err := proc.FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sluice-rl/sluice/bench/internal/proc"
 )
 
 // Load runs against a replicated group: every round starts a fresh group of
@@ -66,11 +68,11 @@ func (t *target) openGroup(ctx context.Context) (*server, error) {
 // its group.
 func (s *server) cpu() (time.Duration, error) {
 	if s.group == nil {
-		return procCPU(s.pid)
+		return proc.CPU(s.pid)
 	}
 	var sum time.Duration
 	for _, pid := range s.group.pids() {
-		c, err := procCPU(pid)
+		c, err := proc.CPU(pid)
 		if err != nil {
 			return 0, err
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-rl/sluice/bench/internal/proc"
 )
 
 // One run: a scenario at one setting, on a fresh server when bench starts
@@ -58,7 +60,7 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 
 	var rss0 int64
 	if srv.pid > 0 {
-		if v, err := procRSS(srv.pid); err == nil {
+		if v, err := proc.RSS(srv.pid); err == nil {
 			rss0, res.rssKnown = v, true
 		}
 	}
@@ -115,7 +117,7 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 		return nil, fmt.Errorf("%s did not finish within %v", spec.sc.label, bound)
 	}
 	if res.rssKnown {
-		if v, err := procRSS(srv.pid); err == nil {
+		if v, err := proc.RSS(srv.pid); err == nil {
 			res.rssGrowth = v - rss0
 		} else {
 			res.rssKnown = false
@@ -152,7 +154,7 @@ func probe(srv *server, l *load) string {
 
 // selfCPU is bench's own CPU time, to show what the load generator costs.
 func selfCPU() (time.Duration, error) {
-	return procCPU(os.Getpid())
+	return proc.CPU(os.Getpid())
 }
 
 // isUnknownCommand reports whether an error reply says the server lacks the

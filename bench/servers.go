@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluice-rl/sluice/bench/internal/proc"
 )
 
 // Starting, finding and stopping the servers under test, and reading their
@@ -88,7 +89,7 @@ func (t *target) open(ctx context.Context, procs int) (*server, error) {
 }
 
 func (t *target) start(ctx context.Context, procs int) (*server, error) {
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -286,61 +287,10 @@ func localPID(addr string) int {
 	if err != nil {
 		return 0
 	}
-	if _, err := procCPU(pid); err != nil {
+	if _, err := proc.CPU(pid); err != nil {
 		return 0
 	}
 	return pid
-}
-
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on Linux.
-const clockTicks = 100
-
-// procCPU returns the user+system CPU time a process has used.
-func procCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) can hold spaces; fields are counted after its ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("unreadable /proc stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, errors.New("short /proc stat")
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
-	if err1 != nil || err2 != nil {
-		return 0, errors.New("bad /proc stat times")
-	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
-}
-
-// procRSS returns a process's resident set size in bytes (VmRSS).
-func procRSS(pid int) (int64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	if v := infoField(b, "VmRSS:"); v != "" {
-		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		if err == nil {
-			return kb << 10, nil
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc status")
 }
 
 // tail returns the last lines of a log file.

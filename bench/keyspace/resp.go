@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -77,7 +78,7 @@ func (c *conn) reply() (any, error) {
 			return nil, err
 		}
 		b := make([]byte, n+2)
-		if _, err := ioReadFull(c.r, b); err != nil {
+		if _, err := io.ReadFull(c.r, b); err != nil {
 			return nil, err
 		}
 		return string(b[:n]), nil
@@ -95,18 +96,6 @@ func (c *conn) reply() (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("unexpected reply %q", line)
-}
-
-func ioReadFull(r *bufio.Reader, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := r.Read(b[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
 }
 
 // do sends one command and returns its reply; an error reply is an error.

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluice-rl/sluice/bench/internal/proc"
 )
 
 // server is a process the tool started on a loopback port.
@@ -31,20 +32,10 @@ type gc struct {
 	wallMS float64 // the whole cycle, ms
 }
 
-// freePort asks the kernel for a free loopback port.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 // startServer starts bin with the arguments args gives for a free port and
 // waits until it answers PING.
 func startServer(bin string, args func(port int) []string, env []string) (*server, error) {
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -111,18 +102,10 @@ func (s *server) gcs() []gc {
 	return append([]gc(nil), s.gcList...)
 }
 
-// rss returns the process's resident set size from /proc.
+// rss returns the process's resident set size (VmRSS), 0 if unreadable.
 func (s *server) rss() int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", s.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0
-	}
-	pages, _ := strconv.ParseInt(f[1], 10, 64)
-	return pages * int64(os.Getpagesize())
+	v, _ := proc.RSS(s.cmd.Process.Pid)
+	return v
 }
 
 // stop sends SIGTERM, waits up to 30 s, then kills.
