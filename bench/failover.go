@@ -130,15 +130,11 @@ func errorKind(s string) string {
 }
 
 func failoverTrial(ctx context.Context, cfg groupConfig) (*failoverResult, error) {
-	g, err := startGroup(ctx, cfg)
+	g, leader, err := startGroup(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer g.stop()
-	leader := g.leader()
-	if leader == nil {
-		return nil, fmt.Errorf("no ready leader after the start")
-	}
 	res := &failoverResult{killed: leader.id, errors: map[string]int{}, inFlight: map[string]int{}}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -61,24 +61,25 @@ func (r replInfo) float(name string) float64 {
 	return v
 }
 
-// startGroup starts a group of cfg.size nodes and waits until it has a
-// ready leader that every node knows. A port taken between bench choosing
-// it and the node binding it costs a retry.
-func startGroup(ctx context.Context, cfg groupConfig) (*group, error) {
+// startGroup starts a group of cfg.size nodes, waits until it has a ready
+// leader that every node knows, and returns the group and that leader. A
+// port taken between bench choosing it and the node binding it costs a
+// retry.
+func startGroup(ctx context.Context, cfg groupConfig) (*group, *member, error) {
 	if cfg.size < 1 || cfg.size > maxGroupSize {
-		return nil, fmt.Errorf("a group of %d nodes: want 1 to %d", cfg.size, maxGroupSize)
+		return nil, nil, fmt.Errorf("a group of %d nodes: want 1 to %d", cfg.size, maxGroupSize)
 	}
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
 		dir, err := os.MkdirTemp(cfg.dir, "group-")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c := cfg
 		c.dir = dir
-		g, err := tryGroup(ctx, c)
+		g, leader, err := tryGroup(ctx, c)
 		if err == nil {
-			return g, nil
+			return g, leader, nil
 		}
 		os.RemoveAll(dir)
 		lastErr = err
@@ -86,19 +87,19 @@ func startGroup(ctx context.Context, cfg groupConfig) (*group, error) {
 			break
 		}
 	}
-	return nil, lastErr
+	return nil, nil, lastErr
 }
 
-func tryGroup(ctx context.Context, cfg groupConfig) (*group, error) {
+func tryGroup(ctx context.Context, cfg groupConfig) (*group, *member, error) {
 	g := &group{cfg: cfg}
 	for i := 0; i < cfg.size; i++ {
 		p1, err := proc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		p2, err := proc.FreePort()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		id := "n" + strconv.Itoa(i+1)
 		g.members = append(g.members, &member{id: id,
@@ -109,23 +110,24 @@ func tryGroup(ctx context.Context, cfg groupConfig) (*group, error) {
 	deadline := time.Now().Add(groupStartup)
 	first := g.members[0]
 	if err := g.launch(first, "--bootstrap", "yes"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := g.waitLeader(ctx, 1, time.Until(deadline)); err != nil {
 		g.stop()
-		return nil, err
+		return nil, nil, err
 	}
 	for _, m := range g.members[1:] {
 		if err := g.launch(m, "--join", first.resp); err != nil {
 			g.stop()
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if _, err := g.waitLeader(ctx, cfg.size, time.Until(deadline)); err != nil {
+	leader, err := g.waitLeader(ctx, cfg.size, time.Until(deadline))
+	if err != nil {
 		g.stop()
-		return nil, err
+		return nil, nil, err
 	}
-	return g, nil
+	return g, leader, nil
 }
 
 // launch starts m's process (again, on its existing --dir, if extra is

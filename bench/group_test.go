@@ -106,7 +106,7 @@ func assertNoneStarted(t *testing.T) {
 // bench's exit path (and Ctrl-C) stops them.
 func TestGroupStopAll(t *testing.T) {
 	tg := testGroupTarget(t, false)
-	g, err := startGroup(context.Background(), groupConfig{bin: tg.bin, dir: tg.dir, size: 3, fsync: false})
+	g, started, err := startGroup(context.Background(), groupConfig{bin: tg.bin, dir: tg.dir, size: 3, fsync: false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +117,9 @@ func TestGroupStopAll(t *testing.T) {
 	leader := g.leader()
 	if leader == nil {
 		t.Fatal("no leader after startGroup")
+	}
+	if leader != started {
+		t.Fatalf("startGroup returned %s as the leader; the group names %s", started.id, leader.id)
 	}
 	r, err := leader.info(time.Second)
 	if err != nil || r["fsync"] != "false" || r["members"] != "3" {

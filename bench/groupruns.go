@@ -44,14 +44,9 @@ func groupTargets(bin, dir string, size int) map[string]*target {
 
 // openGroup starts a fresh group and returns its leader or a follower.
 func (t *target) openGroup(ctx context.Context) (*server, error) {
-	g, err := startGroup(ctx, groupConfig{bin: t.bin, dir: t.dir, size: t.grp.size, fsync: t.grp.fsync})
+	g, m, err := startGroup(ctx, groupConfig{bin: t.bin, dir: t.dir, size: t.grp.size, fsync: t.grp.fsync})
 	if err != nil {
 		return nil, err
-	}
-	m := g.leader()
-	if m == nil {
-		g.stop()
-		return nil, fmt.Errorf("the group lost its leader right after it started; logs in %s", g.cfg.dir)
 	}
 	if t.grp.follower {
 		fs := g.followers(m)

@@ -75,15 +75,11 @@ func fmtBytes(n int64) string {
 }
 
 func recoveryTrial(ctx context.Context, cfg groupConfig, keys int, snapshot bool, down time.Duration) (*recoveryResult, error) {
-	g, err := startGroup(ctx, cfg)
+	g, leader, err := startGroup(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer g.stop()
-	leader := g.leader()
-	if leader == nil {
-		return nil, fmt.Errorf("no ready leader after the start")
-	}
 	res := &recoveryResult{snapshot: snapshot, keys: keys, down: down}
 	t := time.Now()
 	if err := loadKeys(leader.resp, 0, keys); err != nil {
