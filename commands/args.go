@@ -144,15 +144,10 @@ func parseDuration(b []byte, what string) (int64, error) {
 	switch fault {
 	case durationOK:
 		return ns, nil
-	case durationNoUnit:
-		return 0, errNoUnit(what)
-	case durationNotPositive:
-		return 0, errNotPositive(what)
-	case durationOutOfRange:
-		return 0, errDurationRange(what)
-	default:
+	case durationMalformed:
 		return 0, errInvalidDuration(what, b)
 	}
+	return 0, fault.err(what)
 }
 
 // durationFault says what is wrong with a duration, so that parseDuration and
@@ -166,6 +161,20 @@ const (
 	durationNotPositive               // zero or negative
 	durationOutOfRange                // more than math.MaxInt64 ns
 )
+
+// err words a well-formed duration's fault for the argument named what;
+// each caller words a malformed one itself.
+func (f durationFault) err(what string) error {
+	switch f {
+	case durationNoUnit:
+		return errNoUnit(what)
+	case durationNotPositive:
+		return errNotPositive(what)
+	case durationOutOfRange:
+		return errDurationRange(what)
+	}
+	return nil
+}
 
 // durationNanos reads a duration in parseDuration's syntax and returns it in
 // nanoseconds when the fault is durationOK.
@@ -259,14 +268,10 @@ func parseRate(b []byte) (int64, error) {
 			switch fault {
 			case durationOK:
 				periodNs = ns
-			case durationNoUnit:
-				return 0, errNoUnit("rate period")
-			case durationNotPositive:
-				return 0, errNotPositive("rate period")
-			case durationOutOfRange:
-				return 0, errDurationRange("rate period")
-			default:
+			case durationMalformed:
 				return 0, errInvalidRate(b)
+			default:
+				return 0, fault.err("rate period")
 			}
 		}
 	}
