@@ -67,10 +67,9 @@ func redisFill(c *conn, i int) {
 		"1", "100000", strconv.FormatInt(time.Now().Unix(), 10), "1")
 }
 
-// fill creates buckets 0..n-1 over two connections, 1000 commands a
-// pipeline, and fails on the first error reply.
-func fill(addr string, n int, add func(c *conn, i int)) error {
-	const conns, depth = 2, 1000
+// onConns runs work on conns connections to addr at once, w numbering
+// them from 0, and returns the first error.
+func onConns(addr string, conns int, work func(w int, c *conn) error) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, conns)
 	for w := 0; w < conns; w++ {
@@ -83,34 +82,44 @@ func fill(addr string, n int, add func(c *conn, i int)) error {
 				return
 			}
 			defer c.close()
-			lo, hi := n*w/conns, n*(w+1)/conns
-			for i := lo; i < hi; i += depth {
-				m := min(depth, hi-i)
-				for j := 0; j < m; j++ {
-					add(c, i+j)
-				}
-				if err := c.flush(); err != nil {
-					errs <- err
-					return
-				}
-				for j := 0; j < m; j++ {
-					v, err := c.reply()
-					if err == nil {
-						if e, ok := v.(errReply); ok {
-							err = e
-						}
-					}
-					if err != nil {
-						errs <- fmt.Errorf("bucket %d: %w", i+j, err)
-						return
-					}
-				}
+			if err := work(w, c); err != nil {
+				errs <- err
 			}
 		}(w)
 	}
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// fill creates buckets 0..n-1 over two connections, 1000 commands a
+// pipeline, and fails on the first error reply.
+func fill(addr string, n int, add func(c *conn, i int)) error {
+	const conns, depth = 2, 1000
+	return onConns(addr, conns, func(w int, c *conn) error {
+		lo, hi := n*w/conns, n*(w+1)/conns
+		for i := lo; i < hi; i += depth {
+			m := min(depth, hi-i)
+			for j := 0; j < m; j++ {
+				add(c, i+j)
+			}
+			if err := c.flush(); err != nil {
+				return err
+			}
+			for j := 0; j < m; j++ {
+				v, err := c.reply()
+				if err == nil {
+					if e, ok := v.(errReply); ok {
+						err = e
+					}
+				}
+				if err != nil {
+					return fmt.Errorf("bucket %d: %w", i+j, err)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 type loadResult struct {
@@ -127,51 +136,36 @@ type loadResult struct {
 func load(addr string, n, rate, conns int, dur time.Duration) (loadResult, error) {
 	var mu sync.Mutex
 	total := loadResult{hist: hdrhistogram.New(1_000, 10_000_000_000, 3)}
-	var wg sync.WaitGroup
-	errs := make(chan error, conns)
 	interval := time.Duration(int64(time.Second) * int64(conns) / int64(rate))
-	for w := 0; w < conns; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			c, err := dial(addr)
+	err := onConns(addr, conns, func(w int, c *conn) error {
+		h := hdrhistogram.New(1_000, 10_000_000_000, 3)
+		var bad int64
+		rng := rand.New(rand.NewPCG(uint64(w), 7))
+		start := time.Now().Add(time.Duration(w) * interval / time.Duration(conns))
+		for due := start; due.Sub(start) < dur; due = due.Add(interval) {
+			begin := due // behind schedule: the wait for earlier replies counts
+			if d := time.Until(due); d > 0 {
+				time.Sleep(d)
+				begin = time.Now() // on schedule: a late wake-up of this tool does not
+			}
+			c.add("RL.TOKEN", key(rng.IntN(n)), rlRate, rlCapacity, "1")
+			if err := c.flush(); err != nil {
+				return err
+			}
+			v, err := c.reply()
 			if err != nil {
-				errs <- err
-				return
+				return err
 			}
-			defer c.close()
-			h := hdrhistogram.New(1_000, 10_000_000_000, 3)
-			var bad int64
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			start := time.Now().Add(time.Duration(w) * interval / time.Duration(conns))
-			for due := start; due.Sub(start) < dur; due = due.Add(interval) {
-				begin := due // behind schedule: the wait for earlier replies counts
-				if d := time.Until(due); d > 0 {
-					time.Sleep(d)
-					begin = time.Now() // on schedule: a late wake-up of this tool does not
-				}
-				c.add("RL.TOKEN", key(rng.IntN(n)), rlRate, rlCapacity, "1")
-				if err := c.flush(); err != nil {
-					errs <- err
-					return
-				}
-				v, err := c.reply()
-				if err != nil {
-					errs <- err
-					return
-				}
-				h.RecordValue(int64(time.Since(begin)))
-				if a, ok := v.([]any); !ok || len(a) != 5 || a[0] != int64(1) {
-					bad++ // an error reply, or a denial where every request must be admitted
-				}
+			h.RecordValue(int64(time.Since(begin)))
+			if a, ok := v.([]any); !ok || len(a) != 5 || a[0] != int64(1) {
+				bad++ // an error reply, or a denial where every request must be admitted
 			}
-			mu.Lock()
-			total.hist.Merge(h)
-			total.errors += bad
-			mu.Unlock()
-		}(w)
-	}
-	wg.Wait()
-	close(errs)
-	return total, <-errs
+		}
+		mu.Lock()
+		total.hist.Merge(h)
+		total.errors += bad
+		mu.Unlock()
+		return nil
+	})
+	return total, err
 }
