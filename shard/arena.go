@@ -187,9 +187,16 @@ func (a *arena) keyIs(l uint32, key []byte) bool {
 // entry returns the entry of the live record at l; its Ext aliases the
 // arena.
 func (a *arena) entry(l uint32) Entry {
+	var e Entry
+	a.entryInto(l, &e)
+	return e
+}
+
+// entryInto decodes the entry of the live record at l into *e, which must
+// be the zero Entry; its Ext aliases the arena.
+func (a *arena) entryInto(l uint32, e *Entry) {
 	c, w := a.at(l)
 	h := c[w]
-	var e Entry
 	e.Algo = algoOf(h)
 	e.Depleted = h&hdrDepleted != 0
 	i := w + 1
@@ -208,7 +215,6 @@ func (a *arena) entry(l uint32) Entry {
 		n, capacity := int(uint32(c[i])), int(c[i]>>32)
 		e.Ext = wordInts(c[i+1:i+1+capacity], n)
 	}
-	return e
 }
 
 // expire returns the expiry of the live record at l without decoding the

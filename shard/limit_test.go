@@ -14,7 +14,7 @@ func fill(t *testing.T, s *Shard, prefix string, tat, now int64, depleted bool) 
 		ref, _ := s.Find(k, now)
 		e := tokenEntry(tat)
 		e.Depleted = depleted
-		if err := s.Commit(ref, k, e, now); err != nil {
+		if err := s.Commit(ref, k, &e, now); err != nil {
 			if !errors.Is(err, ErrOOM) {
 				t.Fatalf("insert %d: %v; want ErrOOM", i, err)
 			}
@@ -60,7 +60,7 @@ func TestVolatileTTLEvictsNearestExpiryNeverDepleted(t *testing.T) {
 			e.Depleted = true
 		}
 		ref, _ := s.Find([]byte(k), t0)
-		if err := s.Commit(ref, []byte(k), e, t0); err != nil {
+		if err := s.Commit(ref, []byte(k), &e, t0); err != nil {
 			if s.stats.Evicted == 0 {
 				t.Fatalf("refused before evicting anything: %v", err)
 			}

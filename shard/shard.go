@@ -120,18 +120,28 @@ func (s *Shard) Find(key []byte, now int64) (Ref, Entry) {
 
 // FindHash is Find for a caller that has already computed h = Hash(key).
 func (s *Shard) FindHash(key []byte, h uint64, now int64) (Ref, Entry) {
+	var e Entry
+	ref := s.FindInto(key, h, now, &e)
+	return ref, e
+}
+
+// FindInto is FindHash that decodes the entry into *e, which must be the
+// zero Entry, instead of returning it: the decision path's form, which
+// copies no Entry.
+func (s *Shard) FindInto(key []byte, h uint64, now int64, e *Entry) Ref {
 	s.see(now)
 	slot, l, ok := s.lookup(key, uint32(h>>32))
 	if !ok {
-		return Ref{hash: h, epoch: s.epoch}, Entry{}
+		return Ref{hash: h, epoch: s.epoch}
 	}
-	e := s.arena.entry(l)
+	s.arena.entryInto(l, e)
 	if !e.Live(now) {
 		s.removeAt(slot, l)
 		s.stats.ExpiredKeys++
-		return Ref{hash: h, epoch: s.epoch}, Entry{}
+		*e = Entry{}
+		return Ref{hash: h, epoch: s.epoch}
 	}
-	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}, e
+	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}
 }
 
 // lookup probes the index for key. It returns the slot and record that
@@ -178,13 +188,13 @@ func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
 	}
 }
 
-// Commit stores e as key's entry, where Find said it was or would go. An
+// Commit stores *e as key's entry, where Find said it was or would go. An
 // entry that is already absent at now (e.Expire <= now) is not stored, and
 // removes any previous one. A new key may be refused with ErrOOM when the
 // shard is at its memory limit and no room can be made; an existing key's
 // entry is always stored, even if it needs more room. Commit requires that
 // s is locked and that ref came from Find on key under the same lock.
-func (s *Shard) Commit(ref Ref, key []byte, e Entry, now int64) error {
+func (s *Shard) Commit(ref Ref, key []byte, e *Entry, now int64) error {
 	s.see(now)
 	if ref.epoch != s.epoch {
 		slot, l, ok := s.lookup(key, uint32(ref.hash>>32))
@@ -200,10 +210,10 @@ func (s *Shard) Commit(ref Ref, key []byte, e Entry, now int64) error {
 		}
 		return nil
 	case !ref.Absent():
-		s.update(ref, key, &e)
+		s.update(ref, key, e)
 		return nil
 	default:
-		return s.insert(ref.hash, key, &e, now)
+		return s.insert(ref.hash, key, e, now)
 	}
 }
 

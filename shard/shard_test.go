@@ -20,7 +20,7 @@ func tokenEntry(tat int64) Entry {
 func put(t testing.TB, s *Shard, key string, e Entry, now int64) {
 	t.Helper()
 	ref, _ := s.Find([]byte(key), now)
-	if err := s.Commit(ref, []byte(key), e, now); err != nil {
+	if err := s.Commit(ref, []byte(key), &e, now); err != nil {
 		t.Fatalf("Commit(%q) = %v", key, err)
 	}
 }
@@ -178,7 +178,7 @@ func TestUpdateResizesAndAliases(t *testing.T) {
 	for n := 3; n < 300; n += 37 {
 		ref, e := s.Find(key, t0)
 		ext := append(e.Ext, int64(n)) // capacity ends with the record: append copies
-		if err := s.Commit(ref, key, Entry{Algo: 9, Expire: t0 + 100, Ext: ext}, t0); err != nil {
+		if err := s.Commit(ref, key, &Entry{Algo: 9, Expire: t0 + 100, Ext: ext}, t0); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := get(&s, "log:1", t0)
@@ -189,7 +189,7 @@ func TestUpdateResizesAndAliases(t *testing.T) {
 	// In place: the algorithm edits the aliased ring and commits it.
 	ref, e := s.Find(key, t0)
 	e.Ext[0] = 77
-	if err := s.Commit(ref, key, e, t0); err != nil {
+	if err := s.Commit(ref, key, &e, t0); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := get(&s, "log:1", t0)
@@ -198,7 +198,8 @@ func TestUpdateResizesAndAliases(t *testing.T) {
 	}
 	// Shrinking to no Ext.
 	ref, _ = s.Find(key, t0)
-	s.Commit(ref, key, tokenEntry(t0+50), t0)
+	e = tokenEntry(t0 + 50)
+	s.Commit(ref, key, &e, t0)
 	if got, _ := get(&s, "log:1", t0); got.Ext != nil || got.Expire != t0+50 {
 		t.Fatalf("after shrinking: %+v", got)
 	}
@@ -221,7 +222,8 @@ func TestStaleRefsAfterOtherCommits(t *testing.T) {
 		key []byte
 		tat int64
 	}{{ra, a, t0 + 20}, {rb, b, t0 + 30}, {ra2, a, t0 + 40}} {
-		if err := s.Commit(c.ref, c.key, tokenEntry(c.tat), t0); err != nil {
+		e := tokenEntry(c.tat)
+		if err := s.Commit(c.ref, c.key, &e, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -342,9 +344,10 @@ func BenchmarkFindCommit(b *testing.B) {
 		now += 100
 		k := keys[i&(1<<16-1)]
 		h := s.Hash(k)
-		ref, e := s.FindHash(k, h, now)
-		tat := max(e.State[0], now) + 1000
-		if err := s.Commit(ref, k, tokenEntry(tat), now); err != nil {
+		var e Entry
+		ref := s.FindInto(k, h, now, &e)
+		next := tokenEntry(max(e.State[0], now) + 1000)
+		if err := s.Commit(ref, k, &next, now); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -364,7 +367,7 @@ func TestExtRoomMakesAppendsCheap(t *testing.T) {
 			ref, e := s.Find(key, t0)
 			e.Algo, e.Expire = 9, t0+100
 			e.Ext = append(e.Ext, int64(i))
-			if err := s.Commit(ref, key, e, t0); err != nil {
+			if err := s.Commit(ref, key, &e, t0); err != nil {
 				t.Fatal(err)
 			}
 		}

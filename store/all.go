@@ -93,12 +93,11 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 	// Carry out, in the same order: the same computation on the same states.
 	for i := range reqs {
 		sh := &st.shards[shards[i]]
-		ref, e := sh.Find(reqs[i].Key, now)
-		o, next, write := apply(now, &reqs[i], e)
-		if write {
-			commit(sh, ref, reqs[i].Key, &next, &o, now)
+		var e, next shard.Entry
+		ref := sh.FindInto(reqs[i].Key, sh.Hash(reqs[i].Key), now, &e)
+		if apply(now, &reqs[i], &e, &out[i], &next) {
+			commit(sh, ref, reqs[i].Key, &next, &out[i], now)
 		}
-		out[i] = o
 	}
 }
 
@@ -135,18 +134,20 @@ func sameKeys(reqs []algorithms.Request, shards []uint32, prev []int32, hasNext 
 // leases), which it rewrites in place: a log is only checked, or, when a
 // later request of the group needs the state it would leave, worked out on
 // a copy; leases (not part of RL.ALL) always on a copy.
-func evaluate(now int64, req *algorithms.Request, e shard.Entry, needNext bool) (algorithms.Outcome, shard.Entry, bool) {
+func evaluate(now int64, req *algorithms.Request, e shard.Entry, needNext bool) (o algorithms.Outcome, next shard.Entry, write bool) {
 	algo := req.Limit.Algo
 	inPlace := algo == algorithms.Log || algo == algorithms.Concurrency
 	if !inPlace || e.Algo != algorithms.None && e.Algo != algo {
-		return apply(now, req, e) // pure; or WRONGTYPE, which writes nothing
+		write = apply(now, req, &e, &o, &next) // pure; or WRONGTYPE, which writes nothing
+		return o, next, write
 	}
 	if algo == algorithms.Log && (!needNext || req.N == 0) {
-		r := req.Limit.SlidingLog().Check(logState(e), now, req.N)
+		r := req.Limit.SlidingLog().Check(logState(&e), now, req.N)
 		return algorithms.Outcome{Result: r}, e, false
 	}
 	e.Ext = append([]int64(nil), e.Ext...)
-	return apply(now, req, e)
+	write = apply(now, req, &e, &o, &next)
+	return o, next, write
 }
 
 // reportUnchanged rewrites the outcomes of a group that changed nothing:

@@ -32,10 +32,10 @@ var errUnknownAlgo = errors.New("ERR unknown algorithm")
 // may be written while the lock is held, and Commit accepts an Ext that
 // shares memory with the stored one (it may keep the slice or copy it).
 // TestLogInPlaceMatchesThePureAlgorithm checks both through the store.
-func applyFamily(now int64, req *algorithms.Request, e shard.Entry) (algorithms.Outcome, shard.Entry, bool) {
+func applyFamily(now int64, req *algorithms.Request, e *shard.Entry, o *algorithms.Outcome, next *shard.Entry) bool {
 	l := req.Limit
 	var r algorithms.Result
-	next := shard.Entry{Algo: l.Algo}
+	next.Algo = l.Algo
 	switch l.Algo {
 	case algorithms.Leaky:
 		var s algorithms.LeakyState
@@ -62,17 +62,19 @@ func applyFamily(now int64, req *algorithms.Request, e shard.Entry) (algorithms.
 		r, s = l.LeaseLimit().Take(algorithms.LeaseState{Leases: e.Ext}, now, leaseID(req.ID), req.N)
 		next.Ext = s.Leases
 	default:
-		return algorithms.Outcome{Err: errUnknownAlgo}, e, false
+		*o = algorithms.Outcome{Err: errUnknownAlgo}
+		return false
 	}
 	next.Expire = expireAt(now, r.ResetAfter)
-	return algorithms.Outcome{Result: r}, next, req.N != 0 && r.Allowed
+	*o = algorithms.Outcome{Result: r}
+	return req.N != 0 && r.Allowed
 }
 
-func slidingState(e shard.Entry) algorithms.SlidingState {
+func slidingState(e *shard.Entry) algorithms.SlidingState {
 	return algorithms.SlidingState{Start: e.State[0], Current: e.State[1], Previous: e.State[2]}
 }
 
-func logState(e shard.Entry) algorithms.LogState {
+func logState(e *shard.Entry) algorithms.LogState {
 	return algorithms.LogState{Head: e.State[0], Count: e.State[1], Ring: e.Ext}
 }
 

@@ -33,7 +33,7 @@ func fields(e shard.Entry) []algorithms.Field {
 		return []algorithms.Field{one("window_start_ns", e.State[0]), one("current", e.State[1]),
 			one("previous", e.State[2])}
 	case algorithms.Log:
-		s := logState(e)
+		s := logState(&e)
 		return []algorithms.Field{one("count", s.Count), one("capacity", int64(len(s.Ring))),
 			{Name: "entries_ns", List: s.Entries(make([]int64, 0, s.Count))}}
 	case algorithms.Concurrency:

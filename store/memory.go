@@ -64,7 +64,7 @@ func (st *Store) SetMaxMemory(bytes int64, p Policy) {
 // and ref came from its Find.
 func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *algorithms.Outcome, now int64) {
 	next.Depleted = o.Err == nil && o.Result.Allowed && o.Result.Remaining == 0
-	if err := sh.Commit(ref, key, *next, now); err != nil {
+	if err := sh.Commit(ref, key, next, now); err != nil {
 		*o = algorithms.Outcome{Err: err}
 	}
 }

@@ -348,7 +348,7 @@ func (st *Store) put(key []byte, e shard.Entry, now int64) error {
 	if e.Algo == algorithms.None || e.Expire <= now {
 		return fmt.Errorf("key %q holds no state or had expired when it was written", key)
 	}
-	return sh.Commit(ref, key, e, now)
+	return sh.Commit(ref, key, &e, now)
 }
 
 var errShort = errors.New("entry runs past its block")
