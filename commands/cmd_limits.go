@@ -135,7 +135,7 @@ func (c *Client) writeDecision(r *algorithms.Result) {
 			vals[0] = 1
 		}
 		for _, v := range vals {
-			c.out = redcon.AppendInt(c.out, v)
+			c.out = appendInt(c.out, v)
 		}
 		return
 	}
@@ -144,7 +144,7 @@ func (c *Client) writeDecision(r *algorithms.Result) {
 	c.writeBool(r.Allowed)
 	for i := 1; i < 5; i++ {
 		c.out = redcon.AppendBulkString(c.out, decisionFields[i])
-		c.out = redcon.AppendInt(c.out, vals[i])
+		c.out = appendInt(c.out, vals[i])
 	}
 }
 

@@ -56,7 +56,7 @@ func readCommand(buf []byte, args [][]byte, scratch *[]byte, lim *ReaderLimits, 
 type readState struct {
 	count int64 // the carried command's argument count; 0: nothing carried
 	pos   int   // bytes of the command parsed so far: its header and whole arguments
-	offs  []int // start and end of each parsed argument, from the command's start
+	offs  []int // start and end of each parsed argument, from the command's start (set by carry)
 	moved bool  // the bytes moved since (the caller compacted or grew its buffer)
 }
 
@@ -91,13 +91,10 @@ func readCommandFrom(buf []byte, args [][]byte, scratch *[]byte, lim *ReaderLimi
 		if count, pos, err = readHeader(buf, lim, unauth); err != nil || pos == 0 || count <= 0 {
 			return args, pos, err // count <= 0: Redis ignores empty and negative multibulk frames
 		}
-		if st != nil {
-			st.offs = st.offs[:0]
-		}
 	}
 	for i := int64(len(args)); i < count; i++ {
 		if pos >= len(buf) {
-			return args, 0, st.carry(count, pos)
+			return args, 0, st.carry(buf, len(args), count, pos)
 		}
 		if buf[pos] != '$' {
 			return args, 0, st.fail(errProtoExpectedDollar(buf[pos]))
@@ -107,7 +104,7 @@ func readCommandFrom(buf []byte, args [][]byte, scratch *[]byte, lim *ReaderLimi
 			return args, 0, st.fail(err)
 		}
 		if next == 0 {
-			return args, 0, st.carry(count, pos)
+			return args, 0, st.carry(buf, len(args), count, pos)
 		}
 		if !countOK(n) || n < 0 || n > lim.MaxBulk {
 			return args, 0, st.fail(errProtoBulkLen)
@@ -116,16 +113,13 @@ func readCommandFrom(buf []byte, args [][]byte, scratch *[]byte, lim *ReaderLimi
 			return args, 0, st.fail(errProtoUnauthBulk)
 		}
 		if int64(len(buf)-next) < n+2 {
-			return args, 0, st.carry(count, pos) // body not here yet
+			return args, 0, st.carry(buf, len(args), count, pos) // body not here yet
 		}
 		end := next + int(n)
 		if buf[end] != '\r' || buf[end+1] != '\n' {
 			return args, 0, st.fail(errProtoBulkLen)
 		}
 		args = append(args, buf[next:end:end])
-		if st != nil {
-			st.offs = append(st.offs, next, end)
-		}
 		pos = end + 2
 	}
 	if st != nil {
@@ -151,10 +145,23 @@ func readHeader(buf []byte, lim *ReaderLimits, unauth bool) (count int64, pos in
 	return count, pos, nil
 }
 
-// carry remembers an unfinished command (st may be nil: nothing to carry).
-func (st *readState) carry(count int64, pos int) error {
-	if st != nil {
-		st.count, st.pos = count, pos
+// carry remembers an unfinished command (st may be nil: nothing to carry):
+// its count, how far it was parsed, and where its first nargs arguments lie
+// in buf, which starts with the command. The offsets are found again here,
+// by walking the lines already checked, rather than recorded for every
+// argument of every command: only a command split across reads needs them.
+func (st *readState) carry(buf []byte, nargs int, count int64, pos int) error {
+	if st == nil {
+		return nil
+	}
+	st.count, st.pos = count, pos
+	st.offs = st.offs[:0]
+	_, p, _ := readCountLine(buf, 1, errProtoBigMbulkCount)
+	for i := 0; i < nargs; i++ {
+		n, next, _ := readCountLine(buf, p+1, errProtoBigBulkCount)
+		end := next + int(n)
+		st.offs = append(st.offs, next, end)
+		p = end + 2
 	}
 	return nil
 }
