@@ -144,8 +144,6 @@ func (s *Shard) FindInto(key []byte, h uint64, now int64, e *Entry) Ref {
 	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}
 }
 
-// lookup probes the index for key. It returns the slot and record that
-// hold it, or found false.
 // Prefetch touches the index slots and the records of the keys whose
 // hashes are hs, so that the lookups that follow find them in cache: the
 // memory loads of a batch overlap instead of waiting one after another. It
@@ -172,6 +170,8 @@ func (s *Shard) Prefetch(hs []uint64) {
 // PrefetchMax is the most keys one Prefetch takes.
 const PrefetchMax = 16
 
+// lookup probes the index for key. It returns the slot and record that
+// hold it, or found false.
 func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
 	if s.idx.n == 0 {
 		return 0, 0, false
