@@ -67,9 +67,10 @@ SOAK ?= 10m
 soak:
 	$(GO) test ./cluster -run TestProcessSoak -v -soak $(SOAK) -timeout 2h
 
-## bench: sluice vs Redis + Lua, side by side; rewrites bench/RESULTS.md (BENCH=full for everything)
+## bench: sluice vs Redis + Lua, side by side; rewrites bench/RESULTS.md (BENCH=full: everything, into bench/full/RESULTS.md)
+BENCH_MD = $(if $(filter full,$(BENCH)),bench/full/RESULTS.md,bench/RESULTS.md)
 bench:
-	BENCH=$(BENCH) $(GO) run ./bench -md bench/RESULTS.md
+	BENCH=$(BENCH) $(GO) run ./bench -md $(BENCH_MD)
 
 clean:
 	rm -rf bin
