@@ -24,6 +24,19 @@ func TestAppendIntIsRedconsEncoding(t *testing.T) {
 	}
 }
 
+// The same encoder writes RESP3 aggregate and blob headers.
+func TestAppendLineHeaders(t *testing.T) {
+	for _, c := range []struct {
+		kind byte
+		n    int64
+		want string
+	}{{'%', 5, "%5\r\n"}, {'~', 0, "~0\r\n"}, {'=', 1234, "=1234\r\n"}, {'%', 10, "%10\r\n"}} {
+		if got := string(appendLine(nil, c.kind, c.n)); got != c.want {
+			t.Errorf("appendLine(%q, %d) = %q, want %q", c.kind, c.n, got, c.want)
+		}
+	}
+}
+
 func FuzzAppendInt(f *testing.F) {
 	for _, v := range []int64{0, 7, -7, 1234567, math.MaxInt64, math.MinInt64} {
 		f.Add(v)
