@@ -93,11 +93,7 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 	// Carry out, in the same order: the same computation on the same states.
 	for i := range reqs {
 		sh := &st.shards[shards[i]]
-		var e, next shard.Entry
-		ref := sh.FindInto(reqs[i].Key, sh.Hash(reqs[i].Key), now, &e)
-		if apply(now, &reqs[i], &e, &out[i], &next) {
-			commit(sh, ref, reqs[i].Key, &next, &out[i], now)
-		}
+		decideLocked(sh, now, &reqs[i], sh.Hash(reqs[i].Key), &out[i])
 	}
 }
 
