@@ -87,33 +87,42 @@ func (c *Client) writeBool(b bool) {
 func appendInt(b []byte, n int64) []byte { return appendLine(b, ':', n) }
 
 // appendLine appends a RESP line of a type byte and a number: an integer
-// (':'), or the header of an aggregate or a blob ('%', '~', '='). The
-// digits are built right to left and appended at once.
+// (':'), or the header of an aggregate or a blob ('%', '~', '='). It counts
+// the digits first and writes them right to left in place.
 func appendLine(b []byte, kind byte, n int64) []byte {
 	if n >= 0 && n < 10 {
 		return append(b, kind, byte('0'+n), '\r', '\n')
 	}
-	var t [24]byte // the type byte, a sign, 19 digits, CRLF
-	i := len(t) - 2
-	t[i], t[i+1] = '\r', '\n'
 	u := uint64(n)
 	if n < 0 {
 		u = -u
 	}
+	size := 4 // the type byte, the first digit, CRLF
+	for x := u; x >= 10; x /= 10 {
+		size++
+	}
+	if n < 0 {
+		size++
+	}
+	l := len(b)
+	if cap(b)-l < size {
+		b = append(b, make([]byte, size)...)[:l]
+	}
+	b = b[:l+size]
+	t := b[l : l+size : l+size]
+	t[0] = kind
+	t[size-2], t[size-1] = '\r', '\n'
+	i := size - 2
 	for u >= 10 {
 		i--
 		t[i] = byte('0' + u%10)
 		u /= 10
 	}
-	i--
-	t[i] = byte('0' + u)
+	t[i-1] = byte('0' + u)
 	if n < 0 {
-		i--
-		t[i] = '-'
+		t[1] = '-'
 	}
-	i--
-	t[i] = kind
-	return append(b, t[i:]...)
+	return b
 }
 
 // writeVerbatim writes a text blob (INFO, CLIENT INFO): a verbatim string in
