@@ -58,11 +58,12 @@ func (b base) wants(name string) bool {
 	return sc != nil && (b.algo == "all" || sc.algo == "" || sc.algo == b.algo)
 }
 
-// quickPlan: every scenario at pipeline 1 and 16 (the ratios), the
-// chart's scenarios at 4 and 64 as well, and RL.TOKEN at 16 on one and two
-// cores.
+// quickPlan: every scenario at pipeline 1 and 16 (the ratios; Redis PING
+// too, so that Redis INCR ÷ Redis PING shows in the same run what the
+// cheapest Redis write costs against Redis's own no-op), the chart's
+// scenarios at 4 and 64 as well, and RL.TOKEN at 16 on one and two cores.
 func quickPlan(b base) []runSpec {
-	runs := depthRuns(b, []int{1, 16}, append(append([]string{}, references...), decisionPairs...),
+	runs := depthRuns(b, []int{1, 16}, append(append([]string{"redis-ping"}, references...), decisionPairs...),
 		[]int{4, 64}, chartSet)
 	return append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
 }

@@ -113,6 +113,8 @@ func (rep *report) ratios() []ratio {
 		{"Redis Lua token bucket ÷ sluice RL.TOKEN, server CPU per decision", cpu("redis-lua-token", "sluice-token"), "", nil, nil},
 		{"Redis INCR ÷ sluice RL.TOKEN, server CPU per request", cpu("redis-incr", "sluice-token"), "", nil, nil},
 		{"sluice PING ÷ sluice RL.TOKEN, server CPU per request", cpu("sluice-ping", "sluice-token"), "", nil, nil},
+		{"Redis INCR ÷ Redis PING, throughput (Redis's cheapest write against its no-op)", tput("redis-incr", "redis-ping"), "", nil, nil},
+		{"Redis PING ÷ Redis INCR, server CPU per request", cpu("redis-ping", "redis-incr"), "", nil, nil},
 		{"Redis Lua token bucket ÷ Redis INCR, throughput (the cost of Lua)", tput("redis-lua-token", "redis-incr"), "", nil, nil},
 		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN (one node), throughput", tput("group-token", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → leader p99 ÷ sluice RL.TOKEN p99", p99("group-token", "sluice-token"), "", nil, nil},
