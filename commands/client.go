@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sluice-rl/sluice/algorithms"
@@ -36,6 +37,7 @@ type Client struct {
 	lastIO  int64
 
 	addr, laddr string
+	listFD      int // the socket's descriptor for CLIENT LIST, -1 if it has none; set before the client is listed
 	created     time.Time
 	local       bool // connected over loopback
 
@@ -96,6 +98,24 @@ const (
 	shapeAllMember                   // the group's other requests, answered with the first
 )
 
+// connFD returns the descriptor of nc's socket, or -1 if it has none (a
+// test's fake connection).
+func connFD(nc net.Conn) int {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1
+	}
+	fd := -1
+	if rc.Control(func(f uintptr) { fd = int(f) }) != nil {
+		return -1
+	}
+	return fd
+}
+
 func newClient(s *Server, nc net.Conn, id int64) *Client {
 	c := &Client{
 		srv:      s,
@@ -104,6 +124,7 @@ func newClient(s *Server, nc net.Conn, id int64) *Client {
 		id:       id,
 		addr:     nc.RemoteAddr().String(),
 		laddr:    nc.LocalAddr().String(),
+		listFD:   connFD(nc),
 		created:  time.Now(),
 		authed:   s.cfg.Password == "",
 		in:       make([]byte, initialIn),

@@ -161,7 +161,7 @@ func (c *Client) describe() string {
 	}
 	var b strings.Builder
 	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
-	b.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=-1 name=" + name)
+	b.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=" + strconv.Itoa(c.listFD) + " name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(max(idle, 0)), 10))
 	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0")

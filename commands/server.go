@@ -255,7 +255,7 @@ func (s *Server) accept(nc net.Conn) {
 		// Handed over under s.mu, so that Shutdown and CLIENT KILL find the
 		// client either not yet listed or already queued on its loop.
 		if fd, err := detach(nc); err == nil {
-			c.conn, c.fd, c.loop = nil, fd, s.loops[c.id%int64(len(s.loops))]
+			c.conn, c.fd, c.listFD, c.loop = nil, fd, fd, s.loops[c.id%int64(len(s.loops))]
 		} else {
 			s.log.Warn("cannot hand the connection to an event loop; serving it from its own goroutine",
 				"client", c.id, "err", err)

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -345,4 +346,56 @@ func TestDebugRefusedWithoutFlag(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "ERR DEBUG command not allowed.") {
 		t.Fatalf("DEBUG without the flag: %v", err)
 	}
+}
+
+// CLIENT LIST and CLIENT INFO name each client's socket descriptor, as Redis
+// does, whichever way the client is served.
+func TestClientListShowsDescriptors(t *testing.T) {
+	ioModels(t, func(t *testing.T, loops int) {
+		ts := startCoreServer(t, Config{EventLoops: loops})
+		ctx := context.Background()
+		a := ts.client(t, &redis.Options{PoolSize: 1, ClientName: "a"})
+		b := ts.client(t, &redis.Options{PoolSize: 1, ClientName: "b"})
+		fdOf := func(line string) int {
+			t.Helper()
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "fd="); ok {
+					n, err := strconv.Atoi(v)
+					if err != nil {
+						t.Fatalf("fd field %q in %q", f, line)
+					}
+					return n
+				}
+			}
+			t.Fatalf("no fd field in %q", line)
+			return 0
+		}
+		infoA, err := a.Do(ctx, "CLIENT", "INFO").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		infoB, err := b.Do(ctx, "CLIENT", "INFO").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fa, fb := fdOf(infoA), fdOf(infoB)
+		if fa < 0 || fb < 0 || fa == fb {
+			t.Fatalf("CLIENT INFO fds %d and %d; want two different descriptors", fa, fb)
+		}
+		list, err := a.ClientList(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+			for _, f := range strings.Fields(line) {
+				if name, ok := strings.CutPrefix(f, "name="); ok {
+					byName[name] = fdOf(line)
+				}
+			}
+		}
+		if byName["a"] != fa || byName["b"] != fb {
+			t.Fatalf("CLIENT LIST fds %v; CLIENT INFO said a=%d b=%d", byName, fa, fb)
+		}
+	})
 }
