@@ -2,13 +2,8 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
 )
 
 // Where the load generator and the servers run. On a machine of a few
@@ -34,72 +29,6 @@ type cpuPlan struct {
 
 // cpus is the placement in force, set by setupCPUs.
 var cpus cpuPlan
-
-// setupCPUs decides the placement for mode ("auto", "on" or "off") and
-// moves bench itself onto the generator's CPU.
-func setupCPUs(mode string) error {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		cpus = cpuPlan{why: "cannot read the CPU affinity: " + err.Error()}
-		return nil
-	}
-	var all []int
-	for i := 0; i < 1024; i++ {
-		if set.IsSet(i) {
-			all = append(all, i)
-		}
-	}
-	cpus = cpuPlan{all: all}
-	switch {
-	case mode == "off":
-		cpus.why = "-pin off"
-		return nil
-	case len(all) < 2:
-		cpus.why = "one CPU: the generator and the servers share it"
-	default:
-		ts, err := exec.LookPath("taskset")
-		if err != nil {
-			cpus.why = "taskset (util-linux) is not on PATH"
-			break
-		}
-		cpus.pinned, cpus.taskset = true, ts
-		cpus.gen, cpus.servers = all[:1], all[1:]
-	}
-	if !cpus.pinned {
-		if mode == "on" {
-			return fmt.Errorf("-pin on: %s", cpus.why)
-		}
-		return nil
-	}
-	if err := pinSelf(cpus.gen); err != nil {
-		return fmt.Errorf("pinning the load generator to CPU %v: %w", cpus.gen, err)
-	}
-	runtime.GOMAXPROCS(len(cpus.gen))
-	return nil
-}
-
-// pinSelf moves every thread of bench onto list; threads made later
-// inherit it from the thread that makes them.
-func pinSelf(list []int) error {
-	var set unix.CPUSet
-	for _, c := range list {
-		set.Set(c)
-	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
-			return err
-		}
-	}
-	return nil
-}
 
 // serverCPUs returns the CPUs a server started with GOMAXPROCS procs (0:
 // the default) runs on, and whether they are its own.

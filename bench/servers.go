@@ -131,8 +131,7 @@ func spawn(kind, bin string, args, env []string, procs int, addr, logPath string
 	cmd := exec.Command(name, argv...) // taskset execs bin: the pid is the server's
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), env...)
-	// If bench is killed outright, the kernel stops the server too.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = deathSignal()
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, err
