@@ -230,3 +230,28 @@ func TestFakeNoscriptReloads(t *testing.T) {
 		t.Fatalf("SCRIPT LOAD calls = %d; want a reload after NOSCRIPT", got)
 	}
 }
+
+// Each reply's latency runs to the read that brought it: a server that
+// takes 10 ms per request and writes each reply on its own gives the k-th
+// reply of a batch of 4 a latency of about k × 10 ms, not the batch's
+// latency for all four, and never less than one request's time.
+func TestFakeLatencyPerReply(t *testing.T) {
+	const step = 10 * time.Millisecond
+	f := startFake(t, func(int64, []string) (string, bool) {
+		time.Sleep(step)
+		return "+PONG\r\n", false
+	})
+	res := runFake(t, f, findScenario("sluice-ping"))
+	if res.t.errors != 0 || res.t.ok < 8 {
+		t.Fatalf("ok %d, errors %d; want some replies and no errors", res.t.ok, res.t.errors)
+	}
+	lo, hi := time.Duration(res.t.hist.Min()), time.Duration(res.t.hist.Max())
+	if lo < step || hi < 4*step || hi > 40*step {
+		t.Fatalf("latencies %v … %v; want the first reply of a batch at ≥ %v and the fourth at ≥ %v", lo, hi, step, 4*step)
+	}
+	// The medians of the four positions differ by a step each: about half
+	// the replies wait at least 2.5 steps.
+	if p50 := time.Duration(res.t.hist.ValueAtQuantile(50)); p50 < 2*step {
+		t.Fatalf("median latency %v; want ≥ %v (replies later in a batch wait longer)", p50, 2*step)
+	}
+}

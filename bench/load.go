@@ -16,7 +16,8 @@ import (
 
 // The load itself: closed-loop connections, each writing a batch of depth
 // requests, reading every reply, checking it, and recording the latency of
-// each request as the time from its batch's write to its reply.
+// each request as the time from its batch's write to the return of the
+// read that brought its reply.
 
 const (
 	phaseWarmup int32 = iota
@@ -109,6 +110,7 @@ func (t *tally) sortedProblems() []problem {
 type worker struct {
 	l       *load
 	conn    net.Conn
+	cc      countingConn // conn, counting its reads: the reader's fills
 	r       *bufio.Reader
 	out     []byte
 	key     []byte
@@ -122,9 +124,11 @@ type worker struct {
 }
 
 func newWorker(l *load, conn net.Conn, seed uint64, sha string) *worker {
-	w := &worker{l: l, conn: conn, r: bufio.NewReaderSize(conn, 64<<10), sha: sha,
+	w := &worker{l: l, conn: conn, sha: sha,
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		t:   tally{hist: newHistogram(), problems: map[string]*problem{}}}
+	w.cc.Conn = conn
+	w.r = bufio.NewReaderSize(&w.cc, 64<<10)
 	if l.zipf > 1 && l.keys > 1 {
 		w.zipf = rand.NewZipf(w.rng, l.zipf, 1, l.keys-1)
 	}
@@ -175,12 +179,20 @@ func (w *worker) run() {
 			return
 		}
 		reload := false
+		// A reply arrived when the read that brought its last byte
+		// returned: the clock is read once per read from the socket, not
+		// once per reply.
+		var arrived time.Time
+		reads := w.cc.reads
 		for i := 0; i < n; i++ {
 			if err := readValue(w.r, &w.v); err != nil {
 				w.lost(n-i, "connection: read: "+err.Error())
 				return
 			}
-			lat := time.Since(t0)
+			if w.cc.reads != reads || arrived.IsZero() {
+				reads, arrived = w.cc.reads, time.Now()
+			}
+			lat := arrived.Sub(t0)
 			allowed, bad := l.sc.check(l.w, &w.v) // warmup replies are checked too
 			switch {
 			case bad == "" && !record:
@@ -206,6 +218,17 @@ func (w *worker) run() {
 			}
 		}
 	}
+}
+
+// countingConn counts the reads from its connection.
+type countingConn struct {
+	net.Conn
+	reads int
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	c.reads++
+	return c.Conn.Read(p)
 }
 
 // lost counts requests that got no reply because the connection failed,

@@ -88,7 +88,7 @@ func (rep *report) markdown(chart string) string {
 	b.WriteString("How to read this: every round of a run starts a fresh server; the rounds of all runs are " +
 		"interleaved, and each figure is the median over the rounds (max latency: the largest); load comes from bench's own closed-loop " +
 		"connections over 127.0.0.1, each writing a batch of P requests and reading the P replies; a request's " +
-		"latency is the time from its batch's write to its reply (HDR histogram). Every reply is checked " +
+		"latency is the time from its batch's write to the return of the read that brought its reply (HDR histogram). Every reply is checked " +
 		"(shape and values); a wrong or error reply is an error, never a success. `srv CPU s/M` is the server's " +
 		"user+system CPU seconds (/proc/<pid>/stat) per million requests, `gen CPU s/M` the load generator's; " +
 		"`RSS/key` is the growth of the server's VmRSS over the run divided by the distinct keys the run used " +

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,4 +274,31 @@ func TestCPUPlacement(t *testing.T) {
 	if !strings.Contains(off.describe(), "not pinned (-pin off)") {
 		t.Errorf("describe: %q", off.describe())
 	}
+}
+
+// atoi accepts exactly what strconv.ParseInt accepts in base 10 without a
+// '+', and returns the same value.
+func TestAtoi(t *testing.T) {
+	for _, s := range []string{"0", "-0", "7", "-7", "1234567890", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-9223372036854775809", "99999999999999999999", "", "-", "+1", "1x", " 1", "00012",
+		"18446744073709551615", "-18446744073709551616"} {
+		checkAtoi(t, s)
+	}
+}
+
+func checkAtoi(t *testing.T, s string) {
+	t.Helper()
+	got, ok := atoi([]byte(s))
+	want, err := strconv.ParseInt(s, 10, 64)
+	wantOK := err == nil && !strings.HasPrefix(s, "+")
+	if ok != wantOK || (ok && got != want) {
+		t.Errorf("atoi(%q) = %d, %v; strconv says %d, %v", s, got, ok, want, err)
+	}
+}
+
+func FuzzAtoi(f *testing.F) {
+	for _, s := range []string{"0", "-12", "9223372036854775807", "-9223372036854775808", "1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(checkAtoi)
 }

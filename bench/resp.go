@@ -134,13 +134,35 @@ func readValueDepth(r *bufio.Reader, v *value, depth int) error {
 	}
 }
 
-// atoi parses a RESP integer: optional '-', then decimal digits.
+// atoi parses a RESP integer: optional '-', then decimal digits, within
+// int64. It is strconv.ParseInt(string(b), 10, 64) without the string and
+// the generality, which were a tenth of the generator's CPU on five-integer
+// replies.
 func atoi(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(b), 10, 64) // does not allocate: the conversion is elided
-	return n, err == nil
+	var u uint64
+	for _, c := range b {
+		if c < '0' || c > '9' || u > (1<<63)/10 {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0') // at most 1<<63 + 9: no uint64 overflow
+	}
+	if neg {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true
+	}
+	if u > 1<<63-1 {
+		return 0, false
+	}
+	return int64(u), true
 }
 
 // describe renders a reply for an error report, cut to about 120 bytes.
