@@ -144,27 +144,31 @@ func (s *Shard) FindInto(key []byte, h uint64, now int64, e *Entry) Ref {
 	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}
 }
 
-// Prefetch touches the index slots and the records of the keys whose
-// hashes are hs, so that the lookups that follow find them in cache: the
-// memory loads of a batch overlap instead of waiting one after another. It
-// changes nothing and requires that s is locked.
-func (s *Shard) Prefetch(hs []uint64) {
-	if s.idx.n == 0 || len(hs) > PrefetchMax {
+// Prefetch loads the index slots of the keys whose hashes are hs, then the
+// records those slots name, each from its own shard (shards[k] for hs[k]),
+// so that the lookups that follow find them in cache: all the loads of a
+// batch overlap instead of waiting one after another, across shards too. It
+// changes nothing and requires that every shard named is locked.
+func Prefetch(shards []*Shard, hs []uint64) {
+	if len(hs) > PrefetchMax || len(shards) < len(hs) {
 		return
 	}
-	m := s.idx.mask()
 	var vs [PrefetchMax]uint64
 	for k, h := range hs {
-		vs[k] = s.idx.slots[uint32(h>>32)&m]
+		if x := &shards[k].idx; x.n != 0 {
+			vs[k] = x.slots[uint32(h>>32)&x.mask()]
+		}
 	}
 	var sink uint64
 	for k, h := range hs {
 		if v := vs[k]; v != 0 && slotTag(v) == uint32(h>>32) {
-			c, w := s.arena.at(slotLoc(v))
+			c, w := shards[k].arena.at(slotLoc(v))
 			sink += c[w]
 		}
 	}
-	s.sink = sink // keeps the compiler from dropping the loads
+	if len(hs) > 0 {
+		shards[0].sink = sink // keeps the compiler from dropping the loads
+	}
 }
 
 // PrefetchMax is the most keys one Prefetch takes.

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -23,10 +24,11 @@ var ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wro
 // calls with the same instants, a store reaches the same state, which is
 // what a Raft FSM needs.
 type Store struct {
-	shards []shard.Shard
-	mask   uint64
-	mem    memory
-	sweep  sweepStats
+	shards   []shard.Shard
+	mask     uint64
+	together atomic.Bool // one decider: a run locks all its shards at once (SetDeciders)
+	mem      memory
+	sweep    sweepStats
 }
 
 // New returns an empty store with n shards, rounded up to a power of two
@@ -46,6 +48,17 @@ func New(n int) *Store {
 	}, st.shards)
 	return st
 }
+
+// SetDeciders tells the store how many goroutines call Decide at the same
+// time (the server's event loops). It changes speed only, never a decision.
+// With one, a pipeline's run of requests locks every shard it touches at
+// once, in ascending order as RL.ALL does, so that the cache misses of the
+// whole run overlap: at 100k keys and 4 shards that is 5–10 % less server CPU
+// per decision. With more, each shard is locked on its own, so that deciders
+// on different shards run side by side (holding all of a run's shards would
+// put two event loops in single file: 110 → 175 ns per decision in
+// BenchmarkParallelBatch100kKeys at two cores). The default is more than one.
+func (st *Store) SetDeciders(n int) { st.together.Store(n == 1) }
 
 // Shards returns the number of shards.
 func (st *Store) Shards() int { return len(st.shards) }
@@ -73,9 +86,12 @@ func (st *Store) Decide(now int64, reqs []algorithms.Request, out []algorithms.O
 		for j < len(reqs) && reqs[j].Group == 0 && j-i < runLen {
 			j++
 		}
-		if j-i == 1 {
+		switch {
+		case j-i == 1:
 			st.decide(now, &reqs[i], &out[i])
-		} else {
+		case st.together.Load():
+			st.decideTogether(now, reqs[i:j], out[i:j])
+		default:
 			st.decideRun(now, reqs[i:j], out[i:j])
 		}
 		i = j
@@ -122,10 +138,49 @@ func (st *Store) decideOnShard(sh *shard.Shard, now int64, reqs []algorithms.Req
 	sh.Lock()
 	defer sh.Unlock() // open-coded: free, and no lock survives a panic
 	if len(idx) > 1 {
-		sh.Prefetch(hs)
+		var shs [runLen]*shard.Shard
+		for k := range hs {
+			shs[k] = sh
+		}
+		shard.Prefetch(shs[:len(hs)], hs)
 	}
 	for j, m := range idx {
 		decideLocked(sh, now, &reqs[m], hs[j], &out[m])
+	}
+}
+
+// decideTogether carries out up to runLen independent requests, in order,
+// holding every shard they touch (see SetDeciders): one prefetch covers the
+// whole run. Locks are taken in ascending shard order, as decideGroup takes
+// them, and everything else holds one shard lock at a time, so no two
+// lockers can wait on each other.
+func (st *Store) decideTogether(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
+	var hs [runLen]uint64
+	var shs [runLen]*shard.Shard
+	var set [runLen]uint32
+	n := 0
+	for k := range reqs {
+		hs[k] = xxhash.Sum64(reqs[k].Key)
+		si := uint32(hs[k] & st.mask)
+		shs[k] = &st.shards[si]
+		if !slices.Contains(set[:n], si) {
+			set[n] = si
+			n++
+		}
+	}
+	locks := set[:n]
+	slices.Sort(locks)
+	for _, i := range locks {
+		st.shards[i].Lock()
+	}
+	defer func() { // open-coded; no lock survives a panic
+		for j := len(locks) - 1; j >= 0; j-- {
+			st.shards[locks[j]].Unlock()
+		}
+	}()
+	shard.Prefetch(shs[:len(reqs)], hs[:len(reqs)])
+	for k := range reqs {
+		decideLocked(shs[k], now, &reqs[k], hs[k], &out[k])
 	}
 }
 

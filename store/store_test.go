@@ -206,8 +206,15 @@ func BenchmarkStoreDecide(b *testing.B) {
 
 // benchScale decides batches of 16 random keys out of nkeys live ones: the
 // pipeline's shape, where the cost is the memory the lookups touch.
-func benchScale(b *testing.B, nkeys, shards int) {
+func benchScale(b *testing.B, nkeys, shards int) { benchScaleWith(b, nkeys, shards, 0) }
+
+// benchScaleWith is benchScale on a store told of deciders (SetDeciders; 0:
+// left at its default).
+func benchScaleWith(b *testing.B, nkeys, shards, deciders int) {
 	st := New(shards)
+	if deciders > 0 {
+		st.SetDeciders(deciders)
+	}
 	keys := make([][]byte, nkeys)
 	for i := range keys {
 		keys[i] = []byte(fmt.Sprintf("user:%08d", i))

@@ -159,6 +159,11 @@ func run(cfg config) error {
 		Cluster:    clusterOf(node),
 		EventLoops: cfg.eventLoops,
 	}, ks, commands.NewClock())
+	// One event loop is the store's only decider: a pipeline's run may hold
+	// all of its shards at once (see store.SetDeciders).
+	if srv.EventLoops() == 1 {
+		st.SetDeciders(1)
+	}
 
 	var lns []net.Listener
 	for _, host := range cfg.bind {
