@@ -186,82 +186,81 @@ func TestMemoryLimitRefusesNewKeysOnly(t *testing.T) {
 func TestSweepAndEvictionRaceWithWriters(t *testing.T) {
 	st := New(4)
 	st.SetMaxMemory(256<<10, VolatileTTL)
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		for now := t0; ; now += int64(time.Millisecond) {
-			select {
-			case <-stop:
-				return
-			default:
-				st.Sweep(now)
+	stop := otherLockers(t, st)
+	writers(8, func(w int, rng *rand.Rand) {
+		for i := 0; i < 3000; i++ {
+			now := t0 + int64(i)*int64(time.Microsecond)
+			k := fmt.Sprintf("w%d:%d", w, rng.IntN(20_000))
+			if i%10 == 0 {
+				st.Delete(now, [][]byte{[]byte(k)})
+				continue
 			}
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		var cursor uint64
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				cursor, _ = st.Scan(t0, cursor, 50, func([]byte, algorithms.Algo) {})
-			}
-		}
-	}()
-	wg.Add(1)
-	go func() { // snapshots, each checked by loading it
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			var b bytes.Buffer
-			if err := st.SnapshotAt(&b, t0); err != nil {
-				t.Error(err)
-				return
-			}
-			loaded := New(2)
-			err := loaded.Restore(&b)
-			loaded.Flush(0)
-			if err != nil {
-				t.Error(err)
+			o := decide(st, now, token(k, time.Duration(1+rng.IntN(1000))*time.Microsecond, 3, 1))
+			if o.Err != nil && o.Err != shard.ErrOOM {
+				t.Error(o.Err)
 				return
 			}
 		}
-	}()
-	var writers sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		writers.Add(1)
-		go func(w int) {
-			defer writers.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for i := 0; i < 3000; i++ {
-				now := t0 + int64(i)*int64(time.Microsecond)
-				k := fmt.Sprintf("w%d:%d", w, rng.IntN(20_000))
-				if i%10 == 0 {
-					st.Delete(now, [][]byte{[]byte(k)})
-					continue
-				}
-				o := decide(st, now, token(k, time.Duration(1+rng.IntN(1000))*time.Microsecond, 3, 1))
-				if o.Err != nil && o.Err != shard.ErrOOM {
-					t.Error(o.Err)
-					return
-				}
-			}
-		}(w)
-	}
-	writers.Wait()
-	close(stop)
-	wg.Wait()
+	})
+	stop()
 	if s := st.Stats(); s.Used() > 256<<10 {
 		t.Fatalf("used %d over the 256 KiB limit", s.Used())
 	}
+}
+
+// otherLockers runs the store's lock holders other than deciders until the
+// returned stop is called, which waits for them: the sweep, SCAN, and
+// snapshots, each checked by loading it.
+func otherLockers(t *testing.T, st *Store) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	loop := func(step func(i int) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := step(i); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	loop(func(i int) error { st.Sweep(t0 + int64(i)*int64(time.Millisecond)); return nil })
+	var cursor uint64
+	loop(func(int) error {
+		cursor, _ = st.Scan(t0, cursor, 50, func([]byte, algorithms.Algo) {})
+		return nil
+	})
+	loop(func(int) error {
+		var b bytes.Buffer
+		if err := st.SnapshotAt(&b, t0); err != nil {
+			return err
+		}
+		loaded := New(2)
+		defer loaded.Flush(0)
+		return loaded.Restore(&b)
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// writers runs n goroutines of fn, each with its own seeded generator, and
+// waits for them.
+func writers(n int, fn func(w int, rng *rand.Rand)) {
+	var wg sync.WaitGroup
+	for w := 0; w < n; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(w, rand.New(rand.NewPCG(uint64(w), 1)))
+		}()
+	}
+	wg.Wait()
 }
 
 // TestGroupAtTheCapIsRefusedWhole: an RL.ALL group that would create a key

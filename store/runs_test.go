@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,35 +113,14 @@ func TestTogetherRunsBesideOtherLockers(t *testing.T) {
 	const capacity = 2000
 	st := New(4)
 	st.SetDeciders(1)
+	stop := otherLockers(t, st)
 	var admitted atomic.Int64
-	stop := make(chan struct{})
-	var others sync.WaitGroup
-	others.Add(1)
+	finished := make(chan struct{})
 	go func() {
-		defer others.Done()
-		var cursor uint64
-		for now := t0; ; now += int64(time.Millisecond) {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			st.Sweep(now)
-			cursor, _ = st.Scan(t0, cursor, 50, func([]byte, algorithms.Algo) {})
-			if err := st.SnapshotAt(&bytes.Buffer{}, t0); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	var deciders sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		deciders.Add(1)
-		go func(w int) {
-			defer deciders.Done()
-			rng := rand.New(rand.NewPCG(uint64(w), 3))
+		defer close(finished)
+		writers(4, func(w int, rng *rand.Rand) {
 			for i := 0; i < 1000; i++ {
-				reqs := make([]algorithms.Request, 0, 16)
+				reqs := make([]algorithms.Request, 0, 18)
 				reqs = append(reqs, token("hot", time.Hour, capacity, 1)) // frozen instant: no refill
 				for len(reqs) < 15 {
 					reqs = append(reqs, token(fmt.Sprintf("w%d:%d", w, rng.IntN(5000)), time.Millisecond, 5, 1))
@@ -166,17 +144,14 @@ func TestTogetherRunsBesideOtherLockers(t *testing.T) {
 					admitted.Add(1)
 				}
 			}
-		}(w)
-	}
-	done := make(chan struct{})
-	go func() { deciders.Wait(); close(done) }()
+		})
+	}()
 	select {
-	case <-done:
+	case <-finished:
 	case <-time.After(60 * time.Second):
 		t.Fatal("deciders still running after 60 s: a lock cycle?")
 	}
-	close(stop)
-	others.Wait()
+	stop()
 	if got := admitted.Load(); got != capacity {
 		t.Fatalf("4 deciders × 1000 pipelines admitted %d on the hot key; want exactly %d", got, capacity)
 	}
