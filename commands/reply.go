@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"slices"
+
 	"github.com/tidwall/redcon"
 )
 
@@ -105,11 +107,8 @@ func appendLine(b []byte, kind byte, n int64) []byte {
 		size++
 	}
 	l := len(b)
-	if cap(b)-l < size {
-		b = append(b, make([]byte, size)...)[:l]
-	}
-	b = b[:l+size]
-	t := b[l : l+size : l+size]
+	b = slices.Grow(b, size)[:l+size]
+	t := b[l:]
 	t[0] = kind
 	t[size-2], t[size-1] = '\r', '\n'
 	i := size - 2

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"slices"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -50,17 +49,8 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 	prev, hasNext = sameKeys(reqs, shards, prev[:m], hasNext[:m])
 	ents = ents[:m]
 
-	locks = append(locks, shards...)
-	slices.Sort(locks)
-	locks = slices.Compact(locks)
-	for _, i := range locks {
-		st.shards[i].Lock()
-	}
-	defer func() {
-		for j := len(locks) - 1; j >= 0; j-- {
-			st.shards[locks[j]].Unlock()
-		}
-	}()
+	locks = st.lockAll(append(locks, shards...))
+	defer st.unlockAll(locks)
 
 	// Evaluate, writing nothing.
 	ok := true

@@ -57,7 +57,8 @@ func New(n int) *Store {
 // per decision. With more, each shard is locked on its own, so that deciders
 // on different shards run side by side (holding all of a run's shards would
 // put two event loops in single file: 110 → 175 ns per decision in
-// BenchmarkParallelBatch100kKeys at two cores). The default is more than one.
+// BenchmarkParallelBatch100kKeys at two cores). The default, and n < 1, is
+// any number (a goroutine per client).
 func (st *Store) SetDeciders(n int) { st.together.Store(n == 1) }
 
 // Shards returns the number of shards.
@@ -149,11 +150,30 @@ func (st *Store) decideOnShard(sh *shard.Shard, now int64, reqs []algorithms.Req
 	}
 }
 
+// lockAll locks the shards whose indexes are in set, in ascending order:
+// the one order in which anything holds more than one shard, so that no two
+// lockers wait on each other. It sorts and deduplicates set in place and
+// returns what it locked, for unlockAll.
+func (st *Store) lockAll(set []uint32) []uint32 {
+	slices.Sort(set)
+	set = slices.Compact(set)
+	for _, i := range set {
+		st.shards[i].Lock()
+	}
+	return set
+}
+
+// unlockAll unlocks what lockAll locked, in reverse order.
+func (st *Store) unlockAll(locked []uint32) {
+	for j := len(locked) - 1; j >= 0; j-- {
+		st.shards[locked[j]].Unlock()
+	}
+}
+
 // decideTogether carries out up to runLen independent requests, in order,
 // holding every shard they touch (see SetDeciders): one prefetch covers the
-// whole run. Locks are taken in ascending shard order, as decideGroup takes
-// them, and everything else holds one shard lock at a time, so no two
-// lockers can wait on each other.
+// whole run. Its locks come from lockAll, as RL.ALL's do; everything else
+// holds one shard lock at a time.
 func (st *Store) decideTogether(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
 	var hs [runLen]uint64
 	var shs [runLen]*shard.Shard
@@ -168,16 +188,8 @@ func (st *Store) decideTogether(now int64, reqs []algorithms.Request, out []algo
 			n++
 		}
 	}
-	locks := set[:n]
-	slices.Sort(locks)
-	for _, i := range locks {
-		st.shards[i].Lock()
-	}
-	defer func() { // open-coded; no lock survives a panic
-		for j := len(locks) - 1; j >= 0; j-- {
-			st.shards[locks[j]].Unlock()
-		}
-	}()
+	locks := st.lockAll(set[:n])
+	defer st.unlockAll(locks) // open-coded; no lock survives a panic
 	shard.Prefetch(shs[:len(reqs)], hs[:len(reqs)])
 	for k := range reqs {
 		decideLocked(shs[k], now, &reqs[k], hs[k], &out[k])

@@ -159,11 +159,9 @@ func run(cfg config) error {
 		Cluster:    clusterOf(node),
 		EventLoops: cfg.eventLoops,
 	}, ks, commands.NewClock())
-	// One event loop is the store's only decider: a pipeline's run may hold
-	// all of its shards at once (see store.SetDeciders).
-	if srv.EventLoops() == 1 {
-		st.SetDeciders(1)
-	}
+	// The event loops are the store's deciders; with one, a pipeline's run
+	// holds all of its shards at once (0: a goroutine per client).
+	st.SetDeciders(srv.EventLoops())
 
 	var lns []net.Listener
 	for _, host := range cfg.bind {
