@@ -101,10 +101,12 @@ func TestUnfinishedCommandsOfManyClientsStayWithinMaxmemoryClients(t *testing.T)
 	if evicted < conns-8 {
 		t.Errorf("evicted_clients %d; want at least %d (64 MiB holds 8 buffers of 8 MiB at most)", evicted, conns-8)
 	}
-	// The cap plus the garbage the collector has not returned yet (it lets
-	// the heap grow to twice what is live), far from the 1.2 GiB of buffers.
-	if peakKB > 400<<10 {
-		t.Errorf("peak resident size %d MB; want under 400 MB", peakKB>>10)
+	// The cap plus the garbage the collector has not reclaimed yet (it lets
+	// the heap grow to twice what is live): 192-316 MB measured, 1420 MB
+	// without the cap. The margin is for a loaded machine, where the
+	// collector runs late.
+	if peakKB > 640<<10 {
+		t.Errorf("peak resident size %d MB; want under 640 MB", peakKB>>10)
 	}
 	if v, err := rdb.Ping(ctx).Result(); err != nil || v != "PONG" {
 		t.Fatalf("PING after the evictions: %q, %v", v, err)
