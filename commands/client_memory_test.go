@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // maxmemory-clients over real sockets, with both I/O models: many clients
@@ -335,4 +337,27 @@ func TestSteadyClientNeverTakesTheServerLock(t *testing.T) {
 		locked = false
 		srv.mu.Unlock()
 	})
+}
+
+// TestWarnsWhenMaxclientsOutgrowMaxmemoryClients: a cap that the idle
+// buffers of maxclients clients would pass is logged at start, and the
+// defaults are not.
+func TestWarnsWhenMaxclientsOutgrowMaxmemoryClients(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		warn bool
+	}{
+		{Config{}, false},
+		{Config{MaxClients: 100_000}, true},
+		{Config{MaxClients: 100_000, MaxMemoryClients: -1}, false},
+		{Config{MaxClients: 1000, MaxMemoryClients: 16 << 20}, true},
+	} {
+		var log strings.Builder
+		tc.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
+		NewServer(tc.cfg, store.New(1), NewClock())
+		if got := strings.Contains(log.String(), "maxmemory-clients"); got != tc.warn {
+			t.Errorf("maxclients %d, maxmemory-clients %d: warned %v; want %v (log %q)",
+				tc.cfg.MaxClients, tc.cfg.MaxMemoryClients, got, tc.warn, log.String())
+		}
+	}
 }
