@@ -79,6 +79,13 @@ type Client struct {
 	errors, allowed, denied int64
 	totals                  clientTotals
 	lastCmd                 atomic.Int64 // unix ns of the last batch, for CLIENT LIST idle=
+
+	// Memory accounting (client_memory.go): the footprint, query buffer and
+	// output buffer as last accounted. Written by the client's owner with
+	// srv.mu held, read by anyone.
+	mem, memIn, memOut atomic.Int64
+	noEvict            atomic.Bool // CLIENT NO-EVICT on
+	evicted            bool        // chosen by maxmemory-clients; guarded by srv.mu
 }
 
 // clientTotals are a client's counters, read by INFO from other goroutines.
@@ -155,8 +162,10 @@ func (c *Client) serve() {
 	}()
 	timeout := c.srv.cfg.IdleTimeout
 	for !c.closing {
-		if !c.makeRoom() {
-			c.protocolError(errProtoQueryBufLimit)
+		if err := c.makeRoom(); err == errClientEvicted {
+			return
+		} else if err != nil {
+			c.protocolError(err)
 			c.flushOut()
 			return
 		}
@@ -168,7 +177,7 @@ func (c *Client) serve() {
 			c.end += n
 			c.totals.netIn.Add(int64(n))
 			c.runBatch()
-			if !c.flushOut() {
+			if c.settle(0) == errClientEvicted || !c.flushOut() {
 				return
 			}
 		}
@@ -189,32 +198,45 @@ func (c *Client) kill() {
 
 // makeRoom makes space to read into: it moves an unfinished command to the
 // front of the buffer, grows the buffer up to the query buffer limit, and
-// shrinks a buffer that an earlier large command left behind. It reports
-// false if the unfinished command already fills the limit.
-func (c *Client) makeRoom() bool {
+// shrinks a buffer that an earlier large command left behind; and it
+// accounts the client's memory (see settle). It returns
+// errProtoQueryBufLimit if the unfinished command already fills the limit,
+// and errClientEvicted if the client is to be closed for maxmemory-clients.
+func (c *Client) makeRoom() error {
 	if c.start == c.end {
-		c.start, c.end = 0, 0
-		if len(c.in) > initialIn {
-			c.in = make([]byte, initialIn)
-		}
-		return true
+		c.shrinkIn()
+		return c.settle(0)
 	}
 	if c.end < len(c.in) {
-		return true
+		return c.settle(0)
 	}
 	c.rs.moved = true // the unfinished command is about to move
 	if c.start > 0 {
 		c.end = copy(c.in, c.in[c.start:c.end])
 		c.start = 0
-		return true
+		return c.settle(0)
 	}
 	if len(c.in) >= c.srv.cfg.QueryBufferLimit {
-		return false
+		return errProtoQueryBufLimit
 	}
-	grown := make([]byte, min(2*len(c.in), c.srv.cfg.QueryBufferLimit))
+	size := min(2*len(c.in), c.srv.cfg.QueryBufferLimit)
+	if err := c.settle(int64(size - len(c.in))); err != nil {
+		return err // accounted before it is allocated: the eviction runs first
+	}
+	grown := make([]byte, size)
 	copy(grown, c.in[:c.end])
 	c.in = grown
-	return true
+	return nil
+}
+
+// shrinkIn empties the query buffer, which must hold no unread input, and
+// gives back one that a large command grew.
+func (c *Client) shrinkIn() {
+	c.start, c.end = 0, 0
+	if len(c.in) > initialIn {
+		c.in = make([]byte, initialIn)
+		clear(c.args[:cap(c.args)]) // they point into the old buffer and would keep it alive
+	}
 }
 
 // runBatch runs every complete command in the input with one clock read.
@@ -256,6 +278,9 @@ func (c *Client) runBatch() {
 	c.addTotals(ran)
 	if cap(c.args) > maxKeptArgs && c.rs.count == 0 {
 		c.args, c.rs.offs = nil, nil // one huge command does not pin its argument table
+	}
+	if c.start == c.end {
+		c.shrinkIn() // now, not at the next read: an event loop may not read this client again for long
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 
 func init() {
 	register(&command{name: "client", arity: -2, run: cmdClient, group: "connection", since: "0.1.0",
-		summary: "Inspects and names connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST, KILL ID.", complexity: "O(1), LIST O(N)",
-		subs: []string{"id", "setname", "getname", "setinfo", "info", "list", "kill", "help"}})
+		summary: "Inspects and names connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST, KILL ID, NO-EVICT.", complexity: "O(1), LIST O(N)",
+		subs: []string{"id", "setname", "getname", "setinfo", "info", "list", "kill", "no-evict", "help"}})
 }
 
 var clientHelp = []string{
@@ -30,6 +30,8 @@ var clientHelp = []string{
 	"    Return information about client connections.",
 	"KILL ID <id>",
 	"    Close the connection with this ID.",
+	"NO-EVICT (ON|OFF)",
+	"    Protect current client connection from eviction.",
 	"HELP",
 	"    Print this help.",
 }
@@ -79,6 +81,17 @@ func cmdClient(c *Client, args [][]byte) {
 			c.closing = true
 		}
 		c.writeInt(killed)
+	case equalFold(sub, "no-evict") && len(args) == 3:
+		switch {
+		case equalFold(args[2], "on"):
+			c.setNoEvict(true)
+		case equalFold(args[2], "off"):
+			c.setNoEvict(false)
+		default:
+			c.writeError(errSyntax)
+			return
+		}
+		c.writeOK()
 	case equalFold(sub, "help") && len(args) == 2:
 		c.writeArray(len(clientHelp))
 		for _, l := range clientHelp {
@@ -164,7 +177,13 @@ func (c *Client) describe() string {
 	b.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=" + strconv.Itoa(c.listFD) + " name=" + name)
 	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(max(idle, 0)), 10))
-	b.WriteString(" flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0")
+	flags := " flags=N"
+	if c.noEvict.Load() {
+		flags = " flags=e"
+	}
+	b.WriteString(flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0")
+	b.WriteString(" rbs=" + strconv.FormatInt(c.memIn.Load(), 10) + " omem=" + strconv.FormatInt(c.memOut.Load(), 10))
+	b.WriteString(" tot-mem=" + strconv.FormatInt(c.mem.Load(), 10))
 	b.WriteString(" user=default redir=-1 resp=" + resp + " lib-name=" + lib + " lib-ver=" + ver + "\n")
 	return b.String()
 }

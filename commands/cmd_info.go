@@ -87,13 +87,18 @@ func (s *Server) infoSection(name string, now int64) []Param {
 		s.mu.Lock()
 		n := len(s.clients)
 		s.mu.Unlock()
+		in, out := s.clientBuffers()
 		return []Param{
 			{"connected_clients", strconv.Itoa(n)},
 			{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
+			{"client_recent_max_input_buffer", itoa(in)},
+			{"client_recent_max_output_buffer", itoa(out)},
 			{"blocked_clients", "0"},
 		}
 	case "memory":
 		out := memoryInfo()
+		out = append(out, Param{"mem_clients_normal", itoa(s.clientMem.Load())},
+			Param{"maxmemory_clients", itoa(max(s.cfg.MaxMemoryClients, 0))})
 		if m, ok := s.ks.(interface{ InfoMemory() [][2]string }); ok {
 			for _, kv := range m.InfoMemory() {
 				out = append(out, Param{kv[0], kv[1]})
@@ -119,6 +124,7 @@ func (s *Server) infoSection(name string, now int64) []Param {
 			{"decisions_denied", itoa(t.denied)},
 			{"rejected_connections", itoa(s.stats.rejected.Load())},
 			{"protocol_errors", itoa(s.stats.protoErrors.Load())},
+			{"evicted_clients", itoa(s.stats.evictedClients.Load())},
 			{"recovered_panics", itoa(s.stats.panics.Load())},
 			{"total_net_input_bytes", itoa(t.netIn)},
 			{"total_net_output_bytes", itoa(t.netOut)},

@@ -17,6 +17,9 @@ const (
 	errInvalidDBIdx  Error = "ERR DB index is out of range"
 	errNoProto       Error = "NOPROTO unsupported protocol version"
 	errDebugDisabled Error = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	// errClientEvicted closes a client chosen by maxmemory-clients; it is
+	// never sent: an evicted client is closed without a reply, as in Redis.
+	errClientEvicted Error = "ERR client evicted: the clients' buffers passed maxmemory-clients"
 )
 
 // errWrongArgs is Redis's arity error for the command named (lower case) name.

@@ -258,9 +258,11 @@ func (l *eventLoop) serve(c *Client) {
 		}
 		return
 	}
-	if !c.makeRoom() {
-		c.protocolError(errProtoQueryBufLimit)
-		c.writeOut()
+	if err := c.makeRoom(); err != nil {
+		if err != errClientEvicted {
+			c.protocolError(err)
+			c.writeOut()
+		}
 		l.close(c)
 		return
 	}
@@ -281,7 +283,7 @@ func (l *eventLoop) serve(c *Client) {
 // replies; replies that do not fit make the loop wait for room.
 func (l *eventLoop) runAndWrite(c *Client) {
 	c.runBatch()
-	if !c.writeOut() {
+	if c.settle(0) == errClientEvicted || !c.writeOut() {
 		l.close(c)
 		return
 	}

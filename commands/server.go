@@ -49,7 +49,11 @@ type Config struct {
 	MaxClients       int
 	IdleTimeout      time.Duration // 0: never close idle clients
 	Limits           ReaderLimits
-	QueryBufferLimit int    // most bytes buffered for one client's unfinished command
+	QueryBufferLimit int // most bytes buffered for one client's unfinished command
+	// MaxMemoryClients is the most bytes all clients' buffers may hold
+	// together (maxmemory-clients); past it the clients holding the most are
+	// closed. Negative: no limit.
+	MaxMemoryClients int64
 	Debug            string // enable-debug-command: "no", "yes" or "local"
 	Logger           *slog.Logger
 	// Params are the resolved settings that CONFIG GET reports.
@@ -92,6 +96,12 @@ func DefaultConfig() Config {
 			MaxInline: 64 * 1024,
 		},
 		QueryBufferLimit: 8 << 20,
+		// Redis has none by default; sluice has one, because its commands
+		// are small and a few hundred connections each holding an
+		// unfinished 8 MiB command must not exhaust the machine. 256 MiB
+		// holds the first 16 KiB buffers of the default 10000 clients
+		// (170 MB) with room for a dozen at the query buffer limit.
+		MaxMemoryClients: 256 << 20,
 		Debug:            "no",
 		LogMaxLimit:      10000,
 	}
@@ -122,6 +132,12 @@ type Server struct {
 	wg      sync.WaitGroup
 	loops   []*eventLoop // started by the first Serve, stopped by Shutdown
 
+	// The clients' footprints (client_memory.go): the total, changed under
+	// mu and read by anyone, and the part of it held by clients chosen for
+	// eviction and not yet closed, guarded by mu.
+	clientMem   atomic.Int64
+	evictingMem int64
+
 	nextID atomic.Int64
 	stats  serverStats
 }
@@ -130,14 +146,15 @@ type serverStats struct {
 	connections atomic.Int64 // accepted connections
 	rejected    atomic.Int64 // refused at maxclients
 	// Totals of clients that have left; INFO adds the live clients' own.
-	commands    atomic.Int64
-	errors      atomic.Int64
-	allowed     atomic.Int64
-	denied      atomic.Int64
-	protoErrors atomic.Int64
-	panics      atomic.Int64
-	netIn       atomic.Int64
-	netOut      atomic.Int64
+	commands       atomic.Int64
+	errors         atomic.Int64
+	allowed        atomic.Int64
+	denied         atomic.Int64
+	protoErrors    atomic.Int64
+	panics         atomic.Int64
+	evictedClients atomic.Int64 // closed for maxmemory-clients
+	netIn          atomic.Int64
+	netOut         atomic.Int64
 }
 
 // NewServer returns a server for ks that reads time from clock.
@@ -158,6 +175,9 @@ func NewServer(cfg Config, ks Keyspace, clock *Clock) *Server {
 	if cfg.QueryBufferLimit <= 0 {
 		cfg.QueryBufferLimit = def.QueryBufferLimit
 	}
+	if cfg.MaxMemoryClients == 0 {
+		cfg.MaxMemoryClients = def.MaxMemoryClients
+	}
 	if cfg.Debug == "" {
 		cfg.Debug = def.Debug
 	}
@@ -169,6 +189,10 @@ func NewServer(cfg Config, ks Keyspace, clock *Clock) *Server {
 	}
 	if cfg.EventLoops < 0 || cfg.Cluster != nil || !loopsSupported {
 		cfg.EventLoops = 0
+	}
+	if idle := int64(cfg.MaxClients) * baseFootprint; cfg.MaxMemoryClients > 0 && idle > cfg.MaxMemoryClients {
+		cfg.Logger.Warn("maxclients idle clients would hold more than maxmemory-clients: clients will be evicted before maxclients is reached",
+			"maxclients", cfg.MaxClients, "idle_clients_memory", idle, "maxmemory_clients", cfg.MaxMemoryClients)
 	}
 	return &Server{
 		cfg:     cfg,
@@ -262,11 +286,16 @@ func (s *Server) accept(nc net.Conn) {
 		}
 	}
 	s.clients[c.id] = c
+	c.mem.Store(c.footprint())
+	c.memIn.Store(int64(len(c.in)))
+	s.clientMem.Add(c.mem.Load())
+	victims := s.evictLocked()
 	s.wg.Add(1)
 	if c.loop != nil {
 		c.loop.add(c)
 	}
 	s.mu.Unlock()
+	s.closeEvicted(nil, victims)
 	if c.loop == nil {
 		go c.serve()
 	}
@@ -275,6 +304,10 @@ func (s *Server) accept(nc net.Conn) {
 func (s *Server) removeClient(c *Client) {
 	s.mu.Lock()
 	delete(s.clients, c.id)
+	s.clientMem.Add(-c.mem.Load())
+	if c.evicted {
+		s.evictingMem -= c.mem.Load()
+	}
 	s.mu.Unlock()
 	c.addTotals(0)
 	s.stats.commands.Add(c.totals.cmds.Load())

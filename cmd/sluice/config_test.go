@@ -86,3 +86,64 @@ func FuzzParseConfigText(f *testing.F) {
 		}
 	})
 }
+
+func TestMaxmemoryClients(t *testing.T) {
+	for _, tc := range []struct {
+		argv      []string
+		want      int64 // the cap in bytes, -1: none
+		configGet string
+	}{
+		{nil, 256 << 20, "268435456"},
+		{[]string{"--maxmemory-clients", "64mb"}, 64 << 20, "67108864"},
+		{[]string{"--maxmemory-clients", "0"}, -1, "0"},
+		{[]string{"--maxmemory", "1gb", "--maxmemory-clients", "10%"}, (1 << 30) * 10 / 100, "10%"},
+		{[]string{"--maxmemory-clients", "100%", "--maxmemory", "64mb"}, 64 << 20, "100%"},
+	} {
+		c, err := parseArgs(tc.argv)
+		if err != nil {
+			t.Fatalf("parseArgs(%q): %v", tc.argv, err)
+		}
+		got, err := c.clientMemoryCap()
+		if err != nil || got != tc.want {
+			t.Errorf("%q: cap %d, %v; want %d", tc.argv, got, err, tc.want)
+		}
+		if v := findSetting("maxmemory-clients").get(&c); v != tc.configGet {
+			t.Errorf("%q: CONFIG GET maxmemory-clients = %q; want %q", tc.argv, v, tc.configGet)
+		}
+	}
+	for _, v := range []string{"0%", "101%", "-5%", "%", "+5%", "5.5%", "12xb", "-1", "10 %"} {
+		if _, err := parseArgs([]string{"--maxmemory-clients", v}); err == nil {
+			t.Errorf("--maxmemory-clients %q accepted", v)
+		}
+	}
+	c, err := parseArgs([]string{"--maxmemory-clients", "10%"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.clientMemoryCap(); err == nil || !strings.Contains(err.Error(), "--maxmemory") {
+		t.Errorf("a percentage without --maxmemory: %v; want an error that names --maxmemory", err)
+	}
+}
+
+// FuzzParseClientMemory: maxmemory-clients never panics, and what it
+// accepts prints back (CONFIG GET) to the same value.
+func FuzzParseClientMemory(f *testing.F) {
+	for _, s := range []string{"0", "256mb", "10%", "100%", "0%", "+5%", "%", "1gb", "99999999999999%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		bytes, pct, err := parseClientMemory(v)
+		if err != nil {
+			return
+		}
+		if pct < 0 || pct > 100 || bytes < 0 || (pct > 0 && bytes != 0) {
+			t.Fatalf("parseClientMemory(%q) = %d bytes, %d%%", v, bytes, pct)
+		}
+		c := config{maxmemClients: bytes, maxmemClientsPct: pct}
+		printed := findSetting("maxmemory-clients").get(&c)
+		b2, p2, err := parseClientMemory(printed)
+		if err != nil || b2 != bytes || p2 != pct {
+			t.Fatalf("%q printed as %q, which reads back as %d bytes, %d%%, %v", v, printed, b2, p2, err)
+		}
+	})
+}

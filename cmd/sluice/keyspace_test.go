@@ -62,7 +62,10 @@ func start(t *testing.T, args ...string) *proc {
 		for sc.Scan() {
 			p.log.WriteString(sc.Text() + "\n")
 			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
-				ready <- m[1]
+				select {
+				case ready <- m[1]: // the first line with an address, and later ones never block the log
+				default:
+				}
 			}
 		}
 		p.cmd.Wait()

@@ -131,6 +131,10 @@ func run(cfg config) error {
 			return err
 		}
 	}
+	clientMemory, err := cfg.clientMemoryCap()
+	if err != nil {
+		return err
+	}
 	var params []commands.Param
 	for _, s := range settings {
 		params = append(params, commands.Param{Name: s.name, Value: s.get(&cfg)})
@@ -147,6 +151,7 @@ func run(cfg config) error {
 			MaxInline: 64 << 10,
 		},
 		QueryBufferLimit: int(cfg.queryBufferLimit),
+		MaxMemoryClients: clientMemory,
 		Debug:            cfg.debugCommand,
 		LogMaxLimit:      int64(cfg.logMaxLimit),
 		Logger:           log,
