@@ -39,12 +39,11 @@ import (
 // left to match: Redis's stringmatchlen stops recursing at nesting 1000.
 const globMaxStars = 1000
 
-// globMatch reports whether str matches pattern; nocase folds letters. Its
-// work is not bounded: use it on short strings only (parameter names).
-func globMatch(pattern, str []byte, nocase bool) bool {
-	m, _, _ := matchGlob(pattern, str, nocase, globMaxStars, -1)
-	return m
-}
+// globStepLimit is the most steps (about 1 ns each) one command spends
+// matching: a SCAN call stops early rather than spend more, and a pattern
+// that needs more for a single key or parameter name is refused with
+// errPatternTooComplex.
+const globStepLimit = 2 << 20
 
 // matchGlob reports whether str matches pattern, as Redis's stringmatchlen
 // with nesting limit maxStars (see the file comment), and how many steps
@@ -105,11 +104,11 @@ func globSearch(pattern, str []byte, nocase bool, maxStars, limit int) (matched,
 		if steps += end - p; steps > limit {
 			return false, false, steps
 		}
+		if n > len(str)-s {
+			return false, true, steps // no room for the part
+		}
 		if end == len(pattern) {
 			// The last part: it must end with str.
-			if n > len(str)-s {
-				return false, true, steps
-			}
 			m, ok, used := globAt(pattern, p, end, str[len(str)-n:], nocase, limit-steps)
 			return m, ok, steps + used
 		}

@@ -217,8 +217,8 @@ func TestGlobNocase(t *testing.T) {
 		{"[Z-a]", "B", false}, // 'Z'…'a' folds to 'z'…'a': empty
 		{"[\x80-\x90]", "\x85", true},
 	} {
-		if got := globMatch([]byte(tc.pattern), []byte(tc.str), true); got != tc.want {
-			t.Errorf("globMatch(%q, %q, nocase) = %v; want %v", tc.pattern, tc.str, got, tc.want)
+		if got, _, _ := matchGlob([]byte(tc.pattern), []byte(tc.str), true, globMaxStars, -1); got != tc.want {
+			t.Errorf("matchGlob(%q, %q, nocase) = %v; want %v", tc.pattern, tc.str, got, tc.want)
 		}
 		if ref := refStringMatch([]byte(tc.pattern), []byte(tc.str), true, globMaxStars); ref != tc.want {
 			t.Errorf("reference(%q, %q, nocase) = %v; want %v", tc.pattern, tc.str, ref, tc.want)
@@ -264,35 +264,7 @@ func TestGlobLongPartsMatchReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	matches := 0
 	for i := 0; i < 20_000; i++ {
-		str := randGlob(r, "aab", 300)
-		var pat []byte
-		if r.IntN(2) == 0 {
-			pat = append(pat, '*')
-		}
-		for parts, pos := r.IntN(3)+1, 0; parts > 0 && pos < len(str); parts-- {
-			from := pos + r.IntN((len(str)-pos)/2+1)
-			to := min(len(str), from+r.IntN(150))
-			pos = to
-			for _, c := range str[from:to] {
-				switch r.IntN(12) {
-				case 0:
-					pat = append(pat, '?')
-				case 1:
-					pat = append(pat, "[ab]"...)
-				case 2:
-					pat = append(pat, '\\', c)
-				default:
-					pat = append(pat, c)
-				}
-			}
-			pat = append(pat, '*')
-		}
-		if r.IntN(2) == 0 {
-			pat = append(pat, str[len(str)-r.IntN(min(len(str), 70)+1):]...)
-		}
-		if j := r.IntN(len(pat) + 1); r.IntN(3) == 0 && j < len(pat) && (pat[j] == 'a' || pat[j] == 'b') {
-			pat[j] ^= 'a' ^ 'b' // likely a mismatch
-		}
+		pat, str := longGlobCase(r)
 		got, decided, _ := matchGlob(pat, str, false, globMaxStars, -1)
 		if want := refStringMatch(pat, str, false, globMaxStars); got != want || !decided {
 			t.Fatalf("matchGlob(%q, %q) = %v; reference says %v", pat, str, got, want)
@@ -305,6 +277,41 @@ func TestGlobLongPartsMatchReference(t *testing.T) {
 		t.Fatalf("%d of 20,000 patterns match; the comparison needs both answers", matches)
 	}
 	t.Logf("%d of 20,000 patterns match", matches)
+}
+
+// longGlobCase returns a string of up to 300 bytes and a pattern with up to
+// three parts of up to 150 elements cut from it, often with one byte
+// changed.
+func longGlobCase(r *rand.Rand) (pat, str []byte) {
+	str = randGlob(r, "aab", 300)
+	if r.IntN(2) == 0 {
+		pat = append(pat, '*')
+	}
+	for parts, pos := r.IntN(3)+1, 0; parts > 0 && pos < len(str); parts-- {
+		from := pos + r.IntN((len(str)-pos)/2+1)
+		to := min(len(str), from+r.IntN(150))
+		pos = to
+		for _, c := range str[from:to] {
+			switch r.IntN(12) {
+			case 0:
+				pat = append(pat, '?')
+			case 1:
+				pat = append(pat, "[ab]"...)
+			case 2:
+				pat = append(pat, '\\', c)
+			default:
+				pat = append(pat, c)
+			}
+		}
+		pat = append(pat, '*')
+	}
+	if r.IntN(2) == 0 {
+		pat = append(pat, str[len(str)-r.IntN(min(len(str), 70)+1):]...)
+	}
+	if j := r.IntN(len(pat) + 1); r.IntN(3) == 0 && j < len(pat) && (pat[j] == 'a' || pat[j] == 'b') {
+		pat[j] ^= 'a' ^ 'b' // likely a mismatch
+	}
+	return pat, str
 }
 
 func FuzzGlobMatch(f *testing.F) {
