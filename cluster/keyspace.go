@@ -96,7 +96,7 @@ func (n *Node) Flush(now int64) error {
 
 // Scan iterates over this node's own state, as of its applied time (as
 // SCAN on a Redis replica does).
-func (n *Node) Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo)) (uint64, error) {
+func (n *Node) Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo) bool) (uint64, error) {
 	return n.st.Scan(n.fsm.AppliedTime(), cursor, count, fn)
 }
 

@@ -235,9 +235,18 @@ func cmdConfig(c *Client, args [][]byte) {
 	case equalFold(args[1], "get") && len(args) >= 3:
 		var pairs []Param
 		seen := map[string]bool{}
+		steps := globStepLimit
 		for _, pat := range args[2:] {
 			for _, p := range c.srv.cfg.Params {
-				if !seen[p.Name] && globMatch(pat, []byte(p.Name), true) {
+				if seen[p.Name] {
+					continue
+				}
+				m, decided, used := matchGlob(pat, []byte(p.Name), true, globMaxStars, steps)
+				if !decided {
+					c.writeError(errPatternTooComplex)
+					return
+				}
+				if steps -= used; m {
 					seen[p.Name] = true
 					pairs = append(pairs, p)
 				}

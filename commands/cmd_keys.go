@@ -86,6 +86,18 @@ func (c *Client) replyTTL(key []byte, unit int64) {
 	}
 }
 
+// One SCAN call does a bounded amount of work, so that it holds its event
+// loop for a few milliseconds at most whatever COUNT, the keys and the
+// pattern: it visits at most scanMaxCount records, replies at most
+// scanMaxBytes of keys (and at least one key), and spends at most
+// globStepLimit steps matching. Like Redis's SCAN, it may then return fewer
+// keys than COUNT, with a cursor to go on from. The store copies keys out of
+// a shard under its lock a chunk at a time; matching runs with no lock held.
+const (
+	scanMaxCount = 4096
+	scanMaxBytes = 1 << 20
+)
+
 // cmdScan: SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 func cmdScan(c *Client, args [][]byte) {
 	// arguments
@@ -118,7 +130,7 @@ func cmdScan(c *Client, args [][]byte) {
 				c.writeError(errSyntax)
 				return
 			}
-			count = int(min(v, 1<<20))
+			count = int(min(v, scanMaxCount))
 		case equalFold(args[i], "type"):
 			typ = string(args[i+1])
 		default:
@@ -127,16 +139,33 @@ func cmdScan(c *Client, args [][]byte) {
 		}
 	}
 	// operation
-	var keys [][]byte
-	next, err := c.srv.ks.Scan(c.now, cursor, count, func(key []byte, algo algorithms.Algo) {
+	var found []byte // the keys found, one after the other
+	var ends []int   // where each ends in found
+	steps, offered, tooComplex := globStepLimit, 0, false
+	next, err := c.srv.ks.Scan(c.now, cursor, count, func(key []byte, algo algorithms.Algo) bool {
+		if offered++; offered > 1 && (len(found)+len(key) > scanMaxBytes || steps <= 0) {
+			return false // for the next call
+		}
 		if typ != "" && algo.String() != typ {
-			return
+			return true
 		}
-		if pattern != nil && !globMatch(pattern, key, false) {
-			return
+		if pattern != nil {
+			m, decided, used := matchGlob(pattern, key, false, globMaxStars, steps)
+			if !decided {
+				tooComplex = offered == 1 // else the next call has the whole budget for it
+				return false
+			}
+			if steps -= used; !m {
+				return true
+			}
 		}
-		keys = append(keys, append([]byte(nil), key...))
+		found = append(found, key...)
+		ends = append(ends, len(found))
+		return true
 	})
+	if err == nil && tooComplex {
+		err = errPatternTooComplex
+	}
 	if err != nil {
 		c.writeError(err)
 		return
@@ -144,9 +173,11 @@ func cmdScan(c *Client, args [][]byte) {
 	// reply
 	c.writeArray(2)
 	c.writeBulkString(strconv.FormatUint(next, 10))
-	c.writeArray(len(keys))
-	for _, k := range keys {
-		c.writeBulk(k)
+	c.writeArray(len(ends))
+	from := 0
+	for _, end := range ends {
+		c.writeBulk(found[from:end])
+		from = end
 	}
 }
 

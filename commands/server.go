@@ -28,8 +28,9 @@ type Keyspace interface {
 	// TTL returns the time until key's state expires, or -1 if absent.
 	TTL(now int64, key []byte) (int64, error)
 	// Scan visits about count entries from cursor and returns the cursor to
-	// continue from, 0 when done.
-	Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo)) (uint64, error)
+	// continue from, 0 when done. It calls fn with no lock held; when fn
+	// returns false it stops, and the cursor it returns resumes at that key.
+	Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo) bool) (uint64, error)
 	DBSize(now int64) (int64, error)
 	Flush(now int64) error
 	// Info returns key's stored state (Algo None if absent), for RL.INFO.

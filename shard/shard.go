@@ -342,14 +342,22 @@ func (s *Shard) Flush() {
 // and are only valid during the call, which must not change the shard.
 // Scan requires that s is locked.
 func (s *Shard) Scan(pos, count int, now int64, fn func(key []byte, e Entry)) (next, visited int) {
+	return s.Walk(pos, count, now, func(_ int, key []byte, e Entry) bool { fn(key, e); return true })
+}
+
+// Walk is Scan that also passes fn each record's position (never 0) and
+// lets fn stop the walk: when fn returns false, Walk returns that record's
+// position as next and does not count the record as visited, so that a
+// walk resumed there offers it again. Walk requires that s is locked.
+func (s *Shard) Walk(pos, count int, now int64, fn func(at int, key []byte, e Entry) bool) (next, visited int) {
 	if pos < 0 || pos > 1<<32-1 {
 		return 0, 0
 	}
 	l, ok := s.arena.seek(uint32(pos))
 	for ; ok && visited < count; visited++ {
 		if s.arena.header(l)&hdrFree == 0 {
-			if e := s.arena.entry(l); e.Live(now) {
-				fn(s.arena.key(l), e)
+			if e := s.arena.entry(l); e.Live(now) && !fn(int(l), s.arena.key(l), e) {
+				return int(l), visited
 			}
 		}
 		l, ok = s.arena.seek(s.arena.after(l))

@@ -316,6 +316,47 @@ func TestScanFindsStableKeysAndSurvivesAnyCursor(t *testing.T) {
 	}
 }
 
+// TestWalkStopsAndResumesAtTheKey: a walk stopped by fn returns the
+// position of the key it stopped at, and a walk from there offers that key
+// first; stopping after every third key still finds every stable key.
+func TestWalkStopsAndResumesAtTheKey(t *testing.T) {
+	var s Shard
+	for i := 0; i < 500; i++ {
+		put(t, &s, fmt.Sprintf("stable:%d", i), tokenEntry(t0+1_000_000), t0)
+	}
+	seen := map[string]int{}
+	pos, stopped, offered := 0, "", 0
+	for calls := 0; ; calls++ {
+		first := true
+		next, _ := s.Walk(pos, 50, t0, func(at int, k []byte, _ Entry) bool {
+			if at <= 0 {
+				t.Fatalf("position %d for %q", at, k)
+			}
+			if first && stopped != "" && string(k) != stopped {
+				t.Fatalf("walk resumed at %q; want %q, where it stopped", k, stopped)
+			}
+			first = false
+			if offered++; offered%3 == 0 {
+				stopped = string(k)
+				return false
+			}
+			seen[string(k)]++
+			stopped = ""
+			return true
+		})
+		if next == 0 {
+			break
+		}
+		if calls > 10_000 {
+			t.Fatal("the walk does not end")
+		}
+		pos = next
+	}
+	if len(seen) != 500 {
+		t.Fatalf("walk saw %d keys; want 500", len(seen))
+	}
+}
+
 func TestFlushGivesMemoryBack(t *testing.T) {
 	var s Shard
 	for i := 0; i < 1000; i++ {

@@ -234,7 +234,7 @@ func otherLockers(t *testing.T, st *Store) (stop func()) {
 	loop(func(i int) error { st.Sweep(t0 + int64(i)*int64(time.Millisecond)); return nil })
 	var cursor uint64
 	loop(func(int) error {
-		cursor, _ = st.Scan(t0, cursor, 50, func([]byte, algorithms.Algo) {})
+		cursor, _ = st.Scan(t0, cursor, 50, func([]byte, algorithms.Algo) bool { return true })
 		return nil
 	})
 	loop(func(int) error {

@@ -328,37 +328,70 @@ func (st *Store) Flush(now int64) error {
 	return nil
 }
 
-// Scan visits about count slots from cursor, moving on to the next shards
-// until it has visited count slots, and calls fn for each live entry. It
+// Scan visits about count records from cursor, moving on to the next
+// shards until it has visited count, and calls fn for each live entry. It
 // returns the cursor to continue from, 0 when the iteration is complete. A
-// key that is present for a whole iteration is returned at least once; the
-// key passed to fn is only valid during the call.
-func (st *Store) Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo)) (uint64, error) {
-	const posBits = 40 // cursor = shard index << posBits | slot position
+// key that is present for a whole iteration is offered at least once.
+//
+// fn runs with no lock held, on a copy of the key that is valid during the
+// call: Scan copies the keys of up to scanChunk records (and scanChunkBytes
+// of keys, at least one key) out of a shard under its lock, unlocks, then
+// offers them. So a slow fn (a MATCH pattern) delays no decision. When fn
+// returns false, Scan stops and returns a cursor that resumes at that key,
+// which the next call offers again.
+func (st *Store) Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo) bool) (uint64, error) {
+	const posBits = 40 // cursor = shard index << posBits | record position
 	idx := cursor >> posBits
 	pos := int(cursor & (1<<posBits - 1))
 	if count < 1 {
 		count = 10
 	}
-	visit := func(key []byte, e shard.Entry) { fn(key, e.Algo) }
-	for budget := count; idx < uint64(len(st.shards)); {
+	type copied struct {
+		at, end int // the record's position; where its key ends in keys
+		algo    algorithms.Algo
+	}
+	var keys []byte
+	var out []copied
+	take := func(at int, key []byte, e shard.Entry) bool {
+		if len(out) > 0 && len(keys)+len(key) > scanChunkBytes {
+			return false
+		}
+		keys = append(keys, key...)
+		out = append(out, copied{at, len(keys), e.Algo})
+		return true
+	}
+	for budget := count; budget > 0 && idx < uint64(len(st.shards)); {
 		sh := &st.shards[idx]
+		keys, out = keys[:0], out[:0]
 		sh.Lock()
-		next, visited := sh.Scan(pos, budget, now, visit)
+		next, visited := sh.Walk(pos, min(budget, scanChunk), now, take)
 		sh.Unlock()
+		budget -= visited
+		from := 0
+		for _, c := range out {
+			if !fn(keys[from:c.end:c.end], c.algo) {
+				return idx<<posBits | uint64(c.at), nil
+			}
+			from = c.end
+		}
 		if next != 0 {
-			return idx<<posBits | uint64(next), nil
+			pos = next
+			continue
 		}
 		idx, pos = idx+1, 0
-		if budget -= visited; budget <= 0 {
-			break
-		}
 	}
 	if idx >= uint64(len(st.shards)) {
 		return 0, nil
 	}
-	return idx << posBits, nil
+	return idx<<posBits | uint64(pos), nil
 }
+
+// A Scan holds a shard's lock while it copies at most scanChunk records'
+// keys, and at most scanChunkBytes of them after the first.
+const (
+	scanChunk      = 256
+	scanChunkBytes = 64 << 10
+)
 
 // Stats sums the shards' counters.
 func (st *Store) Stats() shard.Stats {

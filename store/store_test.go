@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,7 +142,7 @@ func TestScanReturnsEveryStableKey(t *testing.T) {
 		// Churn during the scan: other keys come and go.
 		decide(st, t0, token(fmt.Sprintf("tmp:%d", calls), time.Hour, 10, 1))
 		st.Delete(t0, [][]byte{[]byte(fmt.Sprintf("tmp:%d", calls-1))})
-		cursor, _ = st.Scan(t0, cursor, 7, func(key []byte, _ algorithms.Algo) { seen[string(key)] = true })
+		cursor, _ = st.Scan(t0, cursor, 7, func(key []byte, _ algorithms.Algo) bool { seen[string(key)] = true; return true })
 		if cursor == 0 {
 			break
 		}
@@ -150,6 +151,52 @@ func TestScanReturnsEveryStableKey(t *testing.T) {
 		if !seen[k] {
 			t.Fatalf("scan missed %q", k)
 		}
+	}
+}
+
+// TestScanOffersKeysWithoutTheLockAndResumesWhereStopped: fn can decide on
+// the key it is offered (a deadlock if Scan held the shard's lock); when fn
+// stops the scan, the next call offers the same key first; keys of 100 KB
+// go out a few at a time; every key is seen.
+func TestScanOffersKeysWithoutTheLockAndResumesWhereStopped(t *testing.T) {
+	st := New(4)
+	want := map[string]bool{}
+	for i := 0; i < 300; i++ {
+		k := fmt.Sprintf("user:%d", i)
+		if i%50 == 0 {
+			k += strings.Repeat("x", 100<<10)
+		}
+		want[k] = true
+		decide(st, t0, token(k, time.Hour, 10, 1))
+	}
+	seen := map[string]bool{}
+	var cursor uint64
+	stopped, offers := "", 0
+	for calls := 0; ; calls++ {
+		if calls > 10_000 {
+			t.Fatal("scan does not terminate")
+		}
+		first := true
+		cursor, _ = st.Scan(t0, cursor, 40, func(key []byte, _ algorithms.Algo) bool {
+			if first && stopped != "" && string(key) != stopped {
+				t.Fatalf("scan resumed at %.20q; want %.20q, where fn stopped it", key, stopped)
+			}
+			first = false
+			if offers++; offers%7 == 0 {
+				stopped = string(key)
+				return false
+			}
+			stopped = ""
+			decide(st, t0, token(string(key), time.Hour, 10, 1)) // takes the key's shard lock
+			seen[string(key)] = true
+			return true
+		})
+		if cursor == 0 {
+			break
+		}
+	}
+	if len(seen) != len(want) {
+		t.Fatalf("scan saw %d keys; want %d", len(seen), len(want))
 	}
 }
 

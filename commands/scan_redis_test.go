@@ -1,0 +1,167 @@
+package commands
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startRedis runs redis-server on 127.0.0.1 with a free port, without
+// persistence, until the test ends; it skips the test when redis-server is
+// not installed.
+func startRedis(t *testing.T) *redis.Client {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not on PATH (apt-get install redis-server): the comparison with Redis is not run")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Protocol: 2, DisableIndentity: true})
+	t.Cleanup(func() { rdb.Close() })
+	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(context.Background()).Err() != nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("redis-server did not answer within 10s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return rdb
+}
+
+// TestScanMatchAgreesWithRedis gives Redis 7 and sluice the same keys (every
+// string of up to 3 bytes over an alphabet of pattern syntax, letters of
+// both cases and bytes ≥ 0x80, and the strings of globCases) and compares
+// KEYS pattern on Redis with a whole SCAN iteration with MATCH pattern on
+// sluice, for 3,000 random patterns, those of globCases and 300 with long
+// parts cut from 30 long keys; and checks
+// globCases' answers against Redis.
+func TestScanMatchAgreesWithRedis(t *testing.T) {
+	ctx := context.Background()
+	rds := startRedis(t)
+	if v, _ := rds.Info(ctx, "server").Result(); !strings.Contains(v, "redis_version:7.") {
+		t.Skipf("redis-server is not 7.x: its matcher may differ")
+	}
+	ts := startServer(t, Config{})
+	slc := ts.client(t, 2)
+
+	const alphabet = "ab]-\\*[?^Az\x80\xff"
+	keys := []string{""}
+	for n, from := 0, 0; n < 3; n++ {
+		to := len(keys)
+		for _, k := range keys[from:to] {
+			for i := 0; i < len(alphabet); i++ {
+				keys = append(keys, k+alphabet[i:i+1])
+			}
+		}
+		from = to
+	}
+	for _, tc := range globCases {
+		keys = append(keys, tc.str)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	var long []string // patterns with long parts, cut from long keys
+	for i := 0; i < 300; i++ {
+		pat, str := longGlobCase(r)
+		long = append(long, string(pat))
+		if i%10 == 0 {
+			keys = append(keys, string(str))
+		}
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	pipe := rds.Pipeline()
+	for _, k := range keys {
+		pipe.Set(ctx, k, 1, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, slc, keys)
+	for name, rdb := range map[string]*redis.Client{"Redis": rds, "sluice": slc} {
+		if n := rdb.DBSize(ctx).Val(); n != int64(len(keys)) {
+			t.Fatalf("%s holds %d keys; want %d", name, n, len(keys))
+		}
+	}
+
+	for _, tc := range globCases {
+		if tc.pattern == "*" {
+			continue // KEYS and SCAN answer a bare * without the matcher: every key
+		}
+		got, err := rds.Keys(ctx, tc.pattern).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(got, tc.str) != tc.want {
+			t.Errorf("Redis: %q matches %q: %v; globCases says %v", tc.pattern, tc.str, !tc.want, tc.want)
+		}
+	}
+
+	patterns := make([]string, 0, 3000+len(globCases)+len(long))
+	for _, tc := range globCases {
+		patterns = append(patterns, tc.pattern)
+	}
+	patterns = append(patterns, long...)
+	for len(patterns) < cap(patterns) {
+		patterns = append(patterns, string(randGlob(r, globAlphabet, 7)))
+	}
+	matches := 0
+	for _, pat := range patterns {
+		want, err := rds.Keys(ctx, pat).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := scanAll(ctx, slc, pat, 1000)
+		if pat == "" {
+			got, _, err = scanAllMatchEmpty(ctx, slc)
+		}
+		if err != nil {
+			t.Fatalf("SCAN MATCH %q: %v", pat, err)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("MATCH %q: sluice returns %q; Redis's KEYS %q", pat, got, want)
+		}
+		if len(want) > 0 {
+			matches++
+		}
+	}
+	t.Logf("%d patterns agree over %d keys; %d match some key", len(patterns), len(keys), matches)
+}
+
+// scanAllMatchEmpty is scanAll with MATCH "" (go-redis leaves an empty
+// pattern out of the command).
+func scanAllMatchEmpty(ctx context.Context, rdb *redis.Client) ([]string, int, error) {
+	var all []string
+	cursor := "0"
+	for calls := 1; ; calls++ {
+		v, err := rdb.Do(ctx, "SCAN", cursor, "MATCH", "", "COUNT", 1000).Slice()
+		if err != nil {
+			return all, calls, err
+		}
+		for _, k := range v[1].([]any) {
+			all = append(all, k.(string))
+		}
+		if cursor = v[0].(string); cursor == "0" {
+			return all, calls, nil
+		}
+	}
+}
