@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/cluster"
 )
 
 func TestDefaults(t *testing.T) {
@@ -85,4 +87,28 @@ func FuzzParseConfigText(f *testing.F) {
 			_ = apply(&c, d.args[0], d.args[1:]) // unknown names and bad values are errors, never panics
 		}
 	})
+}
+
+func TestReplicationFlags(t *testing.T) {
+	c, err := parseArgs([]string{"--bootstrap", "force", "--peers", "10.0.0.2:6380", "10.0.0.3:6380",
+		"--raft-allow", "10.0.0.0/16", "192.168.1.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bootstrapMode(c.bootstrap) != cluster.BootstrapForce || strings.Join(c.peers, ",") != "10.0.0.2:6380,10.0.0.3:6380" ||
+		strings.Join(c.raftAllow, ",") != "10.0.0.0/16,192.168.1.7" {
+		t.Fatalf("config = %+v", c)
+	}
+	for v, want := range map[string]cluster.BootstrapMode{"yes": cluster.BootstrapIfNew, "no": cluster.NoBootstrap, "FORCE": cluster.BootstrapForce} {
+		c, err := parseArgs([]string{"--bootstrap", v})
+		if err != nil || bootstrapMode(c.bootstrap) != want {
+			t.Errorf("--bootstrap %s: %v, %v; want %v", v, bootstrapMode(c.bootstrap), err, want)
+		}
+	}
+	if _, err := parseArgs([]string{"--bootstrap", "maybe"}); err == nil {
+		t.Error("--bootstrap maybe was accepted")
+	}
+	if c, err := parseArgs(nil); err != nil || len(c.peers) != 0 || len(c.raftAllow) != 0 || c.bootstrap != "no" {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
 }
