@@ -73,7 +73,9 @@ type Node struct {
 }
 
 // Open starts a node over st (which must be empty: its state comes from the
-// log and snapshots).
+// log and snapshots). A node with no Raft state and cfg.Bootstrap set may
+// first wait for its peers, and refuses to start a group that may exist
+// already (bootstrap.go).
 func Open(cfg Config, st *store.Store) (*Node, error) {
 	if cfg.ID == "" || cfg.RESPAddr == "" {
 		return nil, errors.New("cluster: a node needs --node-id and a RESP address")

@@ -124,7 +124,7 @@ func (f *peerFilter) admit(remote net.Addr) bool {
 	if err != nil {
 		return false
 	}
-	ip := ap.Addr().Unmap()
+	ip := ap.Addr().Unmap().WithZone("")
 	if f.allowed(ip, time.Now()) {
 		return true
 	}
@@ -175,7 +175,7 @@ func (f *peerFilter) resolve(hostport string, now time.Time) []netip.Addr {
 		return nil
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
-		return []netip.Addr{a.Unmap()}
+		return []netip.Addr{a.Unmap().WithZone("")}
 	}
 	f.mu.Lock()
 	r, ok := f.hosts[host]
@@ -187,7 +187,7 @@ func (f *peerFilter) resolve(hostport string, now time.Time) []netip.Addr {
 	defer cancel()
 	ips, _ := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	for i := range ips {
-		ips[i] = ips[i].Unmap()
+		ips[i] = ips[i].Unmap().WithZone("")
 	}
 	f.mu.Lock()
 	f.hosts[host] = resolved{addrs: ips, until: now.Add(hostTTL)}

@@ -189,6 +189,12 @@ func TestRaftPortRules(t *testing.T) {
 			t.Errorf("%s: allowed(%s) = %v; want %v", c.name, c.ip, got, c.want)
 		}
 	}
+	// A link-local peer's connection carries its interface; the member's address does not.
+	f, _ := newPeerFilter(quiet, nil, false)
+	f.arm(configOf("[fe80::1]:7000"))
+	if !f.admit(&net.TCPAddr{IP: net.ParseIP("fe80::1"), Zone: "eth0", Port: 40000}) {
+		t.Error("fe80::1 on eth0 was refused; the member is fe80::1")
+	}
 }
 
 func TestRaftAllowAny(t *testing.T) {
