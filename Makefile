@@ -22,11 +22,11 @@ CLUSTER_DIR ?= data/cluster
 cluster: build
 	@mkdir -p $(CLUSTER_DIR)
 	@set -e; trap 'kill $$(jobs -p) 2>/dev/null; wait; echo; echo "cluster stopped (state kept in $(CLUSTER_DIR))"' INT TERM EXIT; \
-	./$(BIN) --port 6381 --node-id n1 --raft-bind 127.0.0.1:7381 --dir $(CLUSTER_DIR)/n1 --bootstrap yes --loglevel warning & \
-	sleep 1.5; \
 	./$(BIN) --port 6382 --node-id n2 --raft-bind 127.0.0.1:7382 --dir $(CLUSTER_DIR)/n2 --join 127.0.0.1:6381 --loglevel warning & \
 	./$(BIN) --port 6383 --node-id n3 --raft-bind 127.0.0.1:7383 --dir $(CLUSTER_DIR)/n3 --join 127.0.0.1:6381 --loglevel warning & \
-	sleep 2; \
+	./$(BIN) --port 6381 --node-id n1 --raft-bind 127.0.0.1:7381 --dir $(CLUSTER_DIR)/n1 --bootstrap yes \
+		--peers 127.0.0.1:6382 127.0.0.1:6383 --loglevel warning & \
+	sleep 3; \
 	echo "3-node group up: redis-cli -p 6381|6382|6383 (any node serves any client)"; \
 	echo "  redis-cli -p 6382 RL.TOKEN user:42 10/s 20"; \
 	echo "  redis-cli -p 6381 RAFT.MEMBERS; redis-cli -p 6381 INFO replication"; \

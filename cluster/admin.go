@@ -223,5 +223,6 @@ func (n *Node) InfoReplication() [][2]string {
 		{"batch_ops_avg", avg},
 		{"batch_ops_max", strconv.FormatInt(maxSeen, 10)},
 		{"fsync", strconv.FormatBool(n.cfg.Fsync)},
+		{"raft_refused_connections", strconv.FormatInt(n.RefusedConnections(), 10)},
 	}
 }

@@ -1,5 +1,17 @@
 package cluster
 
+import "errors"
+
+// The reasons a node refuses to start a new group or to join (wrapped with the
+// details and the recovery procedure), and a peer's unreadable reply.
+var (
+	errWasMember    = errors.New("cluster: refusing to bootstrap")
+	errPeerInGroup  = errors.New("cluster: refusing to bootstrap")
+	errPeersSilent  = errors.New("cluster: refusing to bootstrap")
+	errStillMember  = errors.New("cluster: not joining")
+	errMembersReply = errors.New("cluster: malformed RAFT.MEMBERS reply")
+)
+
 // The errors a client sees from a replicated group. Their first word is the
 // Redis Cluster error code a client library already knows how to handle:
 // CLUSTERDOWN means nothing was applied, TRYAGAIN that the outcome is

@@ -21,19 +21,24 @@ import (
 // Config configures a Node. ID, RESPAddr and either RaftBind or Transport
 // are required.
 type Config struct {
-	ID            string // this node's id, unique in the group
-	RaftBind      string // host:port the Raft transport listens on
-	RaftAdvertise string // the address peers dial; RaftBind if empty
-	RESPAddr      string // this node's client address, where followers forward to
-	Dir           string // raft.db and snapshots live in Dir/raft
-	Bootstrap     bool   // start a new group with this node as its only voter
-	Join          string // a member's RESP address to join through (ignored if Dir holds state)
-	Fsync         bool   // fsync the log on every write (the default; false trades durability for speed)
-	Password      string // requirepass of the group's nodes, for forwarding
+	ID            string        // this node's id, unique in the group
+	RaftBind      string        // host:port the Raft transport listens on
+	RaftAdvertise string        // the address peers dial; RaftBind if empty
+	RESPAddr      string        // this node's client address, where followers forward to
+	Dir           string        // raft.db and snapshots live in Dir/raft
+	Bootstrap     BootstrapMode // whether a node with no Raft state starts a new group (bootstrap.go)
+	Peers         []string      // the other members' RESP addresses, asked before bootstrapping
+	Join          string        // a member's RESP address to join through (ignored if Dir holds state)
+	RaftAllow     []string      // IPs and prefixes the Raft port admits besides members ("any": all; peerfilter.go)
+	Fsync         bool          // fsync the log on every write (the default; false trades durability for speed)
+	Password      string        // requirepass of the group's nodes, for forwarding
 	Logger        *slog.Logger
 
 	// LeaderWait bounds how long a request waits for a leader (default 3s).
 	LeaderWait time.Duration
+	// PeerWait bounds how long --bootstrap yes waits for every peer to
+	// answer (default 5s).
+	PeerWait time.Duration
 
 	// For tests: raft's in-memory stores and transport, and timing.
 	Transport  raft.Transport
@@ -57,7 +62,10 @@ type Node struct {
 	trans   raft.Transport
 	batcher *batcher
 	fwd     *forwarder
+	filter  *peerFilter // nil unless raft's TCP transport is in use
 	closers []io.Closer
+
+	fileStores bool // the log and snapshots are files in cfg.Dir
 
 	ready   atomic.Bool // leader, and its first barrier has applied
 	stop    chan struct{}
@@ -65,7 +73,9 @@ type Node struct {
 }
 
 // Open starts a node over st (which must be empty: its state comes from the
-// log and snapshots).
+// log and snapshots). A node with no Raft state and cfg.Bootstrap set may
+// first wait for its peers, and refuses to start a group that may exist
+// already (bootstrap.go).
 func Open(cfg Config, st *store.Store) (*Node, error) {
 	if cfg.ID == "" || cfg.RESPAddr == "" {
 		return nil, errors.New("cluster: a node needs --node-id and a RESP address")
@@ -75,6 +85,9 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	}
 	if cfg.LeaderWait <= 0 {
 		cfg.LeaderWait = 3 * time.Second
+	}
+	if cfg.PeerWait <= 0 {
+		cfg.PeerWait = 5 * time.Second
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: NewFSM(st), fwd: newForwarder(cfg.Password), stop: make(chan struct{})}
 
@@ -99,6 +112,12 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		n.closeAll()
 		return nil, fmt.Errorf("cluster: reading %s: %w", cfg.Dir, err)
 	}
+	if !existing && cfg.Bootstrap != NoBootstrap {
+		if err := n.mayBootstrap(); err != nil {
+			n.closeAll()
+			return nil, err
+		}
+	}
 	r, err := raft.NewRaft(rc, n.fsm, n.cfg.Logs, n.cfg.Stable, n.cfg.Snapshots, n.trans)
 	if err != nil {
 		n.closeAll()
@@ -106,11 +125,25 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	}
 	n.raft = r
 	n.batcher = newBatcher(r)
+	if n.filter != nil {
+		n.filter.arm(func() raft.Configuration { return r.GetConfiguration().Configuration() })
+		n.stopped.Add(1)
+		go n.vouchLoop()
+	}
 
 	switch {
+	case existing && len(r.GetConfiguration().Configuration().Servers) == 0 && cfg.Join != "":
+		// A joiner stopped after a leader's first message set its term but
+		// before any entry arrived: it has its votes and no entries, so it
+		// lost nothing and asks again, even if it is a member already.
+		n.stopped.Add(1)
+		go n.joinLoop(false)
 	case existing:
 		n.log.Info("raft: restarting on existing state; --bootstrap and --join are ignored", "dir", cfg.Dir)
-	case cfg.Bootstrap:
+		if n.inConfiguration() {
+			n.writeMarker()
+		}
+	case cfg.Bootstrap != NoBootstrap:
 		f := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{
 			{Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()},
 		}})
@@ -118,13 +151,29 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 			n.Close()
 			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
 		}
+		n.writeMarker()
 	case cfg.Join != "":
 		n.stopped.Add(1)
-		go n.joinLoop()
+		go n.joinLoop(true)
+	default:
+		if id := n.formerMember(); id != "" {
+			n.log.Warn("raft: this --dir's marker says the node was a member of a group, but it holds no Raft state; "+
+				"waiting to be added. "+n.recovery(""), "marker", filepath.Join(cfg.Dir, markerFile))
+		}
 	}
 	n.stopped.Add(1)
 	go n.watchLeadership(notify)
 	return n, nil
+}
+
+// inConfiguration reports whether raft's latest configuration names this node.
+func (n *Node) inConfiguration() bool {
+	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+		if string(s.ID) == n.cfg.ID {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Node) openStorage() error {
@@ -144,10 +193,16 @@ func (n *Node) openStorage() error {
 			return err
 		}
 		cfg.Logs, cfg.Stable, cfg.Snapshots = bolt, bolt, snaps
+		n.fileStores = true
 	}
 	if cfg.Transport != nil {
 		n.trans = cfg.Transport
 		return nil
+	}
+	standby := cfg.Join == "" && cfg.Bootstrap == NoBootstrap && n.formerMember() == ""
+	filter, err := newPeerFilter(n.log, cfg.RaftAllow, standby)
+	if err != nil {
+		return err
 	}
 	adv := cfg.RaftAdvertise
 	if adv == "" {
@@ -157,11 +212,11 @@ func (n *Node) openStorage() error {
 	if err != nil {
 		return err
 	}
-	t, err := newTCPTransport(cfg.RaftBind, addr)
+	t, err := newTCPTransport(cfg.RaftBind, addr, filter)
 	if err != nil {
 		return err
 	}
-	n.trans = t
+	n.trans, n.filter = t, filter
 	n.closers = append(n.closers, t)
 	return nil
 }
@@ -199,20 +254,45 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 }
 
 // joinLoop asks the member at cfg.Join to add this node, retrying until it
-// is a member or the node stops.
-func (n *Node) joinLoop() {
+// is a member or the node stops. Before each attempt it asks for the
+// group's members: the Raft port must admit the leader, which connects to
+// this node as soon as it adds it. Until an attempt has been sent, finding
+// this node's id among them means its Raft state was lost (this node has
+// none): rejoining as the same voter would forget the votes and entries it
+// acknowledged, so it waits, logging why, until the id is removed, and its
+// Raft port admits no one meanwhile. fresh says that this node has no Raft
+// state at all (not even a term), which makes that check meaningful.
+func (n *Node) joinLoop(fresh bool) {
 	defer n.stopped.Done()
 	delay := 100 * time.Millisecond
 	start := time.Now()
+	sent := false // an attempt was sent: its outcome may have been "added"
 	for {
-		_, err := n.fwd.call(n.cfg.Join, []byte("RAFT.JOIN"), []byte(n.cfg.ID),
-			[]byte(n.trans.LocalAddr()), []byte(n.cfg.RESPAddr))
-		if err == nil {
-			n.log.Info("raft: joined the group", "through", n.cfg.Join)
-			return
+		members, err := askMembers(n.cfg.Join, n.cfg.Password)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("asking for the members: %w", err)
+		case fresh && !sent && hasMember(members, n.cfg.ID):
+			// Not vouched for either: the leader still replicates to this
+			// id, and admitting it would make this node that voter again.
+			err = fmt.Errorf("%w: %s is still a member of the group (%s) but this node's --dir (%s) holds no Raft state; "+
+				"run RAFT.REMOVE %s on a live member and this node joins as a new one", errStillMember, n.cfg.ID,
+				describeMembers(members), n.cfg.Dir, n.cfg.ID)
+		default:
+			if n.filter != nil {
+				n.filter.vouch(members)
+			}
+			sent = true
+			_, err = n.fwd.call(n.cfg.Join, []byte("RAFT.JOIN"), []byte(n.cfg.ID),
+				[]byte(n.trans.LocalAddr()), []byte(n.cfg.RESPAddr))
+			if err == nil {
+				n.log.Info("raft: joined the group", "through", n.cfg.Join)
+				n.writeMarker()
+				return
+			}
 		}
 		level := slog.LevelInfo // a group that is still electing its first leader is normal
-		if time.Since(start) > 5*time.Second {
+		if time.Since(start) > 5*time.Second || errors.Is(err, errStillMember) {
 			level = slog.LevelWarn
 		}
 		n.log.Log(context.Background(), level, "raft: join failed; retrying", "through", n.cfg.Join, "err", err, "in", delay)

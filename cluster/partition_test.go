@@ -35,8 +35,9 @@ func TestProcessPartitionedLeader(t *testing.T) {
 	})
 }
 
-// proxy relays TCP to a node's Raft port and can cut off callers by
-// source address: their connections are closed and new ones refused.
+// proxy relays TCP to a node's Raft port, from the caller's source
+// address, and can cut off callers by that address: their connections are
+// closed and new ones refused.
 type proxy struct {
 	ln     net.Listener
 	port   int
@@ -72,7 +73,10 @@ func (px *proxy) serve() {
 			c.Close()
 			continue
 		}
-		up, err := net.DialTimeout("tcp", px.target, time.Second)
+		// Dial from the caller's address: the node behind the proxy admits
+		// Raft connections from its members' addresses only.
+		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		up, err := d.Dial("tcp", px.target)
 		if err != nil {
 			px.mu.Unlock()
 			c.Close()

@@ -382,10 +382,10 @@ func underLoad(t *testing.T, ps []*proc, key string, fault func(ld *proc, others
 	stop := make(chan struct{})
 	wg := drive(t, ps, 2, key, capacity, h, stop)
 	time.Sleep(time.Second)
-	ld := leaderOf(ps)
-	if ld == nil {
-		t.Fatal("no leader")
-	}
+	// On a loaded 2-core machine a leader can miss its lease and step down
+	// on its own; the group elects another within a few seconds.
+	var ld *proc
+	waitFor(t, 15*time.Second, func() bool { ld = leaderOf(ps); return ld != nil })
 	fault(ld, othersThan(ps, ld))
 	time.Sleep(time.Second)
 	close(stop)

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-rl/sluice/cluster"
 )
 
 // config is the resolved configuration: defaults, then the config file,
@@ -43,7 +45,9 @@ type config struct {
 	raftAdvertise string
 	announceAddr  string
 	bootstrap     string
+	peers         []string
 	join          string
+	raftAllow     []string
 	raftFsync     string
 }
 
@@ -169,10 +173,14 @@ var settings = []setting{
 		func(c *config) string { return c.raftAdvertise }},
 	{"announce-addr", func(c *config, a []string) error { return stringArg(a, &c.announceAddr) },
 		func(c *config) string { return c.announceAddr }},
-	{"bootstrap", func(c *config, a []string) error { return enumArg(a, &c.bootstrap, "yes", "no") },
+	{"bootstrap", func(c *config, a []string) error { return enumArg(a, &c.bootstrap, "yes", "no", "force") },
 		func(c *config) string { return c.bootstrap }},
+	{"peers", func(c *config, a []string) error { return listArg(a, &c.peers) },
+		func(c *config) string { return strings.Join(c.peers, " ") }},
 	{"join", func(c *config, a []string) error { return stringArg(a, &c.join) },
 		func(c *config) string { return c.join }},
+	{"raft-allow", func(c *config, a []string) error { return listArg(a, &c.raftAllow) },
+		func(c *config) string { return strings.Join(c.raftAllow, " ") }},
 	{"raft-fsync", func(c *config, a []string) error { return enumArg(a, &c.raftFsync, "yes", "no") },
 		func(c *config) string { return c.raftFsync }},
 	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
@@ -306,6 +314,30 @@ func stringArg(a []string, dst *string) error {
 		*dst = v
 	}
 	return err
+}
+
+// listArg reads words, and "" (config file: peers "") as an empty list.
+func listArg(a []string, dst *[]string) error {
+	var out []string
+	for _, w := range a {
+		if w != "" {
+			out = append(out, w)
+		}
+	}
+	*dst = out
+	return nil
+}
+
+// bootstrapMode maps --bootstrap to the cluster's mode.
+func bootstrapMode(v string) cluster.BootstrapMode {
+	switch v {
+	case "yes":
+		return cluster.BootstrapIfNew
+	case "force":
+		return cluster.BootstrapForce
+	default:
+		return cluster.NoBootstrap
+	}
 }
 
 func intArg(a []string, lo, hi int, dst *int) error {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/cluster"
 )
 
 func TestDefaults(t *testing.T) {
@@ -146,4 +148,28 @@ func FuzzParseClientMemory(f *testing.F) {
 			t.Fatalf("%q printed as %q, which reads back as %d bytes, %d%%, %v", v, printed, b2, p2, err)
 		}
 	})
+}
+
+func TestReplicationFlags(t *testing.T) {
+	c, err := parseArgs([]string{"--bootstrap", "force", "--peers", "10.0.0.2:6380", "10.0.0.3:6380",
+		"--raft-allow", "10.0.0.0/16", "192.168.1.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bootstrapMode(c.bootstrap) != cluster.BootstrapForce || strings.Join(c.peers, ",") != "10.0.0.2:6380,10.0.0.3:6380" ||
+		strings.Join(c.raftAllow, ",") != "10.0.0.0/16,192.168.1.7" {
+		t.Fatalf("config = %+v", c)
+	}
+	for v, want := range map[string]cluster.BootstrapMode{"yes": cluster.BootstrapIfNew, "no": cluster.NoBootstrap, "FORCE": cluster.BootstrapForce} {
+		c, err := parseArgs([]string{"--bootstrap", v})
+		if err != nil || bootstrapMode(c.bootstrap) != want {
+			t.Errorf("--bootstrap %s: %v, %v; want %v", v, bootstrapMode(c.bootstrap), err, want)
+		}
+	}
+	if _, err := parseArgs([]string{"--bootstrap", "maybe"}); err == nil {
+		t.Error("--bootstrap maybe was accepted")
+	}
+	if c, err := parseArgs(nil); err != nil || len(c.peers) != 0 || len(c.raftAllow) != 0 || c.bootstrap != "no" {
+		t.Fatalf("defaults: %+v, %v", c, err)
+	}
 }
