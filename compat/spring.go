@@ -8,8 +8,9 @@ import (
 // Spring Cloud Gateway's RedisRateLimiter: request_rate_limiter.lua, a token
 // bucket in two keys (tokens, last refill in whole seconds), refilled at
 // replenishRate tokens per second up to burstCapacity. Spring sends KEYS
-// {request_rate_limiter.{id}.tokens, request_rate_limiter.{id}.timestamp} and
-// ARGV {replenishRate, burstCapacity, now, requestedTokens}; since 3.0.6 now
+// {request_rate_limiter.{id}.tokens, request_rate_limiter.{id}.timestamp}
+// ({routeId.id} from 4.2.0) and ARGV {replenishRate, burstCapacity, now,
+// requestedTokens}; since 3.0.6 now
 // is "" and the script reads the server's TIME (3.0.0–3.0.5 passed the
 // client's epoch seconds). Spring Data Redis sends EVALSHA, then EVAL with
 // the file's exact text on NOSCRIPT. Source: github.com/spring-cloud/

@@ -185,3 +185,24 @@ func TestTableEntriesAreComplete(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkLookupBySHA1(b *testing.B) {
+	sha := []byte(strings.ToUpper(SpringSHA1v430))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if Known.Lookup(sha) == nil {
+			b.Fatal("not found")
+		}
+	}
+}
+
+func BenchmarkLookupByText(b *testing.B) {
+	text := []byte(Known.Lookup([]byte(SpringSHA1v430)).Text)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(text)))
+	for i := 0; i < b.N; i++ {
+		if Known.LookupText(text) == nil {
+			b.Fatal("not found")
+		}
+	}
+}
