@@ -11,7 +11,7 @@ import "math"
 // key has no TTL; an existing key keeps its TTL.
 func (k *Key) IncrBy(now, delta int64) (int64, error) {
 	var old int64
-	var expire int64 = NoExpire
+	expire := int64(NoExpire)
 	if k.Live(now) {
 		switch k.Value.kind {
 		case Foreign:
@@ -30,9 +30,9 @@ func (k *Key) IncrBy(now, delta int64) (int64, error) {
 	return old + delta, nil
 }
 
-// Set is SET key v at now, with a TTL of ttlMs milliseconds, or none if
-// ttlMs is 0 (SET without KEEPTTL drops the old TTL). It replaces a value
-// of any kind.
+// Set is SET key v at now, with a TTL of ttlMs milliseconds (as ExpireMs
+// returns it), or none if ttlMs is 0 (SET without KEEPTTL drops the old
+// TTL). It replaces a value of any kind.
 func (k *Key) Set(now int64, v Value, ttlMs int64) {
 	k.Value, k.Written = v, true
 	k.Expire = NoExpire
@@ -70,11 +70,13 @@ func expireMs(now int64, arg lval, seconds bool, invalid error) (int64, error) {
 // redis.call: a string as it is; a number as Redis 7.0 formats it ("%.17g"),
 // which is a canonical integer exactly when NumberValue makes an Int of it.
 func callInt(v lval) (int64, bool) {
-	if v.t == tStr {
+	switch v.t {
+	case tStr:
 		return string2ll(v.s)
+	case tNum:
+		return NumberValue(v.f).Int()
 	}
-	n := NumberValue(v.f)
-	return n.Int()
+	return 0, false
 }
 
 // The script-side commands below take the line of the redis.call for its
