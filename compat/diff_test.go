@@ -81,21 +81,31 @@ func (w *world) resync(pipe redis.Pipeliner) {
 }
 
 // step is one call of a script: the text Redis runs is the script's, or its
-// TIME variant.
+// TIME variant, by EVALSHA (after SCRIPT LOAD) or, with eval, EVAL.
 type step struct {
 	s    *Script
 	keys []string
 	argv []string
 	ro   bool
+	eval bool
 }
 
 func (st step) String() string {
 	cmd := "EVALSHA"
+	if st.eval {
+		cmd = "EVAL"
+	}
 	if st.ro {
-		cmd = "EVALSHA_RO"
+		cmd += "_RO"
 	}
 	return cmd + " " + st.s.Library + " " + st.s.Name + " " + st.s.Versions + " keys=" +
 		strconv.Quote(strings.Join(st.keys, ",")) + " argv=" + strconv.Quote(strings.Join(st.argv, ","))
+}
+
+// redisText is the text Redis runs for s: its own, or its TIME variant.
+func redisText(s *Script) string {
+	text, _ := timeVariant(s.Text)
+	return text
 }
 
 // redisSHA loads the text Redis runs for s and returns its SHA1.
@@ -103,8 +113,7 @@ func (w *world) redisSHA(s *Script) string {
 	if sha, ok := w.sha[s]; ok {
 		return sha
 	}
-	text, _ := timeVariant(s.Text)
-	sha := w.srv.load(w.t, text)
+	sha := w.srv.load(w.t, redisText(s))
 	w.sha[s] = sha
 	return sha
 }
@@ -143,8 +152,11 @@ func (w *world) run(st step) {
 		pipe.RPush(w.ctx, timeKey, strconv.FormatInt(sec, 10), strconv.FormatInt(usec, 10))
 	}
 	args := []any{"EVALSHA", sha, len(st.keys)}
+	if st.eval {
+		args[0], args[1] = "EVAL", redisText(st.s)
+	}
 	if st.ro {
-		args[0] = "EVALSHA_RO"
+		args[0] = args[0].(string) + "_RO"
 	}
 	for _, k := range st.keys {
 		args = append(args, k)
@@ -340,7 +352,9 @@ func runDifferential(t *testing.T, n int, names []string, gen func(rng *rand.Ran
 		case x < 4:
 			w.plain(rng, names[rng.IntN(len(names))])
 		default:
-			w.run(gen(rng, w, names))
+			st := gen(rng, w, names)
+			st.eval = rng.IntN(10) == 0
+			w.run(st)
 		}
 	}
 	t.Logf("%d steps, %d of them errors, identical on Redis and natively (%d TTLs beyond 2262 kept as NoExpire-1)", w.steps, w.errs, w.beyond2262)
