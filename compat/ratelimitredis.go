@@ -1,0 +1,84 @@
+package compat
+
+// rate-limit-redis, the Redis store of express-rate-limit: a fixed window
+// counter in one key that starts at the first hit and lasts windowMs. The
+// store builds each text at run time (the template literal with leading
+// white space removed from every line, then trimmed), loads it with SCRIPT
+// LOAD and sends EVALSHA with KEYS {prefix+key} and ARGV {windowMs} for
+// increment and no ARGV for get, whatever the client (sendCommand passes
+// the raw command). On NOSCRIPT it loads the text again. Source: npm
+// rate-limit-redis, dist/index.cjs (MIT).
+
+// The increment and get texts of every 6.x release.
+const (
+	RateLimitRedisIncrementSHA1 = "895b92e1712734e1b464999be23953485475357b" // 6.0.0–6.0.1
+	RateLimitRedisGetSHA1       = "6aeb97ed6086dcdeafdc6fda3999a0d0e38ec96a" // 6.0.0–6.0.1
+)
+
+var rateLimitRedisScripts = []*Script{{
+	SHA1: RateLimitRedisIncrementSHA1, File: "rate-limit-redis-6-increment.lua", Library: "rate-limit-redis",
+	Name: "increment", Versions: "6.0.0–6.0.1", Keys: 1, Args: 1,
+	Native: "RL.FIXED key <limit> <windowMs>ms",
+	impl:   implRLRIncrement,
+	markers: []string{"local windowMs = tonumber(ARGV[1])", "timeToExpire", "totalHits",
+		`redis.call("INCR", KEYS[1])`},
+}, {
+	SHA1: RateLimitRedisGetSHA1, File: "rate-limit-redis-6-get.lua", Library: "rate-limit-redis",
+	Name: "get", Versions: "6.0.0–6.0.1", Keys: 1, Args: 0, ReadOnly: true,
+	Native: "RL.FIXED key <limit> <windowMs>ms 0",
+	impl:   implRLRGet,
+	markers: []string{`local totalHits = redis.call("GET", KEYS[1])`, "timeToExpire",
+		"return { totalHits, timeToExpire }"},
+}}
+
+// runRLRIncrement is:
+//
+//	1 local windowMs = tonumber(ARGV[1])
+//	2 local timeToExpire = redis.call("PTTL", KEYS[1])
+//	3 if timeToExpire <= 0 then
+//	4 redis.call("SET", KEYS[1], 1, "PX", windowMs)
+//	5 return { 1, windowMs }
+//	6 end
+//	7 local totalHits = redis.call("INCR", KEYS[1])
+//	8 return { totalHits, timeToExpire }
+func runRLRIncrement(r *run) {
+	windowMs := tonumber(r.arg(1))
+	ttl, ok := r.pttl(2, 1)
+	if !ok {
+		return
+	}
+	if ttl <= 0 {
+		if !r.set(4, 1, IntValue(1), num(1), windowMs, false, false, ErrExpireSet) {
+			return
+		}
+		r.c.Reply.array()
+		r.c.Reply.addInt(1)
+		r.c.Reply.addInt(windowMs.f) // a number: SET parsed it as an integer
+		return
+	}
+	hits, ok := r.incrby(7, 1, num(1))
+	if !ok {
+		return
+	}
+	r.c.Reply.array()
+	r.c.Reply.addInt(float64(hits))
+	r.c.Reply.addInt(float64(ttl))
+}
+
+// runRLRGet is:
+//
+//	1 local totalHits = redis.call("GET", KEYS[1])
+//	2 local timeToExpire = redis.call("PTTL", KEYS[1])
+//	3 return { totalHits, timeToExpire }
+//
+// GET's false for no key becomes a nil element (RESP3: null).
+func runRLRGet(r *run) {
+	v, ok := r.get(1, 1)
+	if !ok {
+		return
+	}
+	ttl, _ := r.pttl(2, 1)
+	r.c.Reply.array()
+	r.c.Reply.addValue(v)
+	r.c.Reply.addInt(float64(ttl))
+}

@@ -1,0 +1,252 @@
+package compat
+
+import (
+	"encoding/binary"
+	"math"
+	"strconv"
+)
+
+// Kind says what a key holds, as a script sees it. The values are stored
+// (snapshots, the Raft log): new kinds are added at the end.
+type Kind uint8
+
+const (
+	// Absent: no key.
+	Absent Kind = iota
+	// Int: a string that is a canonical integer ("42", "-7"), the only
+	// strings INCRBY accepts: INCRBY's result, TIME's seconds, a Lua number
+	// with an integral value below 1e17.
+	Int
+	// Float: the string Redis 7.0 makes of any other Lua number passed to
+	// redis.call, formatted "%.17g" ("0.10000000000000001", "1e+17", "-0",
+	// "inf", "-nan").
+	Float
+	// Bytes: any other string of at most MaxBytes bytes, kept verbatim.
+	Bytes
+	// Foreign: the key holds another kind of state (not a string). String
+	// commands on it fail with WRONGTYPE; PTTL, SET and DEL work as on any key.
+	Foreign
+)
+
+// MaxBytes is the longest string a Bytes value holds. Every string the
+// supported scripts write is an Int or a Float; Bytes exists so that a plain
+// SET of a short non-numeric string can be kept too.
+const MaxBytes = 22
+
+// Value is a key's value: pointer-free, 32 bytes, and packs into the three
+// words of a keyspace entry (Pack, Unpack). Each string has exactly one
+// representation (an Int never appears as Float or Bytes, a Float never as
+// Bytes), so equal strings are equal Values. The zero value is Absent.
+type Value struct {
+	kind Kind
+	n    uint8 // Bytes: length
+	b    [MaxBytes]byte
+	num  uint64 // Int: the int64; Float: the float64's bits
+}
+
+// IntValue is the canonical integer string of i.
+func IntValue(i int64) Value { return Value{kind: Int, num: uint64(i)} }
+
+// ForeignValue is a key that holds another kind of state.
+func ForeignValue() Value { return Value{kind: Foreign} }
+
+// NumberValue is the string Redis 7.0 stores when a script passes the Lua
+// number f to a command (SET key f): "%.17g" of f.
+func NumberValue(f float64) Value {
+	if f == math.Trunc(f) && math.Abs(f) < 1e17 && !(f == 0 && math.Signbit(f)) {
+		return IntValue(int64(f))
+	}
+	return Value{kind: Float, num: math.Float64bits(f)}
+}
+
+// StringValue is the value of the string s (a plain SET, a Lua string passed
+// to a command). ok is false if s is none of the representable strings: not
+// an integer, not a "%.17g" number and longer than MaxBytes.
+func StringValue(s []byte) (v Value, ok bool) {
+	if i, ok := string2ll(s); ok {
+		return IntValue(i), true
+	}
+	if f, ok := str2d(s); ok {
+		var buf [32]byte
+		if v := NumberValue(f); string(v.AppendString(buf[:0])) == string(s) {
+			return v, true
+		}
+	}
+	if len(s) > MaxBytes {
+		return Value{}, false
+	}
+	v = Value{kind: Bytes, n: uint8(len(s))}
+	copy(v.b[:], s)
+	return v, true
+}
+
+// Kind returns what v holds.
+func (v Value) Kind() Kind { return v.kind }
+
+// IsString reports whether v is a string (Int, Float or Bytes).
+func (v Value) IsString() bool { return v.kind == Int || v.kind == Float || v.kind == Bytes }
+
+// Int returns an Int value's integer.
+func (v Value) Int() (int64, bool) { return int64(v.num), v.kind == Int }
+
+// AppendString appends the string GET returns for v (nothing for a value
+// that is not a string).
+func (v Value) AppendString(dst []byte) []byte {
+	switch v.kind {
+	case Int:
+		return strconv.AppendInt(dst, int64(v.num), 10)
+	case Float:
+		return appendG(dst, math.Float64frombits(v.num), 17)
+	case Bytes:
+		return append(dst, v.b[:v.n]...)
+	}
+	return dst
+}
+
+// number is Lua's tonumber() of the string v (ok is false where tonumber
+// gives nil).
+func (v Value) number() (float64, bool) {
+	switch v.kind {
+	case Int:
+		return float64(int64(v.num)), true
+	case Float:
+		// "%.17g" reads back to the same number, NaN's sign included.
+		return math.Float64frombits(v.num), true
+	case Bytes:
+		return str2d(v.b[:v.n])
+	}
+	return 0, false
+}
+
+// Pack encodes v in three words (byte 0: kind, byte 1: length; Int and
+// Float: word 1; Bytes: bytes 2 to 23). Unpack(v.Pack()) == v.
+func (v Value) Pack() [3]int64 {
+	var raw [24]byte
+	raw[0], raw[1] = byte(v.kind), v.n
+	if v.kind == Bytes {
+		copy(raw[2:], v.b[:v.n])
+	} else {
+		binary.LittleEndian.PutUint64(raw[8:], v.num)
+	}
+	return [3]int64{
+		int64(binary.LittleEndian.Uint64(raw[0:])),
+		int64(binary.LittleEndian.Uint64(raw[8:])),
+		int64(binary.LittleEndian.Uint64(raw[16:])),
+	}
+}
+
+// Unpack decodes three words written by Pack. A kind it does not know, or a
+// length beyond MaxBytes, is reported with ok false.
+func Unpack(w [3]int64) (v Value, ok bool) {
+	var raw [24]byte
+	binary.LittleEndian.PutUint64(raw[0:], uint64(w[0]))
+	binary.LittleEndian.PutUint64(raw[8:], uint64(w[1]))
+	binary.LittleEndian.PutUint64(raw[16:], uint64(w[2]))
+	v.kind, v.n = Kind(raw[0]), raw[1]
+	switch v.kind {
+	case Absent, Foreign:
+		return Value{kind: v.kind}, true
+	case Int, Float:
+		v.n = 0
+		v.num = binary.LittleEndian.Uint64(raw[8:])
+		return v, true
+	case Bytes:
+		if v.n > MaxBytes {
+			return Value{}, false
+		}
+		copy(v.b[:], raw[2:2+v.n])
+		return v, true
+	}
+	return Value{}, false
+}
+
+// appendG appends f the way C's printf("%.<prec>g") does on glibc: Lua's
+// tostring uses precision 14, Redis 7.0's number arguments precision 17.
+// Infinities are "inf" and "-inf"; a NaN is "nan" or "-nan" by its sign bit.
+func appendG(dst []byte, f float64, prec int) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return append(dst, "inf"...)
+	case math.IsInf(f, -1):
+		return append(dst, "-inf"...)
+	case f != f:
+		if math.Signbit(f) {
+			return append(dst, "-nan"...)
+		}
+		return append(dst, "nan"...)
+	}
+	// Go's 'g' with an explicit precision matches C's %g: the same switch to
+	// an exponent (exponent < -4 or ≥ precision), trailing zeros removed, and
+	// at least two exponent digits.
+	return strconv.AppendFloat(dst, f, 'g', prec, 64)
+}
+
+// NoExpire is Key.Expire for a key without a TTL (PTTL -1).
+const NoExpire = math.MaxInt64
+
+// Key is one key a script reads or writes: its value and its expiry.
+type Key struct {
+	Value Value
+	// Expire is the unix instant (ns) from which the key is gone: it is
+	// live while now < Expire, like a keyspace entry. NoExpire means no TTL.
+	// Redis keeps expiries in whole milliseconds and a key is still there
+	// during its last millisecond, so a key that Redis would expire at
+	// expire_ms gets Expire = (expire_ms+1)·10⁶. Expiries beyond the int64
+	// nanosecond range (the year 2262) are kept as NoExpire-1.
+	Expire int64
+	// Written is set by Run when the script wrote the key (its value or its
+	// TTL). The caller then stores Value and Expire, or deletes the key if
+	// Value is Absent. Run never clears it.
+	Written bool
+}
+
+// Live reports whether k holds anything at now.
+func (k *Key) Live(now int64) bool { return k.Value.kind != Absent && now < k.Expire }
+
+// PTTL is Redis's PTTL of k at now: -2 if there is no key, -1 if it has no
+// TTL, else the milliseconds left (Redis's expire_ms minus the current
+// millisecond, never below 0).
+func (k *Key) PTTL(now int64) int64 {
+	switch {
+	case !k.Live(now):
+		return -2
+	case k.Expire == NoExpire:
+		return -1
+	}
+	return max(lastMs(k.Expire)-unixMs(now), 0)
+}
+
+// TTL is Redis's TTL of k at now: PTTL rounded to the nearest second.
+func (k *Key) TTL(now int64) int64 {
+	ms := k.PTTL(now)
+	if ms < 0 {
+		return ms
+	}
+	return (ms + 500) / 1000
+}
+
+// unixMs is the millisecond Redis's mstime() reads at the instant now (ns).
+func unixMs(now int64) int64 {
+	if now < 0 {
+		return -((-now + 999_999) / 1_000_000)
+	}
+	return now / 1_000_000
+}
+
+// lastMs is the last millisecond during which a key with this Expire is
+// live: Redis's expire_ms.
+func lastMs(expire int64) int64 {
+	return unixMs(expire - 1) // expire-1 is the last live nanosecond
+}
+
+// expireAtMs is the Expire of a key that Redis expires at the unix
+// millisecond ms.
+func expireAtMs(ms int64) int64 {
+	switch {
+	case ms >= (NoExpire-1)/1_000_000-1:
+		return NoExpire - 1
+	case ms < math.MinInt64/1_000_000:
+		return math.MinInt64
+	}
+	return (ms + 1) * 1_000_000
+}
