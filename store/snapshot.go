@@ -124,10 +124,22 @@ func newSnapWriter(w io.Writer, now int64) *snapWriter {
 	return sw
 }
 
-// addSorted adds one shard's encoded entries in key order.
+// addSorted adds one shard's encoded entries in key order. A key copied
+// twice (removed and created again at a later record while the copy went
+// from one lock hold to the next) is written once, as copied last: copies
+// go forward in time through the shard, so the later one is the newer
+// state. Equal keys sort by where they were copied.
 func (sw *snapWriter) addSorted(buf []byte, spans []span) {
-	slices.SortFunc(spans, func(a, b span) int { return bytes.Compare(entryKey(buf[a.off:]), entryKey(buf[b.off:])) })
-	for _, sp := range spans {
+	slices.SortFunc(spans, func(a, b span) int {
+		if c := bytes.Compare(entryKey(buf[a.off:]), entryKey(buf[b.off:])); c != 0 {
+			return c
+		}
+		return a.off - b.off
+	})
+	for i, sp := range spans {
+		if i+1 < len(spans) && bytes.Equal(entryKey(buf[sp.off:]), entryKey(buf[spans[i+1].off:])) {
+			continue // an older copy of the next entry's key
+		}
 		sw.add(buf[sp.off:sp.end])
 	}
 }
