@@ -226,11 +226,11 @@ func loadSnapshot(log *slog.Logger, st *store.Store, cfg config) (*store.Saver, 
 	}
 	path := filepath.Join(cfg.dir, cfg.dbfilename)
 	start := time.Now()
-	loaded, err := st.LoadFile(path)
+	lf, err := st.LoadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("refusing to start: %w (move the file away to start with no state)", err)
 	}
-	if loaded {
+	if lf.Loaded {
 		log.Info("snapshot loaded", "path", path, "keys", st.Stats().Keys, "took", time.Since(start))
 	}
 	return store.NewSaver(st, path), nil
