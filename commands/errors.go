@@ -17,6 +17,9 @@ const (
 	errInvalidDBIdx  Error = "ERR DB index is out of range"
 	errNoProto       Error = "NOPROTO unsupported protocol version"
 	errDebugDisabled Error = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
+	errCantShutdown  Error = "ERR Errors trying to SHUTDOWN. Check logs."
+	errNoShutdown    Error = "ERR No shutdown in progress."
+	errNoShutdowner  Error = "ERR SHUTDOWN is not available on this server"
 )
 
 // errWrongArgs is Redis's arity error for the command named (lower case) name.
