@@ -42,27 +42,9 @@ type ShutdownOptions struct {
 // cmdShutdown: SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. On success the
 // connection closes with no reply, as Redis's does (the process exits).
 func cmdShutdown(c *Client, args [][]byte) {
-	var opts ShutdownOptions
-	abort := false
-	for _, a := range args[1:] {
-		switch {
-		case equalFold(a, "nosave"):
-			opts.NoSave = true
-		case equalFold(a, "save"):
-			opts.Save = true
-		case equalFold(a, "now"):
-			opts.Now = true
-		case equalFold(a, "force"):
-			opts.Force = true
-		case equalFold(a, "abort"):
-			abort = true
-		default:
-			c.writeError(errSyntax)
-			return
-		}
-	}
-	if abort && opts != (ShutdownOptions{}) || opts.NoSave && opts.Save {
-		c.writeError(errSyntax)
+	opts, abort, err := parseShutdown(args[1:])
+	if err != nil {
+		c.writeError(err)
 		return
 	}
 	sd := c.srv.cfg.Shutdowner
@@ -86,4 +68,30 @@ func cmdShutdown(c *Client, args [][]byte) {
 		return
 	}
 	c.closing = true // no reply: the process is exiting
+}
+
+// parseShutdown reads SHUTDOWN's modifiers as Redis 7 does: any of them in
+// any order and letter case, repeats allowed; ABORT alone; not both SAVE
+// and NOSAVE.
+func parseShutdown(words [][]byte) (opts ShutdownOptions, abort bool, err error) {
+	for _, w := range words {
+		switch {
+		case equalFold(w, "nosave"):
+			opts.NoSave = true
+		case equalFold(w, "save"):
+			opts.Save = true
+		case equalFold(w, "now"):
+			opts.Now = true
+		case equalFold(w, "force"):
+			opts.Force = true
+		case equalFold(w, "abort"):
+			abort = true
+		default:
+			return ShutdownOptions{}, false, errSyntax
+		}
+	}
+	if abort && opts != (ShutdownOptions{}) || opts.NoSave && opts.Save {
+		return ShutdownOptions{}, false, errSyntax
+	}
+	return opts, abort, nil
 }

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -99,4 +100,54 @@ func TestShutdownWithoutAShutdownerIsRefused(t *testing.T) {
 	if got := do(t, rdb, "PING"); got != "PONG" {
 		t.Fatalf("PING = %v", got)
 	}
+}
+
+// FuzzParseShutdown: SHUTDOWN's words are accepted exactly when each is a
+// modifier in any letter case, ABORT comes alone and SAVE never with
+// NOSAVE; the options say which modifiers were there.
+func FuzzParseShutdown(f *testing.F) {
+	for _, seed := range []string{
+		"", "NOSAVE", "save", "SAVE NOW FORCE", "now now", "ABORT", "abort NOW", "SAVE NOSAVE",
+		"FORCE NOSAVE", "nosave\x00", "LATER", "sav", "ABORT ABORT", "NÖW",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		var words [][]byte
+		for _, w := range strings.Fields(line) {
+			words = append(words, []byte(w))
+		}
+		opts, abort, err := parseShutdown(words)
+
+		var want ShutdownOptions
+		wantAbort, valid := false, true
+		for _, w := range words {
+			switch strings.ToLower(string(w)) {
+			case "nosave":
+				want.NoSave = true
+			case "save":
+				want.Save = true
+			case "now":
+				want.Now = true
+			case "force":
+				want.Force = true
+			case "abort":
+				wantAbort = true
+			default:
+				valid = false
+			}
+		}
+		if wantAbort && want != (ShutdownOptions{}) || want.Save && want.NoSave {
+			valid = false
+		}
+		if !valid {
+			if err != errSyntax || opts != (ShutdownOptions{}) || abort {
+				t.Fatalf("%q: %+v, %v, %v; want a syntax error", line, opts, abort, err)
+			}
+			return
+		}
+		if err != nil || opts != want || abort != wantAbort {
+			t.Fatalf("%q: %+v, abort %v, %v; want %+v, abort %v", line, opts, abort, err, want, wantAbort)
+		}
+	})
 }
