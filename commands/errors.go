@@ -21,6 +21,9 @@ const (
 	// errClientEvicted closes a client chosen by maxmemory-clients; it is
 	// never sent: an evicted client is closed without a reply, as in Redis.
 	errClientEvicted Error = "ERR client evicted: the clients' buffers passed maxmemory-clients"
+	errCantShutdown  Error = "ERR Errors trying to SHUTDOWN. Check logs."
+	errNoShutdown    Error = "ERR No shutdown in progress."
+	errNoShutdowner  Error = "ERR SHUTDOWN is not available on this server"
 )
 
 // errWrongArgs is Redis's arity error for the command named (lower case) name.

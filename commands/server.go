@@ -65,6 +65,8 @@ type Config struct {
 	Cluster Cluster
 	// Persister carries out SAVE and BGSAVE; nil refuses them.
 	Persister Persister
+	// Shutdowner carries out SHUTDOWN; nil refuses it.
+	Shutdowner Shutdowner
 	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
 	// (log-max-limit): their state holds one entry per unit or holder.
 	LogMaxLimit int64

@@ -4,31 +4,88 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"time"
 )
 
-// Snapshot files, and the Saver behind SAVE, BGSAVE, LASTSAVE and the
-// periodic save.
+// Snapshot files: writing one without ever leaving a partial file, loading
+// one at start-up, removing the temporary files of saves that did not
+// finish, and the lock that keeps one server per data directory.
+
+// tmpInfix joins a snapshot's file name and the random digits of the
+// temporary file it is written to ("sluice.snap.tmp-123456789").
+const tmpInfix = ".tmp-"
 
 // SaveFile writes the store's snapshot to path without ever leaving a
 // partial file there: it writes a temporary file in the same directory,
-// syncs it, renames it over path and syncs the directory.
+// syncs it, renames it over path and syncs the directory. Traffic goes on
+// during the save (see SnapshotAt).
 func (st *Store) SaveFile(path string) error {
+	_, err := writeFile(path, func(w io.Writer) (uint64, error) {
+		return 0, st.Snapshot(w)
+	})
+	return err
+}
+
+// hold locks every shard, in ascending order as lockAll does, and returns
+// the function that unlocks them. While the store is held nothing changes
+// it: decisions, deletions and the sweep wait.
+func (st *Store) hold() (release func()) {
+	for i := range st.shards {
+		st.shards[i].Lock()
+	}
+	return func() {
+		for i := len(st.shards) - 1; i >= 0; i-- {
+			st.shards[i].Unlock()
+		}
+	}
+}
+
+// saveFileHeld writes a point-in-time snapshot to path as SaveFile does,
+// at the latest instant any shard was given, and returns how many entries
+// it holds. It requires that the caller holds the store (hold).
+func (st *Store) saveFileHeld(path string) (uint64, error) {
+	var now int64
+	for i := range st.shards {
+		now = max(now, st.shards[i].Now())
+	}
+	return writeFile(path, func(w io.Writer) (uint64, error) {
+		sw := newSnapWriter(w, now)
+		var buf []byte
+		var spans []span
+		for i := range st.shards {
+			sh := &st.shards[i]
+			buf, spans = buf[:0], spans[:0]
+			for pos := 0; ; {
+				if pos, buf, spans = copyStepLocked(sh, pos, now, buf, spans); pos == 0 {
+					break
+				}
+			}
+			sw.addSorted(buf, spans)
+		}
+		err := sw.finish()
+		return sw.entries, err
+	})
+}
+
+// writeFile writes what write writes to a temporary file beside path,
+// syncs it, renames it over path and syncs the directory. The temporary
+// file is removed if anything fails.
+func writeFile(path string, write func(io.Writer) (uint64, error)) (uint64, error) {
 	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+	f, err := os.CreateTemp(dir, filepath.Base(path)+tmpInfix+"*")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // a no-op after the rename
 	w := bufio.NewWriterSize(f, 1<<20)
-	err = st.Snapshot(w)
+	n, err := write(w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -44,7 +101,7 @@ func (st *Store) SaveFile(path string) error {
 	if err == nil {
 		err = syncDir(dir)
 	}
-	return err
+	return n, err
 }
 
 func syncDir(dir string) error {
@@ -56,154 +113,139 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
+// LoadedFile says what LoadFile found at its path.
+type LoadedFile struct {
+	Loaded  bool      // a snapshot was read
+	ModTime time.Time // when the loaded file was last written
+	Size    int64     // its bytes
+	// DanglingTo is the target of a symbolic link at the path that points
+	// to nothing, "" otherwise.
+	DanglingTo string
+}
+
 // LoadFile restores the store from the snapshot at path. A missing file is
-// no error (loaded is false): the store starts empty. A file that cannot be
-// read whole is an error and the store is left as it was.
-func (st *Store) LoadFile(path string) (loaded bool, err error) {
+// no error (Loaded is false): the store starts empty; a symbolic link to a
+// missing file is reported in DanglingTo. A file that cannot be read whole
+// is an error and the store is left as it was.
+func (st *Store) LoadFile(path string) (LoadedFile, error) {
+	var out LoadedFile
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		if target, lerr := os.Readlink(path); lerr == nil {
+			out.DanglingTo = target
+		}
+		return out, nil
 	}
 	if err != nil {
-		return false, err
+		return out, err
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		out.ModTime, out.Size = fi.ModTime(), fi.Size()
+	}
 	if err := st.Restore(f); err != nil {
-		return false, fmt.Errorf("%s: %w", path, err)
+		return out, fmt.Errorf("%s: %w", path, err)
 	}
-	return true, nil
+	out.Loaded = true
+	return out, nil
 }
 
-// ErrSaveInProgress is the reply to SAVE or BGSAVE while a background save
-// runs, in Redis's words.
-var ErrSaveInProgress = errors.New("ERR Background save already in progress")
-
-// Saver writes a store's snapshot file on demand, in the background and
-// periodically. It reads the wall clock only to stamp LASTSAVE.
-type Saver struct {
-	st   *Store
-	path string
-
-	mu      sync.Mutex
-	running bool
-	done    chan struct{} // closed when the running background save ends
-
-	lastSave atomic.Int64 // unix seconds of the last successful save (start-up before any)
-	lastOK   atomic.Bool
-	saves    atomic.Int64
-	lastNS   atomic.Int64 // how long the last save took
-}
-
-// NewSaver returns a saver of st to path. LASTSAVE reports the time of its
-// creation until a save succeeds, as Redis reports its start-up time.
-func NewSaver(st *Store, path string) *Saver {
-	s := &Saver{st: st, path: path}
-	s.lastSave.Store(time.Now().Unix())
-	s.lastOK.Store(true)
-	return s
-}
-
-// Path returns the snapshot file's path.
-func (s *Saver) Path() string { return s.path }
-
-// Save writes the snapshot now, in the caller's goroutine. It is refused
-// while a background save runs.
-func (s *Saver) Save() error {
-	s.mu.Lock()
-	if s.running {
-		s.mu.Unlock()
-		return ErrSaveInProgress
+// RemoveStaleTemps removes the temporary files that saves of the snapshot
+// at path leave behind when the process dies during the write (kill -9
+// during BGSAVE): the files of path's directory named path's base name,
+// ".tmp-" and digits, as SaveFile names them. It returns the files it
+// removed and their sizes. Call it only while no save to path can be
+// running, that is, while holding the directory's lock (LockDir).
+func RemoveStaleTemps(path string) ([]RemovedFile, error) {
+	dir, prefix := filepath.Dir(path), filepath.Base(path)+tmpInfix
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
 	}
-	s.running = true
-	s.mu.Unlock()
-	err := s.save()
-	s.mu.Lock()
-	s.running = false
-	s.mu.Unlock()
-	return err
-}
-
-// BackgroundSave starts writing the snapshot in its own goroutine. It is
-// refused while another save runs.
-func (s *Saver) BackgroundSave() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running {
-		return ErrSaveInProgress
+	var removed []RemovedFile
+	for _, e := range entries {
+		digits, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.Type().IsRegular() || !allDigits(digits) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		var size int64
+		if fi, err := e.Info(); err == nil {
+			size = fi.Size()
+		}
+		if err := os.Remove(p); err != nil {
+			return removed, err
+		}
+		removed = append(removed, RemovedFile{Path: p, Size: size})
 	}
-	s.running = true
-	s.done = make(chan struct{})
-	go func(done chan struct{}) {
-		s.save()
-		s.mu.Lock()
-		s.running = false
-		s.mu.Unlock()
-		close(done)
-	}(s.done)
-	return nil
+	return removed, nil
 }
 
-// Wait waits for a running background save, if any.
-func (s *Saver) Wait() {
-	s.mu.Lock()
-	done, running := s.done, s.running
-	s.mu.Unlock()
-	if running && done != nil {
-		<-done
+// RemovedFile is a file RemoveStaleTemps removed.
+type RemovedFile struct {
+	Path string
+	Size int64
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
 	}
-}
-
-func (s *Saver) save() error {
-	start := time.Now()
-	err := s.st.SaveFile(s.path)
-	s.lastNS.Store(int64(time.Since(start)))
-	s.lastOK.Store(err == nil)
-	if err == nil {
-		s.lastSave.Store(time.Now().Unix())
-		s.saves.Add(1)
-	}
-	return err
-}
-
-// LastSave returns the unix time of the last successful save.
-func (s *Saver) LastSave() int64 { return s.lastSave.Load() }
-
-// Run saves in the background every period until stop is closed; a save
-// still running when the next is due is let be.
-func (s *Saver) Run(period time.Duration, stop <-chan struct{}) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			s.BackgroundSave()
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
 		}
 	}
+	return true
 }
 
-// Info returns INFO persistence fields, in Redis's names where it has them.
-func (s *Saver) Info() [][2]string {
-	s.mu.Lock()
-	running := s.running
-	s.mu.Unlock()
-	status := "ok"
-	if !s.lastOK.Load() {
-		status = "err"
-	}
-	b := func(v bool) string {
-		if v {
-			return "1"
-		}
-		return "0"
-	}
-	return [][2]string{
-		{"rdb_bgsave_in_progress", b(running)},
-		{"rdb_last_save_time", strconv.FormatInt(s.lastSave.Load(), 10)},
-		{"rdb_last_bgsave_status", status},
-		{"rdb_last_save_time_ms", strconv.FormatInt(s.lastNS.Load()/1e6, 10)},
-		{"rdb_saves", strconv.FormatInt(s.saves.Load(), 10)},
-		{"snapshot_file", s.path},
-	}
+// LockFile is the name of the file in a data directory that a running
+// server holds locked.
+const LockFile = "sluice.lock"
+
+// ErrDirLocked is LockDir's error when another process holds the directory.
+var ErrDirLocked = errors.New("in use by another sluice process")
+
+// DirLock is a data directory held for the life of a process (LockDir).
+type DirLock struct {
+	f *os.File
 }
+
+// LockDir makes dir if it is missing and takes an exclusive lock on its
+// LockFile, so that two servers never share one directory's snapshot or
+// Raft state. The lock is the kernel's (flock): it goes with the process,
+// even on kill -9, and is never left stale. The file holds the pid of the
+// process that holds it. When another process holds it, the error wraps
+// ErrDirLocked and names the directory and that pid.
+func LockDir(dir string) (*DirLock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, LockFile)
+	// Opened read-only, so that no descriptor stays open for writing (a
+	// read-only remount of the directory's file system is then possible).
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(f); err != nil {
+		f.Close()
+		if errors.Is(err, errWouldBlock) {
+			holder := "another process"
+			if b, rerr := os.ReadFile(path); rerr == nil {
+				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil {
+					holder = "pid " + strconv.Itoa(pid)
+				}
+			}
+			return nil, fmt.Errorf("--dir %s is %w (%s holds %s); give each server its own --dir",
+				dir, ErrDirLocked, holder, path)
+		}
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	// Written through another descriptor; the lock stays with f.
+	os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	return &DirLock{f: f}, nil
+}
+
+// Unlock lets the directory go.
+func (l *DirLock) Unlock() error { return l.f.Close() }

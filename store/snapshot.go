@@ -178,6 +178,11 @@ func copyStepOf(sh *shard.Shard, pos int, now int64, buf []byte, spans []span) (
 	spans = slices.Grow(spans, copyStep)
 	sh.Lock()
 	defer sh.Unlock()
+	return copyStepLocked(sh, pos, now, buf, spans)
+}
+
+// copyStepLocked is copyStepOf for a caller that holds sh's lock.
+func copyStepLocked(sh *shard.Shard, pos int, now int64, buf []byte, spans []span) (int, []byte, []span) {
 	pos, _ = sh.Scan(pos, copyStep, now, func(key []byte, e shard.Entry) {
 		off := len(buf)
 		buf = appendEntry(buf, key, &e)

@@ -187,15 +187,15 @@ func TestSaveFileAndLoadFile(t *testing.T) {
 	path := filepath.Join(dir, "sluice.snap")
 	st := New(4)
 	want := fillShapes(t, st)
-	if loaded, err := New(4).LoadFile(path); loaded || err != nil {
-		t.Fatalf("missing file: loaded %v, err %v; want an empty start", loaded, err)
+	if lf, err := New(4).LoadFile(path); lf.Loaded || err != nil {
+		t.Fatalf("missing file: %+v, err %v; want an empty start", lf, err)
 	}
 	if err := st.SaveFile(path); err != nil {
 		t.Fatal(err)
 	}
 	got := New(4)
-	if loaded, err := got.LoadFile(path); !loaded || err != nil {
-		t.Fatalf("LoadFile = %v, %v", loaded, err)
+	if lf, err := got.LoadFile(path); !lf.Loaded || err != nil {
+		t.Fatalf("LoadFile = %+v, %v", lf, err)
 	}
 	if n, _ := got.DBSize(t0); int(n) != len(want) {
 		t.Fatalf("loaded %d keys; want %d", n, len(want))

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,7 +42,17 @@ type proc struct {
 	cmd  *exec.Cmd
 	addr string
 	done chan struct{}
-	log  strings.Builder
+	code int // the exit code, once done is closed
+
+	mu  sync.Mutex // guards log
+	log strings.Builder
+}
+
+// logText returns what the process has logged so far.
+func (p *proc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.log.String()
 }
 
 var readyRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
@@ -60,7 +71,9 @@ func start(t *testing.T, args ...string) *proc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			p.mu.Lock()
 			p.log.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
 			if m := readyRE.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case ready <- m[1]: // the first line with an address, and later ones never block the log
@@ -69,6 +82,7 @@ func start(t *testing.T, args ...string) *proc {
 			}
 		}
 		p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
 		close(p.done)
 	}()
 	t.Cleanup(func() { p.stop() })
@@ -76,27 +90,30 @@ func start(t *testing.T, args ...string) *proc {
 	case p.addr = <-ready:
 		return p
 	case <-p.done:
-		t.Fatalf("server exited before it was ready:\n%s", p.log.String())
+		t.Fatalf("server exited before it was ready:\n%s", p.logText())
 	case <-time.After(10 * time.Second):
 		t.Fatal("server not ready in 10s")
 	}
 	return nil
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGTERM and waits for the process to exit; one that stays up
+// (its save failed) gets a second SIGTERM after 10 s, then SIGKILL.
 func (p *proc) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
+	for _, s := range []os.Signal{syscall.SIGTERM, syscall.SIGTERM, os.Kill} {
+		select {
+		case <-p.done:
+			return
+		default:
+		}
+		p.cmd.Process.Signal(s)
+		select {
+		case <-p.done:
+			return
+		case <-time.After(10 * time.Second):
+		}
 	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
+	<-p.done
 }
 
 func client(t *testing.T, p *proc) *redis.Client {
@@ -182,8 +199,8 @@ func TestSnapshotSurvivesRestartAndCorruptionStopsStart(t *testing.T) {
 		t.Fatalf("LASTSAVE = %d, %v", ts, err)
 	}
 	p.stop() // a clean shutdown writes the snapshot
-	if !strings.Contains(p.log.String(), "snapshot saved") {
-		t.Fatalf("no save at shutdown:\n%s", p.log.String())
+	if !strings.Contains(p.logText(), "snapshot saved") {
+		t.Fatalf("no save at shutdown:\n%s", p.logText())
 	}
 
 	p = start(t, "--dir", dir, "--save", "0")

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -30,13 +29,23 @@ func main() {
 	cfg, err := parseArgs(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
-		os.Exit(2)
+		os.Exit(exitUsage)
 	}
 	if err := run(cfg); err != nil {
+		var code exitStatus
+		if errors.As(err, &code) {
+			os.Exit(int(code))
+		}
 		fmt.Fprintln(os.Stderr, "sluice:", err)
-		os.Exit(1)
+		os.Exit(exitFailed)
 	}
 }
+
+// exitStatus is run's error when the process is to end with that exit code
+// (not 0) after a shutdown that logged its own reasons.
+type exitStatus int
+
+func (e exitStatus) Error() string { return "exit status " + strconv.Itoa(int(e)) }
 
 func usage() {
 	fmt.Println("usage: sluice [/path/to/sluice.conf] [--option value ...]")
@@ -82,6 +91,13 @@ func logLevel(name string) slog.Level {
 func run(cfg config) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(cfg.loglevel)}))
 	slog.SetDefault(log)
+
+	// One server per directory: its snapshot, or its Raft state.
+	lock, err := store.LockDir(cfg.dir)
+	if err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
+	defer lock.Unlock()
 
 	st := store.New(cfg.shards)
 	var ks commands.Keyspace = st
@@ -137,6 +153,7 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	stop := newStopper(log, finalSave(log, saver), probeSave(saver), cfg.save > 0)
 	var params []commands.Param
 	for _, s := range settings {
 		params = append(params, commands.Param{Name: s.name, Value: s.get(&cfg)})
@@ -159,6 +176,7 @@ func run(cfg config) error {
 		Logger:           log,
 		Params:           params,
 		Persister:        persisterOf(saver),
+		Shutdowner:       stop,
 		Info: []commands.Param{
 			{Name: "config_file", Value: cfg.file},
 			{Name: "shards", Value: strconv.Itoa(st.Shards())},
@@ -170,6 +188,7 @@ func run(cfg config) error {
 	// holds all of its shards at once (0: a goroutine per client).
 	st.SetDeciders(srv.EventLoops())
 
+	warnExposed(log, cfg)
 	var lns []net.Listener
 	for _, host := range cfg.bind {
 		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.port)))
@@ -193,52 +212,40 @@ func run(cfg config) error {
 		go saver.Run(time.Duration(cfg.save)*time.Second, stopSaves)
 	}
 
+	// SIGTERM, SIGINT and SHUTDOWN go to the stopper, which says when and
+	// how the process ends.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	select {
-	case s := <-sig:
-		log.Info("shutting down", "signal", s.String())
-	case err := <-errs:
-		if err != nil && !errors.Is(err, net.ErrClosed) {
-			log.Error("listener failed; shutting down", "err", err)
+	var end stopping
+	for waiting := true; waiting; {
+		select {
+		case s := <-sig:
+			stop.Signal(s.String())
+		case err := <-errs:
+			if err != nil && !errors.Is(err, net.ErrClosed) {
+				log.Error("listener failed; shutting down", "err", err)
+			}
+			errs = nil // one listener's failure is one request to stop
+			stop.Signal("listener failure")
+		case end = <-stop.Done():
+			waiting = false
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
-		log.Warn("clients did not finish in time; closed them", "err", err)
+	if !end.held {
+		// Nothing was saved at exit: let the batches in hand finish.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Warn("clients did not finish in time; closed them", "err", err)
+		}
 	}
+	// Held: the final snapshot is written and the store stays held, so
+	// that no decision after it is lost; the process leaves at once, as
+	// Redis does after its final save.
 	close(stopSaves)
-	if saver != nil {
-		saver.Wait()
+	log.Info("bye", "exit_code", end.code)
+	if end.code != exitOK {
+		return exitStatus(end.code)
 	}
-	if saver != nil && cfg.save > 0 {
-		start := time.Now()
-		if err := saver.Save(); err != nil {
-			log.Error("saving the snapshot at shutdown failed", "path", saver.Path(), "err", err)
-		} else {
-			log.Info("snapshot saved", "path", saver.Path(), "keys", st.Stats().Keys, "took", time.Since(start))
-		}
-	}
-	log.Info("bye")
 	return nil
-}
-
-// loadSnapshot makes the snapshot directory if it is missing and loads the
-// snapshot file if there is one. A file that cannot be read whole stops the
-// start: starting empty would hand every client a fresh burst.
-func loadSnapshot(log *slog.Logger, st *store.Store, cfg config) (*store.Saver, error) {
-	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("--dir %s: %w", cfg.dir, err)
-	}
-	path := filepath.Join(cfg.dir, cfg.dbfilename)
-	start := time.Now()
-	loaded, err := st.LoadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("refusing to start: %w (move the file away to start with no state)", err)
-	}
-	if loaded {
-		log.Info("snapshot loaded", "path", path, "keys", st.Stats().Keys, "took", time.Since(start))
-	}
-	return store.NewSaver(st, path), nil
 }

@@ -1,0 +1,180 @@
+package store
+
+import (
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The Saver behind SAVE, BGSAVE, LASTSAVE, the periodic save and the save
+// at shutdown.
+
+// ErrSaveInProgress is the reply to SAVE or BGSAVE while a background save
+// runs, in Redis's words.
+var ErrSaveInProgress = errors.New("ERR Background save already in progress")
+
+// Saver writes a store's snapshot file on demand, in the background and
+// periodically. It reads the wall clock only to stamp LASTSAVE.
+type Saver struct {
+	st   *Store
+	path string
+
+	mu      sync.Mutex
+	running bool
+	done    chan struct{} // closed when the running save ends
+
+	lastSave atomic.Int64 // unix seconds of the last successful save (start-up before any)
+	lastOK   atomic.Bool
+	saves    atomic.Int64
+	lastNS   atomic.Int64 // how long the last save took
+	bg       atomic.Bool  // the running save is a background one
+}
+
+// NewSaver returns a saver of st to path. LASTSAVE reports the time of its
+// creation until a save succeeds, as Redis reports its start-up time.
+func NewSaver(st *Store, path string) *Saver {
+	s := &Saver{st: st, path: path}
+	s.lastSave.Store(time.Now().Unix())
+	s.lastOK.Store(true)
+	return s
+}
+
+// Path returns the snapshot file's path.
+func (s *Saver) Path() string { return s.path }
+
+// begin marks a save as running and returns the channel to close when it
+// ends; ok is false if another save runs.
+func (s *Saver) begin(background bool) (done chan struct{}, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running {
+		return nil, false
+	}
+	s.running = true
+	s.done = make(chan struct{})
+	s.bg.Store(background)
+	return s.done, true
+}
+
+func (s *Saver) end(done chan struct{}) {
+	s.mu.Lock()
+	s.running = false
+	s.bg.Store(false)
+	s.mu.Unlock()
+	close(done)
+}
+
+// Save writes the snapshot now, in the caller's goroutine. It is refused
+// while a background save runs.
+func (s *Saver) Save() error {
+	done, ok := s.begin(false)
+	if !ok {
+		return ErrSaveInProgress
+	}
+	defer s.end(done)
+	return s.record(time.Now(), s.st.SaveFile(s.path))
+}
+
+// BackgroundSave starts writing the snapshot in its own goroutine. It is
+// refused while another save runs.
+func (s *Saver) BackgroundSave() error {
+	done, ok := s.begin(true)
+	if !ok {
+		return ErrSaveInProgress
+	}
+	go func() {
+		defer s.end(done)
+		s.record(time.Now(), s.st.SaveFile(s.path))
+	}()
+	return nil
+}
+
+// SaveAndHold waits for a save in progress, then holds the store (nothing
+// changes it: decisions, deletions and the sweep wait) and writes a
+// point-in-time snapshot. On success it returns the entries written and
+// keeps holding the store for good, with every later save refused: the
+// process is expected to exit, and no decision taken after the snapshot
+// can be lost. On error it lets go, and the store serves on.
+func (s *Saver) SaveAndHold() (entries uint64, err error) {
+	var done chan struct{}
+	for {
+		var ok bool
+		if done, ok = s.begin(false); ok {
+			break
+		}
+		s.Wait()
+	}
+	release := s.st.hold()
+	start := time.Now()
+	entries, err = s.st.saveFileHeld(s.path)
+	if s.record(start, err) != nil {
+		release()
+		s.end(done)
+		return 0, err
+	}
+	return entries, nil
+}
+
+// Wait waits for a running save, if any.
+func (s *Saver) Wait() {
+	s.mu.Lock()
+	done, running := s.done, s.running
+	s.mu.Unlock()
+	if running {
+		<-done
+	}
+}
+
+// record stamps the outcome of a save that started at start and returns
+// its error.
+func (s *Saver) record(start time.Time, err error) error {
+	s.lastNS.Store(int64(time.Since(start)))
+	s.lastOK.Store(err == nil)
+	if err == nil {
+		s.lastSave.Store(time.Now().Unix())
+		s.saves.Add(1)
+	}
+	return err
+}
+
+// LastSave returns the unix time of the last successful save.
+func (s *Saver) LastSave() int64 { return s.lastSave.Load() }
+
+// Run saves in the background every period until stop is closed; a save
+// still running when the next is due is let be.
+func (s *Saver) Run(period time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.BackgroundSave()
+		}
+	}
+}
+
+// Info returns INFO persistence fields, in Redis's names where it has them.
+func (s *Saver) Info() [][2]string {
+	status := "ok"
+	if !s.lastOK.Load() {
+		status = "err"
+	}
+	b := func(v bool) string {
+		if v {
+			return "1"
+		}
+		return "0"
+	}
+	return [][2]string{
+		{"rdb_bgsave_in_progress", b(s.bg.Load())},
+		{"rdb_last_save_time", strconv.FormatInt(s.lastSave.Load(), 10)},
+		{"rdb_last_bgsave_status", status},
+		{"rdb_last_save_time_ms", strconv.FormatInt(s.lastNS.Load()/1e6, 10)},
+		{"rdb_saves", strconv.FormatInt(s.saves.Load(), 10)},
+		{"snapshot_file", s.path},
+	}
+}
