@@ -51,16 +51,16 @@ const (
 	// FlagNoRule: no limit applies (no rule matched, the domain is
 	// unknown, the rule is whitelisted, or another descriptor's rule
 	// replaced it). The status is OK, without a current limit.
-	FlagNoRule Flags = 1 << iota
-	FlagUnknownDomain // the request's domain has no rules (with FlagNoRule)
-	FlagWhitelisted   // the descriptor matched a rule without rate_limit (with FlagNoRule)
-	FlagReplaced      // the rule was named in another matched rule's replaces (with FlagNoRule)
-	FlagUnlimited     // rate_limit {unlimited: true}: OK, never counted
-	FlagDeny          // requests_per_unit 0: every hit is over the limit, nothing is counted
-	FlagShadow        // shadow_mode: decided and counted, but reported OK
-	FlagDetailed      // detailed_metric
-	FlagQuota         // quota_mode: over the limit fails the request only if every quota descriptor is over
-	FlagOverride      // the descriptor's own limit applies
+	FlagNoRule        Flags = 1 << iota
+	FlagUnknownDomain       // the request's domain has no rules (with FlagNoRule)
+	FlagWhitelisted         // the descriptor matched a rule without rate_limit (with FlagNoRule)
+	FlagReplaced            // the rule was named in another matched rule's replaces (with FlagNoRule)
+	FlagUnlimited           // rate_limit {unlimited: true}: OK, never counted
+	FlagDeny                // requests_per_unit 0: every hit is over the limit, nothing is counted
+	FlagShadow              // shadow_mode: decided and counted, but reported OK
+	FlagDetailed            // detailed_metric
+	FlagQuota               // quota_mode: over the limit fails the request only if every quota descriptor is over
+	FlagOverride            // the descriptor's own limit applies
 )
 
 // Item is the plan for one descriptor.
