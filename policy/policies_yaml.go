@@ -57,7 +57,7 @@ func (r *reader) policies(v *yaml.Node) []*policySpec {
 }
 
 func (r *reader) policy(m *yaml.Node) *policySpec {
-	ps := &policySpec{at: at(m)}
+	ps := &policySpec{at: posOf(m)}
 	vals := map[string]*yaml.Node{}
 	for _, p := range r.pairs(m) {
 		if !policyKeys[p.key] {

@@ -53,7 +53,7 @@ func (r *reader) fault(n *yaml.Node, format string, args ...any) {
 	r.faults = append(r.faults, e)
 }
 
-func at(n *yaml.Node) pos { return pos{n.Line, n.Column} }
+func posOf(n *yaml.Node) pos { return pos{n.Line, n.Column} }
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+):`)
 
@@ -259,7 +259,7 @@ func (r *reader) top(spec *fileSpec, m *yaml.Node) {
 		switch p.key {
 		case "domain":
 			spec.domain = r.str(v, "domain")
-			spec.domainPos = at(v)
+			spec.domainPos = posOf(v)
 		case "descriptors":
 			spec.descriptors = r.descriptors(v)
 		case keyPolicies:
@@ -292,7 +292,7 @@ func (r *reader) descriptor(m *yaml.Node) *descSpec {
 	if r.nodes > maxNodes {
 		return nil
 	}
-	d := &descSpec{at: at(m)}
+	d := &descSpec{at: posOf(m)}
 	var ext, metaExt *extSpec
 	for _, p := range r.pairs(m) {
 		v := r.deref(p.value)
@@ -364,7 +364,7 @@ func (r *reader) extension(v *yaml.Node) *extSpec {
 		r.fault(v, msgNotMapping, "sluice")
 		return nil
 	}
-	e := &extSpec{at: at(v), algo: algorithms.Fixed}
+	e := &extSpec{at: posOf(v), algo: algorithms.Fixed}
 	for _, p := range r.pairs(v) {
 		pv := r.deref(p.value)
 		switch p.key {
@@ -394,12 +394,12 @@ func (r *reader) rateLimit(v *yaml.Node) *limitSpec {
 		r.fault(v, msgNotMapping, "rate_limit")
 		return nil
 	}
-	l := &limitSpec{at: at(v)}
+	l := &limitSpec{at: posOf(v)}
 	for _, p := range r.pairs(v) {
 		pv := r.deref(p.value)
 		switch p.key {
 		case "unit":
-			l.unitText, l.unitAt = r.str(pv, "unit"), at(pv)
+			l.unitText, l.unitAt = r.str(pv, "unit"), posOf(pv)
 		case "requests_per_unit":
 			l.rpu = r.uint32(pv, "requests_per_unit")
 		case "unlimited":
@@ -430,7 +430,7 @@ func (r *reader) replaces(l *limitSpec, v *yaml.Node) {
 			}
 		}
 		l.replaces = append(l.replaces, name)
-		l.replAt = append(l.replAt, at(e))
+		l.replAt = append(l.replAt, posOf(e))
 	}
 }
 
