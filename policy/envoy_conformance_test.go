@@ -222,10 +222,10 @@ var envoyRows = []envoyRow{
 
 	// TestMetadata: the limits match; the metadata itself is not kept.
 	{test: "TestMetadata", files: []string{"metadata.yaml"}, domain: "test-domain", entries: kv("key1", "value1", "subkey1", "something"),
-		want: lim(5, UnitSecond, "test-domain.key1_value1.subkey1"),
+		want:   lim(5, UnitSecond, "test-domain.key1_value1.subkey1"),
 		differ: "metadata is accepted and ignored (except metadata.sluice): not returned as dynamic metadata"},
 	{test: "TestMetadata", files: []string{"metadata.yaml"}, domain: "test-domain", entries: kv("key2", "something"),
-		want: lim(20, UnitMinute, "test-domain.key2"),
+		want:   lim(20, UnitMinute, "test-domain.key2"),
 		differ: "metadata is accepted and ignored (except metadata.sluice): not returned as dynamic metadata"},
 }
 
