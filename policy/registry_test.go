@@ -226,9 +226,10 @@ func BenchmarkRegistryLookupParallel(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	name := []byte("tier42")
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		name := []byte("tier42")
 		for pb.Next() {
 			if r.Policy(name) == nil {
 				b.Fatal("missing")
