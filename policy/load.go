@@ -111,12 +111,17 @@ const stableReads = 5
 // so that a set replaced while it was read (a ConfigMap's ..data swapped
 // between two files) is never taken half old, half new.
 func readStable(paths []string) ([]File, error) {
-	prev, err := readFiles(paths)
+	return readStableWith(func() ([]File, error) { return readFiles(paths) })
+}
+
+// readStableWith is readStable with the reading passed in.
+func readStableWith(read func() ([]File, error)) ([]File, error) {
+	prev, err := read()
 	if err != nil {
 		return nil, err
 	}
 	for i := 0; i < stableReads; i++ {
-		cur, err := readFiles(paths)
+		cur, err := read()
 		if err != nil {
 			return nil, err
 		}
