@@ -93,6 +93,8 @@ func TestLoadRefusesWithFileLineAndColumn(t *testing.T) {
 			"r.yaml:5:13: invalid limit: rate is too high: at most 1 per nanosecond"},
 		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 2000}\n    sluice: {algorithm: log}\n",
 			"r.yaml:5:13: invalid limit: the limit is above log-max-limit (1000)"},
+		{"domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n    sluice: {algorithm: token}\n    metadata: {sluice: {algorithm: log}}\n",
+			"r.yaml:3:5: sluice: written twice, as a key and in metadata; keep one"},
 		{"domain: d\nsluice: {algorithm: token}\n",
 			"r.yaml:2:1: config error, unknown key 'sluice' (sluice belongs in a descriptor)"},
 	}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -416,4 +417,31 @@ func TestComposePassesOnADecisionError(t *testing.T) {
 	if err != errWrongType || len(resp.Statuses) != 0 {
 		t.Fatalf("Compose = %v, %d statuses; want the outcome's error and none", err, len(resp.Statuses))
 	}
+}
+
+// TestARuleChangeAppliesToExistingState reloads a rule with new parameters
+// between decisions on one keyspace: the next decision uses the new
+// parameters on the state the old ones left (docs/policies.md).
+func TestARuleChangeAppliesToExistingState(t *testing.T) {
+	rules := func(ext string, rpu int) string {
+		return "domain: api\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: " + strconv.Itoa(rpu) + "}\n" + ext
+	}
+	d := desc("k", "v")
+	// Token: 10/s burst 10, take 2 at t0: the debt is 200 ms. At 20/s burst
+	// 10 the same 200 ms are 4 tokens: a peek sees 6, full at t0+200ms.
+	e := newEngine(t, rules("    sluice: {algorithm: token, burst: 10}\n", 10))
+	e.match(at(0), 2, d)
+	e.rs = newEngine(t, rules("    sluice: {algorithm: token, burst: 10}\n", 20)).rs
+	r := e.match(at(0), 0, d)
+	if st := r.Statuses[0]; st.Remaining != 6 || st.ResetAfter != int64(200*time.Millisecond) {
+		t.Fatalf("token after a faster rate: remaining %d, reset %v; want 6, 200ms", st.Remaining, time.Duration(st.ResetAfter))
+	}
+	// Fixed: 5/s with 3 counted, then 2/s: over the new limit until the
+	// window ends; then 10/s: the count of 3 carries, 7 remain.
+	e = newEngine(t, rules("", 5))
+	e.match(at(0), 3, d)
+	e.rs = newEngine(t, rules("", 2)).rs
+	want(t, "fixed lowered", e.match(at(100*time.Millisecond), 1, d), 0, CodeOverLimit, CodeOverLimit, 0)
+	e.rs = newEngine(t, rules("", 10)).rs
+	want(t, "fixed raised", e.match(at(200*time.Millisecond), 0, d), 0, CodeOK, CodeOK, 7)
 }
