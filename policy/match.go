@@ -96,6 +96,7 @@ func (it *Item) Request() algorithms.Request {
 type Plan struct {
 	Items []Item
 	keys  []byte
+	path  []*rule // scratch: the rules the current descriptor's entries matched
 }
 
 // RequestHits returns the request-level hits of an RLS v3 request: its
@@ -177,7 +178,9 @@ func (p *Plan) resolve(it *Item, d *domainRules, domain []byte, ds *Descriptor) 
 		it.Key = p.keys[start:len(p.keys):len(p.keys)]
 		return nil
 	}
-	r, whitelisted := d.match(ds.Entries)
+	var r *rule
+	var whitelisted bool
+	r, whitelisted, p.path = d.match(ds.Entries, p.path[:0])
 	if r == nil {
 		it.Flags = FlagNoRule
 		if whitelisted {
@@ -208,15 +211,12 @@ func (p *Plan) resolve(it *Item, d *domainRules, domain []byte, ds *Descriptor) 
 	start := len(p.keys)
 	p.keys = appendRuleKeyHead(p.keys, domain, l.exact.Algo)
 	// The walk matched every entry, level by level: path[i] matched entry i.
-	lv := &d.root
-	for _, e := range ds.Entries {
-		m, _ := lv.step(e)
-		if m.share {
+	for i, e := range ds.Entries {
+		if m := p.path[i]; m.share {
 			p.keys = appendRuleKeyEntry(p.keys, e.Key, m.value)
 		} else {
 			p.keys = appendRuleKeyEntry(p.keys, e.Key, e.Value)
 		}
-		lv = &m.children
 	}
 	it.Key = p.keys[start:len(p.keys):len(p.keys)]
 	return nil
@@ -250,23 +250,25 @@ func (lv *level) step(e Entry) (*rule, int) {
 }
 
 // match walks entries down the tree. It returns the rule with a limit that
-// the descriptor matches, or nil and whether it matched a rule without one.
-func (d *domainRules) match(entries []Entry) (r *rule, whitelisted bool) {
+// the descriptor matches, or nil and whether it matched a rule without one;
+// and path with the rule each entry matched appended.
+func (d *domainRules) match(entries []Entry, path []*rule) (r *rule, whitelisted bool, _ []*rule) {
 	lv := &d.root
 	for i, e := range entries {
 		m, _ := lv.step(e)
 		if m == nil {
-			return nil, false
+			return nil, false, path
 		}
+		path = append(path, m)
 		if i == len(entries)-1 {
 			if m.limit == nil {
-				return nil, true
+				return nil, true, path
 			}
-			return m, false
+			return m, false, path
 		}
 		lv = &m.children
 	}
-	return nil, false
+	return nil, false, path
 }
 
 // wildcardMatch reports whether value matches a pattern split at its '*'

@@ -16,7 +16,6 @@ package policy
 //   - a descriptor's own limit writes its entries, key or key_value.
 //
 // It is meant for metrics, not for the hot path: it walks the tree again.
-// It does not allocate beyond growing dst.
 func (rs *RuleSet) AppendStatsKey(dst, domain []byte, d Descriptor) ([]byte, bool) {
 	if rs == nil {
 		return dst, false
@@ -40,7 +39,8 @@ func (rs *RuleSet) AppendStatsKey(dst, domain []byte, d Descriptor) ([]byte, boo
 		}
 		return dst, true
 	}
-	leaf, _ := dr.match(d.Entries)
+	var path [8]*rule
+	leaf, _, _ := dr.match(d.Entries, path[:0])
 	if leaf == nil {
 		return dst, false
 	}
