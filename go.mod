@@ -12,6 +12,7 @@ require (
 	github.com/redis/go-redis/v9 v9.7.0
 	github.com/tidwall/redcon v1.6.2
 	golang.org/x/sys v0.13.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -1,0 +1,123 @@
+package policy
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+func TestDerivedKeys(t *testing.T) {
+	cases := []struct{ got, want string }{
+		{string(AppendCheckKey(nil, "free", algorithms.Token, []byte("key:abc"))), "pol:free:token:key:abc"},
+		{string(AppendCheckKey(nil, "api:free", algorithms.Fixed, []byte("u 1"))), "pol:api%3Afree:fixed:u 1"},
+		{string(AppendOverrideKey(nil, "free", []byte("abc"))), "ovr:free:abc"},
+		{string(AppendOverridePattern(nil, "a:b")), "ovr:a%3Ab:*"},
+		{string(appendRuleKeyEntry(appendRuleKeyHead(nil, []byte("my domain"), algorithms.Sliding), []byte("path"), "/v1/*?x=[1]")),
+			"rls:my%20domain:sliding:path=/v1/%2A%3Fx%3D%5B1%5D"},
+		{string(appendEscaped(nil, "100%\x00\x7f\\é")), "100%25%00%7F%5Cé"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("key %q; want %q", c.got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		var buf [64]byte
+		AppendCheckKey(buf[:0], "free", algorithms.Token, []byte("key:abc"))
+	}); n != 0 {
+		t.Errorf("AppendCheckKey allocates %v times", n)
+	}
+}
+
+// TestRuleKeysAreUnambiguous builds keys from random domains and entries
+// drawn from an alphabet full of separators, and checks that splitting a
+// key at its colons and unescaping gives back exactly what built it, and
+// that escaped components hold no glob characters.
+func TestRuleKeysAreUnambiguous(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("ab:=%*?[]\\ _.\x00\x7f/")
+	word := func() string {
+		b := make([]byte, rng.IntN(5))
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	seen := map[string]string{}
+	for i := 0; i < 20000; i++ {
+		domain := word() + "d"
+		parts := []string{domain}
+		key := appendRuleKeyHead(nil, []byte(domain), algorithms.Fixed)
+		for n := rng.IntN(3); n > 0; n-- {
+			k, v := word(), word()
+			key = appendRuleKeyEntry(key, []byte(k), v)
+			parts = append(parts, k+"\x01"+v)
+		}
+		whole := strings.Join(parts, "\x02")
+		if prev, dup := seen[string(key)]; dup && prev != whole {
+			t.Fatalf("%q and %q share the key %q", prev, whole, key)
+		}
+		seen[string(key)] = whole
+		fields := strings.Split(string(key), ":")
+		if fields[0] != "rls" || fields[2] != "fixed" || len(fields)-3 != len(parts)-1 {
+			t.Fatalf("key %q splits into %q", key, fields)
+		}
+		if strings.ContainsAny(string(key[4:]), "*?[]\\") {
+			t.Fatalf("key %q holds a glob character", key)
+		}
+		got := []string{mustUnescape(t, fields[1])}
+		for _, f := range fields[3:] {
+			kv := strings.Split(f, "=")
+			if len(kv) != 2 {
+				t.Fatalf("entry %q of %q", f, key)
+			}
+			got = append(got, mustUnescape(t, kv[0])+"\x01"+mustUnescape(t, kv[1]))
+		}
+		if strings.Join(got, "\x02") != whole {
+			t.Fatalf("key %q decodes to %q; built from %q", key, got, parts)
+		}
+	}
+}
+
+func mustUnescape(t *testing.T, s string) string {
+	t.Helper()
+	u, ok := unescape(s)
+	if !ok {
+		t.Fatalf("unescape(%q) failed", s)
+	}
+	return u
+}
+
+// unescape reverses appendEscaped; ok is false for a malformed escape.
+func unescape(s string) (string, bool) {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '%' {
+			out = append(out, c)
+			continue
+		}
+		if i+2 >= len(s) {
+			return "", false
+		}
+		h, l := unhex(s[i+1]), unhex(s[i+2])
+		if h < 0 || l < 0 {
+			return "", false
+		}
+		out = append(out, byte(h<<4|l))
+		i += 2
+	}
+	return string(out), true
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
