@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -28,13 +29,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type member struct {
 	id     string
 	node   *Node
-	srv    *commands.Server
+	srv    *server.Server
 	clock  *commands.Clock
 	addr   string
 	trans  *raft.InmemTransport
 	logs   *raft.InmemStore
 	snaps  *raft.InmemSnapshotStore
 	served chan error
+	sweeps chan struct{} // closed to stop the member's sweep loop
 }
 
 type group struct {
@@ -101,7 +103,20 @@ func (g *group) start(m *member) {
 		g.t.Fatal(err)
 	}
 	m.node = node
-	m.srv = commands.NewServer(commands.Config{Cluster: node, Debug: "yes", Logger: quiet, EventLoops: 2}, node, m.clock)
+	cfg := commands.DefaultConfig()
+	cfg.Cluster, cfg.Debug, cfg.Logger = node, commands.DebugYes, quiet
+	h, err := commands.New(cfg, node, m.clock)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	scfg := server.DefaultConfig()
+	scfg.EventLoops, scfg.Clock, scfg.Logger = 2, m.clock, quiet // a replicated node's server ignores the loops
+	if m.srv, err = server.New(scfg, h); err != nil {
+		g.t.Fatal(err)
+	}
+	h.Attach(m.srv)
+	m.sweeps = make(chan struct{})
+	go h.Sweep(m.sweeps)
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(ln) }()
 }
@@ -115,6 +130,7 @@ func (g *group) stop(m *member) {
 	defer cancel()
 	m.srv.Shutdown(ctx)
 	<-m.served
+	close(m.sweeps)
 	for _, o := range g.members {
 		if o.trans != nil {
 			o.trans.Disconnect(m.trans.LocalAddr())

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/sluice-rl/sluice/algorithms"
@@ -88,21 +87,9 @@ func (st *Store) roomForGroup(now int64, reqs []algorithms.Request, shards, lock
 	return true
 }
 
-// InfoMemory returns the store's memory as INFO memory fields.
-func (st *Store) InfoMemory() [][2]string {
-	s := st.Stats()
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return [][2]string{
-		{"keyspace_used_memory", itoa(s.Used())},
-		{"keyspace_arena_bytes", itoa(s.ArenaBytes)},
-		{"keyspace_index_bytes", itoa(s.IndexBytes)},
-		{"keyspace_free_bytes", itoa(s.FreeBytes)},
-		{"keyspace_keys", itoa(s.Keys)},
-		{"maxmemory", itoa(st.mem.max.Load())},
-		{"maxmemory_policy", Policy(st.mem.policy.Load()).String()},
-		{"evicted_keys", itoa(s.Evicted)},
-		{"oom_refused_keys", itoa(s.Refused)},
-	}
+// MaxMemory returns the memory limit (0: none) and the policy at the limit.
+func (st *Store) MaxMemory() (int64, Policy) {
+	return st.mem.max.Load(), Policy(st.mem.policy.Load())
 }
 
 // Now returns the latest instant the store was given: its idea of the

@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,24 +156,24 @@ func (s *Saver) Run(period time.Duration, stop <-chan struct{}) {
 	}
 }
 
-// Info returns INFO persistence fields, in Redis's names where it has them.
-func (s *Saver) Info() [][2]string {
-	status := "ok"
-	if !s.lastOK.Load() {
-		status = "err"
-	}
-	b := func(v bool) string {
-		if v {
-			return "1"
-		}
-		return "0"
-	}
-	return [][2]string{
-		{"rdb_bgsave_in_progress", b(s.bg.Load())},
-		{"rdb_last_save_time", strconv.FormatInt(s.lastSave.Load(), 10)},
-		{"rdb_last_bgsave_status", status},
-		{"rdb_last_save_time_ms", strconv.FormatInt(s.lastNS.Load()/1e6, 10)},
-		{"rdb_saves", strconv.FormatInt(s.saves.Load(), 10)},
-		{"snapshot_file", s.path},
+// SaverStats are what INFO persistence reports of a Saver.
+type SaverStats struct {
+	Running  bool          // a background save is running
+	LastSave int64         // unix seconds of the last successful save
+	LastOK   bool          // the last save worked
+	LastTook time.Duration // how long the last save took
+	Saves    int64         // successful saves
+	Path     string        // the snapshot file
+}
+
+// Stats returns the saver's figures.
+func (s *Saver) Stats() SaverStats {
+	return SaverStats{
+		Running:  s.bg.Load(),
+		LastSave: s.lastSave.Load(),
+		LastOK:   s.lastOK.Load(),
+		LastTook: time.Duration(s.lastNS.Load()),
+		Saves:    s.saves.Load(),
+		Path:     s.path,
 	}
 }

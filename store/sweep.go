@@ -1,7 +1,6 @@
 package store
 
 import (
-	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -79,24 +78,22 @@ func (st *Store) sweepRounds(now int64, maxRounds int, over func() bool) SweepSt
 	return out
 }
 
-// InfoStats returns the store's counters as INFO stats fields: keys that
-// expired (lazily, by the sweep, or to make room), keys evicted, and what
-// the sweep examined, removed and cost.
-func (st *Store) InfoStats() [][2]string {
-	s := st.Stats()
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	us := func(ns int64) string { return strconv.FormatInt(ns/1000, 10) }
-	return [][2]string{
-		{"expired_keys", itoa(s.ExpiredKeys)},
-		{"evicted_keys", itoa(s.Evicted)},
-		{"oom_refused_keys", itoa(s.Refused)},
-		{"sweep_examined", itoa(s.SweepSteps)},
-		{"sweep_removed", itoa(s.SweepRemoved)},
-		{"sweep_runs", itoa(st.sweep.runs.Load())},
-		{"sweep_rounds", itoa(st.sweep.rounds.Load())},
-		{"sweep_time_us", us(st.sweep.nanos.Load())},
-		{"sweep_last_us", us(st.sweep.last.Load())},
-		{"sweep_max_us", us(st.sweep.most.Load())},
-		{"shards", strconv.Itoa(len(st.shards))},
+// SweepTotals are what the active expiry has done and cost since the
+// store was made.
+type SweepTotals struct {
+	Runs, Rounds int64         // Sweep calls, and rounds of 20 entries in them
+	Time         time.Duration // spent in Sweep in all
+	Last, Most   time.Duration // the last call, and the longest
+}
+
+// SweepTotals returns the sweep's totals; the entries it examined and
+// removed are in Stats.
+func (st *Store) SweepTotals() SweepTotals {
+	return SweepTotals{
+		Runs:   st.sweep.runs.Load(),
+		Rounds: st.sweep.rounds.Load(),
+		Time:   time.Duration(st.sweep.nanos.Load()),
+		Last:   time.Duration(st.sweep.last.Load()),
+		Most:   time.Duration(st.sweep.most.Load()),
 	}
 }

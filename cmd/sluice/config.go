@@ -419,15 +419,13 @@ func parseClientMemory(v string) (bytes int64, pct int, err error) {
 }
 
 // clientMemoryCap returns maxmemory-clients in bytes, a percentage taken of
-// maxmemory, or -1 for no limit.
+// maxmemory, or 0 for no limit.
 func (c *config) clientMemoryCap() (int64, error) {
 	switch {
 	case c.maxmemClientsPct > 0 && c.maxmemory == 0:
 		return 0, fmt.Errorf("--maxmemory-clients %d%% is a share of --maxmemory, which is not set", c.maxmemClientsPct)
 	case c.maxmemClientsPct > 0:
 		return max(c.maxmemory*int64(c.maxmemClientsPct)/100, 1), nil // maxmemory is at most 2^50
-	case c.maxmemClients == 0:
-		return -1, nil
 	}
 	return c.maxmemClients, nil
 }

@@ -92,12 +92,12 @@ func FuzzParseConfigText(f *testing.F) {
 func TestMaxmemoryClients(t *testing.T) {
 	for _, tc := range []struct {
 		argv      []string
-		want      int64 // the cap in bytes, -1: none
+		want      int64 // the cap in bytes, 0: none (server.Config.MaxMemoryClients)
 		configGet string
 	}{
 		{nil, 256 << 20, "268435456"},
 		{[]string{"--maxmemory-clients", "64mb"}, 64 << 20, "67108864"},
-		{[]string{"--maxmemory-clients", "0"}, -1, "0"},
+		{[]string{"--maxmemory-clients", "0"}, 0, "0"},
 		{[]string{"--maxmemory", "1gb", "--maxmemory-clients", "10%"}, (1 << 30) * 10 / 100, "10%"},
 		{[]string{"--maxmemory-clients", "100%", "--maxmemory", "64mb"}, 64 << 20, "100%"},
 	} {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -54,16 +55,6 @@ func usage() {
 	for _, s := range settings {
 		fmt.Printf("  --%-26s default %q\n", s.name, s.get(&d))
 	}
-}
-
-// persisterOf returns saver as the commands' Persister, or a nil interface
-// in a replicated group, where SAVE and BGSAVE are refused (RAFT.SNAPSHOT
-// snapshots the state machine).
-func persisterOf(saver *store.Saver) commands.Persister {
-	if saver == nil {
-		return nil
-	}
-	return saver
 }
 
 // clusterOf returns node as the commands' Cluster, or a nil interface on a
@@ -160,33 +151,52 @@ func run(cfg config) error {
 	}
 	// Redis tools (redis-benchmark) ask for this; sluice has no append-only file.
 	params = append(params, commands.Param{Name: "appendonly", Value: "no"})
-	srv := commands.NewServer(commands.Config{
+	clock := commands.NewClock()
+	cmds, err := commands.New(commands.Config{
 		Password:    cfg.requirepass,
+		Debug:       commands.DebugMode(cfg.debugCommand),
+		LogMaxLimit: int64(cfg.logMaxLimit),
+		Logger:      log,
+		Params:      params,
+		Info: []commands.Param{
+			{Name: "config_file", Value: cfg.file},
+			{Name: "shards", Value: strconv.Itoa(st.Shards())},
+		},
+		Stats:      storeStats{st},
+		Cluster:    clusterOf(node),
+		Persister:  persisterOf(saver),
+		Shutdowner: stop,
+	}, ks, clock)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{
 		MaxClients:  cfg.maxclients,
 		IdleTimeout: cfg.timeout,
-		Limits: commands.ReaderLimits{
+		Limits: server.ReaderLimits{
 			MaxBulk:   cfg.protoMaxBulkLen,
 			MaxArgs:   cfg.maxMultibulkLen,
 			MaxInline: 64 << 10,
 		},
 		QueryBufferLimit: int(cfg.queryBufferLimit),
 		MaxMemoryClients: clientMemory,
-		Debug:            cfg.debugCommand,
-		LogMaxLimit:      int64(cfg.logMaxLimit),
+		EventLoops:       cfg.eventLoops,
+		Clock:            clock,
 		Logger:           log,
-		Params:           params,
-		Persister:        persisterOf(saver),
-		Shutdowner:       stop,
-		Info: []commands.Param{
-			{Name: "config_file", Value: cfg.file},
-			{Name: "shards", Value: strconv.Itoa(st.Shards())},
-		},
-		Cluster:    clusterOf(node),
-		EventLoops: cfg.eventLoops,
-	}, ks, commands.NewClock())
+	}, cmds)
+	if err != nil {
+		return err
+	}
+	cmds.Attach(srv)
 	// The event loops are the store's deciders; with one, a pipeline's run
 	// holds all of its shards at once (0: a goroutine per client).
 	st.SetDeciders(srv.EventLoops())
+
+	// SIGTERM, SIGINT and SHUTDOWN go to the stopper, which says when and
+	// how the process ends: caught from before the first client can be
+	// served, so that a signal never finds the default action.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 
 	warnExposed(log, cfg)
 	var lns []net.Listener
@@ -211,11 +221,8 @@ func run(cfg config) error {
 	if cfg.save > 0 {
 		go saver.Run(time.Duration(cfg.save)*time.Second, stopSaves)
 	}
+	go cmds.Sweep(stopSaves) // one sweep loop, whatever the number of listeners
 
-	// SIGTERM, SIGINT and SHUTDOWN go to the stopper, which says when and
-	// how the process ends.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	var end stopping
 	for waiting := true; waiting; {
 		select {
