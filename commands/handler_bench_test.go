@@ -31,15 +31,18 @@ func frame(args ...string) string {
 }
 
 // loopback returns a loopback connection of a server whose Handler runs
-// against a store of 16 shards.
-func loopback(tb testing.TB) *server.Conn { return loopbackOn(tb, store.New(16)) }
+// against a store of 16 shards, on the real clock.
+func loopback(tb testing.TB) *server.Conn {
+	_, c := loopbackOn(tb, DefaultConfig(), store.New(16))
+	return c
+}
 
-// loopbackOn returns a loopback connection of a server whose Handler runs
-// against ks.
-func loopbackOn(tb testing.TB, ks Keyspace) *server.Conn {
+// loopbackOn returns a Handler with cfg against ks, served by a server
+// with no listener, and a loopback connection of it: the handler path on
+// bytes, without a socket.
+func loopbackOn(tb testing.TB, cfg Config, ks Keyspace) (*Handler, *server.Conn) {
 	tb.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	cfg := DefaultConfig()
 	cfg.Logger = quiet
 	h, err := New(cfg, ks, NewClock())
 	if err != nil {
@@ -57,7 +60,7 @@ func loopbackOn(tb testing.TB, ks Keyspace) *server.Conn {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(c.Hangup)
-	return c
+	return h, c
 }
 
 // feed runs one batch through c and fails on an error reply.

@@ -59,7 +59,7 @@ func FuzzAll(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line string) {
 		args := append([]string{"RL.ALL"}, strings.Fields(line)...)
 		st := store.New(2)
-		c := loopbackOn(t, st)
+		_, c := loopbackOn(t, DefaultConfig(), st)
 		out, _ := c.Feed([]byte(frame(args...)))
 		switch {
 		case len(args) < 6 || (len(args)-2)%4 != 0:

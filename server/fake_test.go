@@ -60,13 +60,7 @@ func (h *fakeHandler) Open(c *Conn) {
 func (h *fakeHandler) Close(c *Conn) { h.closed.Add(1) }
 
 func (h *fakeHandler) EndBatch(c *Conn) {
-	s := c.Session().(*fakeSession)
-	for _, x := range s.deferred {
-		c.Out = redcon.AppendArray(c.Out, 2)
-		c.Out = redcon.AppendInt(c.Out, 1)
-		c.Out = redcon.AppendBulk(c.Out, x)
-	}
-	s.deferred = s.deferred[:0]
+	h.flush(c)
 	if h.record {
 		h.mu.Lock()
 		h.nows = append(h.nows, -1)
@@ -74,11 +68,22 @@ func (h *fakeHandler) EndBatch(c *Conn) {
 	}
 }
 
+// flush writes the deferred replies.
+func (h *fakeHandler) flush(c *Conn) {
+	s := c.Session().(*fakeSession)
+	for _, x := range s.deferred {
+		c.Out = redcon.AppendArray(c.Out, 2)
+		c.Out = redcon.AppendInt(c.Out, 1)
+		c.Out = redcon.AppendBulk(c.Out, x)
+	}
+	s.deferred = s.deferred[:0]
+}
+
 func (h *fakeHandler) Command(c *Conn, args [][]byte) {
 	s := c.Session().(*fakeSession)
 	name := strings.ToUpper(string(args[0]))
 	if name != "DEFER" {
-		h.EndBatch(c) // replies in order: the deferred ones first
+		h.flush(c) // replies in order: the deferred ones first
 	}
 	if !s.authed && name != "AUTH" && name != "QUIT" {
 		c.Out = redcon.AppendError(c.Out, "NOAUTH Authentication required.")
