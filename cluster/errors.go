@@ -10,6 +10,8 @@ var (
 	errPeersSilent  = errors.New("cluster: refusing to bootstrap")
 	errStillMember  = errors.New("cluster: not joining")
 	errMembersReply = errors.New("cluster: malformed RAFT.MEMBERS reply")
+	errNoIdentity   = errors.New("cluster: a node needs --node-id and a RESP address")
+	errNoRaftBind   = errors.New("cluster: a node needs --raft-bind")
 )
 
 // The errors a client sees from a replicated group. Their first word is the

@@ -95,17 +95,17 @@ func (g *group) start(m *member) {
 			o.trans.Connect(m.trans.LocalAddr(), m.trans)
 		}
 	}
-	node, err := Open(Config{
-		ID: m.id, RESPAddr: m.addr, Logger: quiet, LeaderWait: 2 * time.Second,
-		Transport: m.trans, Logs: m.logs, Stable: m.logs, Snapshots: m.snaps, RaftConfig: fastRaft,
-	}, store.New(4))
+	cfg := DefaultConfig()
+	cfg.ID, cfg.RESPAddr, cfg.Logger, cfg.LeaderWait = m.id, m.addr, quiet, 2*time.Second
+	cfg.Transport, cfg.Logs, cfg.Stable, cfg.Snapshots, cfg.RaftConfig = m.trans, m.logs, m.logs, m.snaps, fastRaft
+	node, err := Open(cfg, store.New(4))
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	m.node = node
-	cfg := commands.DefaultConfig()
-	cfg.Cluster, cfg.Debug, cfg.Logger = node, commands.DebugYes, quiet
-	h, err := commands.New(cfg, node, m.clock)
+	ccfg := commands.DefaultConfig()
+	ccfg.Cluster, ccfg.Debug, ccfg.Logger = node, commands.DebugYes, quiet
+	h, err := commands.New(ccfg, node, m.clock)
 	if err != nil {
 		g.t.Fatal(err)
 	}
