@@ -1,15 +1,6 @@
 package shard
 
-import "errors"
-
 // Active expiry and the memory limit.
-
-// ErrOOM refuses a new key when the shard is at its memory limit, in
-// Redis's words.
-var ErrOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
-
-// ErrKeyTooLong refuses a key longer than a record can hold (4 GiB).
-var ErrKeyTooLong = errors.New("ERR key too long")
 
 // Policy says what a shard at its memory limit does for a new key.
 type Policy uint8

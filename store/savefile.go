@@ -203,9 +203,6 @@ func allDigits(s string) bool {
 // server holds locked.
 const LockFile = "sluice.lock"
 
-// ErrDirLocked is LockDir's error when another process holds the directory.
-var ErrDirLocked = errors.New("in use by another sluice process")
-
 // DirLock is a data directory held for the life of a process (LockDir).
 type DirLock struct {
 	f *os.File

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,10 +8,6 @@ import (
 
 // The Saver behind SAVE, BGSAVE, LASTSAVE, the periodic save and the save
 // at shutdown.
-
-// ErrSaveInProgress is the reply to SAVE or BGSAVE while a background save
-// runs, in Redis's words.
-var ErrSaveInProgress = errors.New("ERR Background save already in progress")
 
 // Saver writes a store's snapshot file on demand, in the background and
 // periodically. It reads the wall clock only to stamp LASTSAVE.

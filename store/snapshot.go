@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -367,8 +366,6 @@ func (st *Store) put(key []byte, e shard.Entry, now int64) error {
 	}
 	return sh.Commit(ref, key, &e, now)
 }
-
-var errShort = errors.New("entry runs past its block")
 
 // decodeEntryKey decodes the entry at the start of b; the key and Ext
 // alias b. It never reads past b and never allocates more than b holds.

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -11,10 +10,6 @@ import (
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
-
-// ErrWrongType is the outcome of using a key with an algorithm other than
-// the one whose state it holds.
-var ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
 
 // Store is the whole key space: a power-of-two number of shards.
 //
