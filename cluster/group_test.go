@@ -67,7 +67,7 @@ func newGroup(t *testing.T, n int) *group {
 	for _, m := range g.members {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.id), Address: m.trans.LocalAddr()})
 	}
-	if err := g.members[0].node.Raft().BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+	if err := g.members[0].node.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -187,12 +187,12 @@ func (g *group) converged() map[string][]byte {
 	if _, err := ld.node.batcher.submit(0, []op{{code: opMember, id: ld.id, addr: ld.addr}}); err != nil {
 		g.t.Fatal(err)
 	}
-	want := ld.node.FSM().AppliedIndex()
+	want := ld.node.fsm.AppliedIndex()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, m := range g.members {
-		for m.node != nil && m.node.FSM().AppliedIndex() < want {
+		for m.node != nil && m.node.fsm.AppliedIndex() < want {
 			if time.Now().After(deadline) {
-				g.t.Fatalf("%s's FSM applied %d; the leader's applied %d", m.id, m.node.FSM().AppliedIndex(), want)
+				g.t.Fatalf("%s's FSM applied %d; the leader's applied %d", m.id, m.node.fsm.AppliedIndex(), want)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -202,7 +202,7 @@ func (g *group) converged() map[string][]byte {
 		if m.node == nil {
 			continue
 		}
-		s, err := m.node.FSM().Snapshot()
+		s, err := m.node.fsm.Snapshot()
 		if err != nil {
 			g.t.Fatal(err)
 		}
@@ -384,7 +384,7 @@ func TestClockSkewNeverMovesTimeBack(t *testing.T) {
 	if v[0] != int64(0) || v[3] != int64(100) {
 		t.Fatalf("after a failover to a node an hour behind: %v; want denied with retry 100 ms", v)
 	}
-	if at := nl.node.FSM().AppliedTime(); at < base {
+	if at := nl.node.fsm.AppliedTime(); at < base {
 		t.Fatalf("applied time went back by %v", time.Duration(base-at))
 	}
 }

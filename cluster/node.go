@@ -58,7 +58,7 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	st      *store.Store
-	fsm     *FSM
+	fsm     *stateMachine
 	raft    *raft.Raft
 	trans   raft.Transport
 	batcher *batcher
@@ -106,7 +106,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: NewFSM(st), fwd: newForwarder(cfg.Password), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st), fwd: newForwarder(cfg.Password), stop: make(chan struct{})}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -348,12 +348,6 @@ func (n *Node) closeAll() {
 	}
 	n.closers = nil
 }
-
-// Raft returns the underlying raft instance, for tests and operations.
-func (n *Node) Raft() *raft.Raft { return n.raft }
-
-// FSM returns the node's state machine.
-func (n *Node) FSM() *FSM { return n.fsm }
 
 // Ready reports whether this node is a leader that serves decisions.
 func (n *Node) Ready() bool { return n.ready.Load() }

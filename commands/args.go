@@ -12,7 +12,7 @@ import (
 // defines them.
 //
 // Each parser reads the argument bytes as they came off the wire, does not
-// allocate when the argument is valid, and on failure returns an Error whose
+// allocate when the argument is valid, and on failure returns an replyError whose
 // text is the reply. They are pure functions, safe for concurrent use.
 
 // printable returns a client's argument for quoting in an error text: cut to

@@ -79,7 +79,7 @@ func TestParsePositive(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		in   string
-		want Error
+		want replyError
 	}{
 		{"0", "capacity must be positive"},
 		{"-1", "capacity must be positive"},
@@ -126,12 +126,12 @@ func TestParseDuration(t *testing.T) {
 		notPositive = "window must be positive"
 		outOfRange  = "window is out of range"
 	)
-	invalid := func(in string) Error {
-		return Error("invalid window '" + in + "': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
+	invalid := func(in string) replyError {
+		return replyError("invalid window '" + in + "': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
 	}
 	for _, tc := range []struct {
 		in   string
-		want Error
+		want replyError
 	}{
 		{"60", noUnit},
 		{"0", noUnit},
@@ -237,12 +237,12 @@ func TestParseRate(t *testing.T) {
 		tooHigh     = "rate is too high: at most 1 per nanosecond (1000000000/s)"
 		tooLow      = "rate is too low: the interval between units must be under 292 years"
 	)
-	invalid := func(in string) Error {
-		return Error("invalid rate '" + in + "': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
+	invalid := func(in string) replyError {
+		return replyError("invalid rate '" + in + "': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
 	}
 	for _, tc := range []struct {
 		in   string
-		want Error
+		want replyError
 	}{
 		{"0", notPositive},
 		{"0/s", notPositive},

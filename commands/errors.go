@@ -6,12 +6,12 @@ import (
 	"strings"
 )
 
-// Error is a reply error with Redis's generic code: its text is Redis's
+// replyError is a reply error with Redis's generic code: its text is Redis's
 // without the "ERR ", which the one rule adds when it is written
 // (errorText). Values compare with ==.
-type Error string
+type replyError string
 
-func (e Error) Error() string { return string(e) }
+func (e replyError) Error() string { return string(e) }
 
 // codeError is a reply error with a Redis error code of its own: the first
 // word of its text (NOAUTH, WRONGPASS, NOPROTO).
@@ -23,30 +23,30 @@ func (e codeError) Error() string { return string(e) }
 // it. The functions after the block complete the texts that quote an
 // argument.
 var (
-	errNotInteger        = Error("value is not an integer or out of range")
-	errSyntax            = Error("syntax error")
-	errNoPassSet         = Error("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	errInvalidDBIdx      = Error("DB index is out of range")
-	errProtoVersion      = Error("Protocol version is not an integer or out of range")
-	errNameTooLong       = Error("Client names cannot be longer than " + strconv.Itoa(maxNameSize) + " bytes.")
-	errNameChars         = Error("Client names cannot contain spaces, newlines or special characters.")
-	errInvalidCursor     = Error("invalid cursor")
-	errPatternTooComplex = Error("pattern too complex: matching it against one key takes more than the work one command may do")
-	errDebugDisabled     = Error("DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
-	errCantShutdown      = Error("Errors trying to SHUTDOWN. Check logs.")
-	errNoShutdown        = Error("No shutdown in progress.")
-	errNoShutdowner      = Error("SHUTDOWN is not available on this server")
-	errNoPersistence     = Error("snapshots are not configured on this server")
-	errNoCluster         = Error("This instance has cluster support disabled")
+	errNotInteger        = replyError("value is not an integer or out of range")
+	errSyntax            = replyError("syntax error")
+	errNoPassSet         = replyError("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	errInvalidDBIdx      = replyError("DB index is out of range")
+	errProtoVersion      = replyError("Protocol version is not an integer or out of range")
+	errNameTooLong       = replyError("Client names cannot be longer than " + strconv.Itoa(maxNameSize) + " bytes.")
+	errNameChars         = replyError("Client names cannot contain spaces, newlines or special characters.")
+	errInvalidCursor     = replyError("invalid cursor")
+	errPatternTooComplex = replyError("pattern too complex: matching it against one key takes more than the work one command may do")
+	errDebugDisabled     = replyError("DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
+	errCantShutdown      = replyError("Errors trying to SHUTDOWN. Check logs.")
+	errNoShutdown        = replyError("No shutdown in progress.")
+	errNoShutdowner      = replyError("SHUTDOWN is not available on this server")
+	errNoPersistence     = replyError("snapshots are not configured on this server")
+	errNoCluster         = replyError("This instance has cluster support disabled")
 
 	// The arguments of the decisions (args.go, cmd_throttle.go).
-	errRateNotPositive  = Error("rate must be positive")
-	errRateTooHigh      = Error("rate is too high: at most 1 per nanosecond (1000000000/s)")
-	errRateTooLow       = Error("rate is too low: the interval between units must be under 292 years")
-	errMaxBurstNegative = Error("max_burst must not be negative")
-	errMaxBurstRange    = Error("max_burst is out of range")
-	errPeriodRange      = Error("period is out of range")
-	errQuantityNegative = Error("quantity must not be negative")
+	errRateNotPositive  = replyError("rate must be positive")
+	errRateTooHigh      = replyError("rate is too high: at most 1 per nanosecond (1000000000/s)")
+	errRateTooLow       = replyError("rate is too low: the interval between units must be under 292 years")
+	errMaxBurstNegative = replyError("max_burst must not be negative")
+	errMaxBurstRange    = replyError("max_burst is out of range")
+	errPeriodRange      = replyError("period is out of range")
+	errQuantityNegative = replyError("quantity must not be negative")
 
 	errNoAuth      = codeError("NOAUTH Authentication required.")
 	errHelloNoAuth = codeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
@@ -56,12 +56,12 @@ var (
 
 // errWrongArgs is Redis's arity error for the command named (lower case)
 // name, "client|no-evict" for a subcommand.
-func errWrongArgs(name string) Error {
-	return Error("wrong number of arguments for '" + name + "' command")
+func errWrongArgs(name string) replyError {
+	return replyError("wrong number of arguments for '" + name + "' command")
 }
 
 // errUnknownCommand is Redis's reply to a command it does not know.
-func errUnknownCommand(args [][]byte) Error {
+func errUnknownCommand(args [][]byte) replyError {
 	const max = 128
 	msg := "unknown command '" + clip(string(args[0]), max) + "', with args beginning with: "
 	room := max
@@ -73,66 +73,66 @@ func errUnknownCommand(args [][]byte) Error {
 		msg += "'" + part + "' "
 		room -= len(part) + 3
 	}
-	return Error(sanitize(msg))
+	return replyError(sanitize(msg))
 }
 
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
-func errUnknownSubcommand(sub []byte, cmd string) Error {
-	return Error(sanitize("unknown subcommand '" + clip(string(sub), 128) + "'. Try " + cmd + " HELP."))
+func errUnknownSubcommand(sub []byte, cmd string) replyError {
+	return replyError(sanitize("unknown subcommand '" + clip(string(sub), 128) + "'. Try " + cmd + " HELP."))
 }
 
 // errHelloOption is HELLO's error for an option it does not take.
-func errHelloOption(opt []byte) Error {
-	return Error(sanitize("Syntax error in HELLO option '" + clip(string(opt), 128) + "'"))
+func errHelloOption(opt []byte) replyError {
+	return replyError(sanitize("Syntax error in HELLO option '" + clip(string(opt), 128) + "'"))
 }
 
 // errSetInfo is CLIENT SETINFO's error for a value that is not one word of
 // printable characters (what "cannot contain …" or "is too long").
-func errSetInfo(attr []byte, what string) Error {
-	return Error(sanitize(strings.ToLower(string(attr)) + " " + what))
+func errSetInfo(attr []byte, what string) replyError {
+	return replyError(sanitize(strings.ToLower(string(attr)) + " " + what))
 }
 
 // errUnrecognizedOption is CLIENT SETINFO's error for an attribute it does
 // not know.
-func errUnrecognizedOption(attr []byte) Error {
-	return Error(sanitize("Unrecognized option '" + clip(string(attr), 128) + "'"))
+func errUnrecognizedOption(attr []byte) replyError {
+	return replyError(sanitize("Unrecognized option '" + clip(string(attr), 128) + "'"))
 }
 
 // errNotPositive is the error for a capacity, limit or duration (named what)
 // that is zero or negative.
-func errNotPositive(what string) Error { return Error(what + " must be positive") }
+func errNotPositive(what string) replyError { return replyError(what + " must be positive") }
 
 // errNoUnit is the error for a duration written as a bare integer.
-func errNoUnit(what string) Error { return Error(what + " needs a unit, like 60s or 1500ms") }
+func errNoUnit(what string) replyError { return replyError(what + " needs a unit, like 60s or 1500ms") }
 
 // errDurationRange is the error for a duration beyond int64 nanoseconds.
-func errDurationRange(what string) Error { return Error(what + " is out of range") }
+func errDurationRange(what string) replyError { return replyError(what + " is out of range") }
 
 // errInvalidDuration is the error for a duration that is not an integer
 // followed by a known unit.
-func errInvalidDuration(what string, arg []byte) Error {
-	return Error("invalid " + what + " '" + printable(arg) +
+func errInvalidDuration(what string, arg []byte) replyError {
+	return replyError("invalid " + what + " '" + printable(arg) +
 		"': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
 }
 
 // errInvalidRate is the error for a rate written in none of the accepted forms.
-func errInvalidRate(arg []byte) Error {
-	return Error("invalid rate '" + printable(arg) +
+func errInvalidRate(arg []byte) replyError {
+	return replyError("invalid rate '" + printable(arg) +
 		"': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
 }
 
 // errAllAlgo is RL.ALL's error for an algorithm name it does not know.
-func errAllAlgo(b []byte) Error {
-	return Error("unknown algorithm '" + printable(b) + "' in RL.ALL: use TOKEN, LEAKY, FIXED, SLIDING or LOG")
+func errAllAlgo(b []byte) replyError {
+	return replyError("unknown algorithm '" + printable(b) + "' in RL.ALL: use TOKEN, LEAKY, FIXED, SLIDING or LOG")
 }
 
 // errAboveLogMax is the error for an RL.LOG or RL.ACQUIRE limit above the
 // configured bound on their state's size.
-func errAboveLogMax(max int64) Error {
-	return Error("limit is above log-max-limit (" + strconv.FormatInt(max, 10) + ")")
+func errAboveLogMax(max int64) replyError {
+	return replyError("limit is above log-max-limit (" + strconv.FormatInt(max, 10) + ")")
 }
 
-// errorText is the one rule that gives a reply error its code: an Error of
+// errorText is the one rule that gives a reply error its code: an replyError of
 // this package, or one wrapping it (%w), gets "ERR " (generic); a
 // codeError carries its own. An error from behind an interface (Keyspace,
 // Cluster, Persister) is sent as it is when its text starts with a Redis
@@ -140,12 +140,12 @@ func errAboveLogMax(max int64) Error {
 // and gets "ERR " otherwise.
 func errorText(err error) (text string, generic bool) {
 	switch e := err.(type) {
-	case Error:
+	case replyError:
 		return string(e), true
 	case codeError:
 		return string(e), false
 	}
-	var own Error
+	var own replyError
 	if errors.As(err, &own) {
 		return err.Error(), true
 	}

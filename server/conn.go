@@ -99,9 +99,6 @@ func (c *Conn) Loopback() bool { return c.local }
 // written; the commands of the batch that follow are not run.
 func (c *Conn) CloseAfterReply() { c.closing = true }
 
-// Closing reports whether the connection is to be closed after this batch.
-func (c *Conn) Closing() bool { return c.closing }
-
 // SetUnauthenticated turns the reader's strict limits on or off: Redis
 // allows a client that has not authenticated at most 10 arguments and
 // bulks of 16 KiB. The Handler turns them on in Open when a password is

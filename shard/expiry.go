@@ -72,11 +72,11 @@ func (s *Shard) Sweep(now int64, budget int) (examined, removed int) {
 	return examined, removed
 }
 
-// makeRoom removes entries so that a new key may fit: expired ones first,
+// reclaim removes entries so that a new key may fit: expired ones first,
 // at any policy, then under VolatileTTL the sampled entry nearest to its
 // expiry that is not depleted. It reports whether it removed anything.
 // It requires that s.mu is held.
-func (s *Shard) makeRoom(now int64) bool {
+func (s *Shard) reclaim(now int64) bool {
 	if s.limit <= 0 {
 		return false // no limit: alloc failed for want of chunk numbers, nothing to free
 	}
@@ -161,7 +161,7 @@ func (s *Shard) MakeRoom(keys int, bytes int64, now int64) bool {
 		return n
 	}
 	for tries := 0; s.room() < need(); tries++ {
-		if tries == maxRoomTries*keys || !s.makeRoom(now) {
+		if tries == maxRoomTries*keys || !s.reclaim(now) {
 			s.stats.Refused++
 			return false
 		}

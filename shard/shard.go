@@ -270,7 +270,7 @@ func (s *Shard) insert(h uint64, key []byte, e *Entry, now int64) error {
 				return nil
 			}
 		}
-		if tries == maxRoomTries || !s.makeRoom(now) {
+		if tries == maxRoomTries || !s.reclaim(now) {
 			s.stats.Refused++
 			return ErrOOM
 		}

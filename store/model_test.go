@@ -80,7 +80,7 @@ func TestStoreMatchesMapModel(t *testing.T) {
 			case op < 18:
 				now += rng.Int64N(int64(2 * time.Millisecond))
 			case op < 19:
-				st.SweepRounds(now, 1+rng.IntN(4))
+				st.sweepRounds(now, 1+rng.IntN(4), nil)
 			default:
 				if rng.IntN(50) == 0 {
 					st.Flush(now)
@@ -233,7 +233,7 @@ func otherLockers(t *testing.T, st *Store) (stop func()) {
 	})
 	loop(func(int) error {
 		var b bytes.Buffer
-		if err := st.SnapshotAt(&b, t0); err != nil {
+		if err := st.snapshotAt(&b, t0); err != nil {
 			return err
 		}
 		loaded := New(2)

@@ -68,7 +68,7 @@ func (s *Saver) Save() error {
 		return ErrSaveInProgress
 	}
 	defer s.end(done)
-	return s.record(time.Now(), s.st.SaveFile(s.path))
+	return s.record(time.Now(), s.st.saveFile(s.path))
 }
 
 // BackgroundSave starts writing the snapshot in its own goroutine. It is
@@ -80,7 +80,7 @@ func (s *Saver) BackgroundSave() error {
 	}
 	go func() {
 		defer s.end(done)
-		s.record(time.Now(), s.st.SaveFile(s.path))
+		s.record(time.Now(), s.st.saveFile(s.path))
 	}()
 	return nil
 }

@@ -128,7 +128,7 @@ func TestScaleMemoryGCAndLatency(t *testing.T) {
 
 	var size countingWriter
 	t1 := time.Now()
-	if err := st.SnapshotAt(&size, now); err != nil {
+	if err := st.snapshotAt(&size, now); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("snapshot of %d keys: %d MiB in %v", n, size>>20, time.Since(t1).Round(time.Millisecond))

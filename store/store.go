@@ -257,7 +257,7 @@ func (st *Store) Delete(now int64, keys [][]byte) (int64, error) {
 func (st *Store) Exists(now int64, keys [][]byte) (int64, error) {
 	var n int64
 	for _, k := range keys {
-		if st.Get(now, k).Algo != algorithms.None {
+		if st.get(now, k).Algo != algorithms.None {
 			n++
 		}
 	}
@@ -266,21 +266,21 @@ func (st *Store) Exists(now int64, keys [][]byte) (int64, error) {
 
 // Type returns the algorithm of key's state, None if absent.
 func (st *Store) Type(now int64, key []byte) (algorithms.Algo, error) {
-	return st.Get(now, key).Algo, nil
+	return st.get(now, key).Algo, nil
 }
 
 // TTL returns the time until key's state expires, -1 if absent.
 func (st *Store) TTL(now int64, key []byte) (int64, error) {
-	e := st.Get(now, key)
+	e := st.get(now, key)
 	if e.Algo == algorithms.None {
 		return -1, nil
 	}
 	return e.Expire - now, nil
 }
 
-// Get returns key's live entry at now (Algo None if absent). Its Ext is a
+// get returns key's live entry at now (Algo None if absent). Its Ext is a
 // copy: the shard's own memory is only valid under its lock.
-func (st *Store) Get(now int64, key []byte) shard.Entry {
+func (st *Store) get(now int64, key []byte) shard.Entry {
 	sh := st.shardOf(key)
 	sh.Lock()
 	_, e := sh.Find(key, now)

@@ -7,15 +7,15 @@ import (
 
 // Active expiry: a bounded incremental sweep over every shard.
 
-// SweepStats sums what the sweep did in one call.
-type SweepStats struct {
+// sweepResult sums what the sweep did in one call.
+type sweepResult struct {
 	Examined, Removed, Rounds int
 }
 
 const (
-	sweepRound  = 20                    // entries examined per round, holding one shard lock
-	sweepRounds = 64                    // most rounds per shard in one Sweep call
-	sweepBudget = 25 * time.Millisecond // most time one Sweep call spends: a quarter of the edge's 100 ms tick
+	sweepRound     = 20                    // entries examined per round, holding one shard lock
+	maxSweepRounds = 64                    // most rounds per shard in one Sweep call
+	sweepBudget    = 25 * time.Millisecond // most time one Sweep call spends: a quarter of the edge's 100 ms tick
 )
 
 type sweepStats struct {
@@ -33,7 +33,7 @@ type sweepStats struct {
 func (st *Store) Sweep(now int64) {
 	start := time.Now()
 	deadline := start.Add(sweepBudget)
-	s := st.sweepRounds(now, sweepRounds, func() bool { return time.Now().After(deadline) })
+	s := st.sweepRounds(now, maxSweepRounds, func() bool { return time.Now().After(deadline) })
 	d := time.Since(start).Nanoseconds()
 	st.sweep.runs.Add(1)
 	st.sweep.rounds.Add(int64(s.Rounds))
@@ -43,16 +43,13 @@ func (st *Store) Sweep(now int64) {
 	}
 }
 
-// SweepRounds runs one step of active expiry over every shard at now: per
+// sweepRounds runs one step of active expiry over every shard at now: per
 // shard, rounds of 20 entries while more than a tenth of a round had
-// expired, at most maxRounds rounds. Each round holds one shard lock,
-// briefly. It reads no clock.
-func (st *Store) SweepRounds(now int64, maxRounds int) SweepStats {
-	return st.sweepRounds(now, maxRounds, nil)
-}
-
-func (st *Store) sweepRounds(now int64, maxRounds int, over func() bool) SweepStats {
-	var out SweepStats
+// expired, at most maxRounds rounds, stopping early when over (if not nil)
+// says so. Each round holds one shard lock, briefly. It reads no clock;
+// over may.
+func (st *Store) sweepRounds(now int64, maxRounds int, over func() bool) sweepResult {
+	var out sweepResult
 	n := uint64(len(st.shards))
 	first := st.sweep.next.Load() % n
 	for k := uint64(0); k < n; k++ {
