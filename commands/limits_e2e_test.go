@@ -25,7 +25,7 @@ func TestE2EToken(t *testing.T) {
 func TestE2ELeaky(t *testing.T) {
 	s := startServer(t, testConfig{})
 	s.play(t, []call{
-		// The example: 1/s, capacity 3, four calls at one instant.
+		// 1/s, capacity 3, four calls at one instant (docs/commands.md's RL.LEAKY example).
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 2 0 1000]"},
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 1 1000 2000]"},
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
