@@ -57,17 +57,6 @@ func (st *Store) SetMaxMemory(bytes int64, p Policy) {
 	}
 }
 
-// commit stores next for key, as the outcome o decided: marked depleted
-// when o admitted the last unit (remaining 0). A new key refused for want
-// of memory turns *o into the OOM error. commit requires that sh is locked
-// and ref came from its Find.
-func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *algorithms.Outcome, now int64) {
-	next.Depleted = o.Err == nil && o.Result.Allowed && o.Result.Remaining == 0
-	if err := sh.Commit(ref, key, next, now); err != nil {
-		*o = algorithms.Outcome{Err: err}
-	}
-}
-
 // roomForGroup makes room in each locked shard of a group decision for the
 // keys it would create (created[i]: reqs[i] writes ents[i] to a new key),
 // so that at the memory limit the group is refused whole, never in part.

@@ -212,6 +212,17 @@ func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64,
 	}
 }
 
+// commit stores next for key, as the outcome o decided: marked depleted
+// when o admitted the last unit (remaining 0). A new key refused for want
+// of memory turns *o into the OOM error. commit requires that sh is locked
+// and ref came from its Find.
+func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *algorithms.Outcome, now int64) {
+	next.Depleted = o.Err == nil && o.Result.Allowed && o.Result.Remaining == 0
+	if err := sh.Commit(ref, key, next, now); err != nil {
+		*o = algorithms.Outcome{Err: err}
+	}
+}
+
 // apply computes the outcome of req on entry *e at now into *o and, when
 // something must be written, the entry to store into *next, which must be
 // the zero Entry; it returns false when nothing must be written (a peek, a
