@@ -4,8 +4,8 @@ import "errors"
 
 // Active expiry and the memory limit.
 
-// ErrOOM refuses a new key when the shard is at its memory limit, in
-// Redis's words.
+// ErrOOM refuses a new key, or an existing key's record that must grow,
+// when the shard is at its memory limit, in Redis's words.
 var ErrOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
 
 // ErrKeyTooLong refuses a key longer than a record can hold (4 GiB).
@@ -103,7 +103,7 @@ func (s *Shard) makeRoom(now int64) bool {
 }
 
 // evictOne removes the entry nearest to its expiry among the next
-// evictSample entries from evictPos, leaving depleted ones alone.
+// evictSample entries from evictPos, leaving depleted and pinned ones alone.
 func (s *Shard) evictOne(now int64) bool {
 	pos, wrapped := s.evictPos, false
 	var best uint32
@@ -124,7 +124,7 @@ func (s *Shard) evictOne(now int64) bool {
 			continue
 		}
 		seen++
-		if h&hdrDepleted != 0 {
+		if h&(hdrDepleted|hdrPinned) != 0 {
 			continue
 		}
 		if exp := s.arena.expire(l); !found || exp < bestExp {
@@ -144,36 +144,45 @@ func (s *Shard) evictOne(now int64) bool {
 	return true
 }
 
-// RecordBytes returns the bytes a record for key and e takes: what a new
-// key's Commit asks of the limit, and what MakeRoom is told.
-func RecordBytes(key []byte, e *Entry) int64 { return int64(layoutOf(len(key), e, 0).size) * 8 }
+// Need returns the bytes that Commit(ref, key, e) asks of the limit, for an
+// e whose Ext will hold extLen words (Need does not read e.Ext): a new
+// key's record, or the larger record an existing key's entry moves to; 0
+// when the entry is stored in place or in a smaller record, which Commit
+// never refuses. A group decision asks it of each key it writes, so as to
+// make the room they need, or be refused, before it writes anything that
+// cannot be refused. Need requires that s is locked and that ref came from
+// Find on key under the same lock.
+func (s *Shard) Need(ref Ref, key []byte, e *Entry, extLen int) int64 {
+	s.refresh(&ref, key)
+	if ref.Absent() {
+		return int64(layoutExt(len(key), e, extLen, 0).size) * 8
+	}
+	c, w := s.arena.at(ref.loc - 1)
+	old := s.arena.live(c, w, c[w])
+	room := 0
+	if extLen > 0 {
+		room = extRoom(old.extCap, extLen)
+	}
+	lay := layoutExt(len(key), e, extLen, room)
+	if lay.size <= old.size {
+		return 0
+	}
+	return int64(lay.size) * 8
+}
 
-// MakeRoom makes room under the limit for keys new keys whose records take
-// bytes in all, the way Commit does for one (expired entries first, then
-// eviction under VolatileTTL), and reports whether they fit now. It counts
-// generously (a new chunk's bitmap, the index doubling), so that the
-// Commits that follow are not refused. A group decision calls it for each
-// of its shards before it writes anything, so that it is refused whole
-// rather than in part. MakeRoom requires that s is locked.
-func (s *Shard) MakeRoom(keys int, bytes int64, now int64) bool {
-	if s.limit <= 0 || keys == 0 {
-		return true
+// Pin marks key's live record, if it has one, as one that making room
+// (eviction) must leave alone, however often it moves, until Unpin: a
+// group decision pins its keys while it makes room for some of them. It
+// requires that s is locked.
+func (s *Shard) Pin(key []byte) {
+	if _, l, ok := s.lookup(key, uint32(s.Hash(key)>>32)); ok {
+		s.arena.pin(l)
 	}
-	need := func() int64 {
-		n := bytes + int64(firstWord*8)*(2+bytes/(chunkWords*8))
-		if len(s.idx.slots) == 0 {
-			n += minSlots * 8
-		}
-		for size := max(len(s.idx.slots), minSlots); (s.idx.n+keys)*4 > size*3; size *= 2 {
-			n += int64(size) * 8
-		}
-		return n
+}
+
+// Unpin undoes Pin. It requires that s is locked.
+func (s *Shard) Unpin(key []byte) {
+	if _, l, ok := s.lookup(key, uint32(s.Hash(key)>>32)); ok {
+		s.arena.unpin(l)
 	}
-	for tries := 0; s.room() < need(); tries++ {
-		if tries == maxRoomTries*keys || !s.makeRoom(now) {
-			s.stats.Refused++
-			return false
-		}
-	}
-	return true
 }

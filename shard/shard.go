@@ -194,19 +194,15 @@ func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
 
 // Commit stores *e as key's entry, where Find said it was or would go. An
 // entry that is already absent at now (e.Expire <= now) is not stored, and
-// removes any previous one. A new key may be refused with ErrOOM when the
-// shard is at its memory limit and no room can be made; an existing key's
-// entry is always stored, even if it needs more room. Commit requires that
-// s is locked and that ref came from Find on key under the same lock.
+// removes any previous one. When the shard is at its memory limit and no
+// room can be made, Commit refuses with ErrOOM, changing nothing, a new key
+// and an existing key whose entry needs a larger record (see Need); an
+// entry that fits its record, or a smaller one, is always stored. Commit
+// requires that s is locked and that ref came from Find on key under the
+// same lock.
 func (s *Shard) Commit(ref Ref, key []byte, e *Entry, now int64) error {
 	s.see(now)
-	if ref.epoch != s.epoch {
-		slot, l, ok := s.lookup(key, uint32(ref.hash>>32))
-		ref.slot, ref.loc, ref.epoch = slot, 0, s.epoch
-		if ok {
-			ref.loc = l + 1
-		}
-	}
+	s.refresh(&ref, key)
 	switch {
 	case !e.Live(now):
 		if !ref.Absent() {
@@ -214,65 +210,187 @@ func (s *Shard) Commit(ref Ref, key []byte, e *Entry, now int64) error {
 		}
 		return nil
 	case !ref.Absent():
-		s.update(ref, key, e)
-		return nil
+		return s.update(ref, key, e, now)
 	default:
 		return s.insert(ref.hash, key, e, now)
 	}
 }
 
 // update rewrites the record of a present key, in place when its size is
-// unchanged, else in a new record that replaces it in the index.
-func (s *Shard) update(ref Ref, key []byte, e *Entry) {
+// unchanged, else in a new record that replaces it in the index. A larger
+// record takes room under the limit as a new key's does (expired entries
+// first, then eviction under VolatileTTL, never of this key's record); when
+// none can be made, update returns ErrOOM and the record stays as it was. A
+// smaller record is never refused: the larger one it replaces is freed.
+func (s *Shard) update(ref Ref, key []byte, e *Entry, now int64) error {
 	l := ref.loc - 1
 	c, w := s.arena.at(l)
 	if h := c[w]; h&hdrExt == 0 && len(e.Ext) == 0 { // the common case: fixed words only
 		if lay := layoutOf(len(key), e, 0); (lay.header^h)&hdrLayout == 0 {
 			s.arena.writeEntry(c[w:w+lay.size], e, lay)
-			return
+			c[w] |= h & hdrPinned
+			return nil
 		}
 	}
 	old := s.arena.live(c, w, c[w])
-	room := old.extCap
-	if len(e.Ext) > room { // grow the room by a quarter, so that growing one pair at a time is amortized
-		room = len(e.Ext) + len(e.Ext)/4 + 2
-	}
-	lay := layoutOf(len(key), e, room)
+	lay := layoutOf(len(key), e, extRoom(old.extCap, len(e.Ext)))
 	// In place when the size is the same and Ext, which may alias the
 	// record, stays where it is.
-	if lay.size == old.size && (lay.extLen == 0 || lay.keyOff-lay.extCap == old.keyOff-old.extCap) {
+	if lay.size == old.size && (lay.header&hdrExt == 0 || lay.keyOff-lay.extCap == old.keyOff-old.extCap) {
+		pin := c[w] & hdrPinned
 		s.arena.write(l, key, e, lay)
-		return
+		c[w] |= pin
+		return nil
 	}
-	nl, ok := s.arena.alloc(lay.size, 1<<62) // a present key is never refused
-	if !ok {
-		panic("shard: out of chunk numbers")
+	nl, ok := uint32(0), false
+	if lay.size <= old.size {
+		if nl, ok = s.arena.alloc(lay.size, 1<<62); !ok {
+			panic("shard: out of chunk numbers")
+		}
+	} else if nl, ok = s.allocKeeping(lay.size, l, now); !ok {
+		s.stats.Refused++
+		return ErrOOM
 	}
+	s.replace(ref, l, nl, key, e, lay)
+	return nil
+}
+
+// replace writes key and e, laid out as lay, as the record nl, which takes
+// the place of the live record l in the index (ref names l), and frees l.
+// A pin on l goes over to nl. It returns nl's slot. It requires that s.mu
+// is held.
+func (s *Shard) replace(ref Ref, l, nl uint32, key []byte, e *Entry, lay layout) uint32 {
+	if ref.epoch != s.epoch { // room was made: slots may have shifted
+		ref.slot = s.idx.slotFor(uint32(ref.hash>>32), l)
+	}
+	pin := s.arena.header(l) & hdrPinned
 	s.arena.write(nl, key, e, lay) // before the release: e.Ext may alias the old record
+	c, w := s.arena.at(nl)
+	c[w] |= pin
 	s.idx.slots[ref.slot] = slotOf(uint32(ref.hash>>32), nl)
 	s.arena.release(l)
 	s.epoch++
+	return ref.slot
+}
+
+// extRoom returns the words of Ext room a record that has room for have
+// gets for an Ext of n words: the same room while n fits; room to spare
+// when n outgrows it by a little (by at most a quarter), so that growing
+// one lease at a time is amortized; exactly n when it outgrows it by more
+// (a log's ring, which doubles by itself).
+func extRoom(have, n int) int {
+	switch {
+	case n <= have:
+		return have
+	case n-have <= n/4:
+		return n + n/4 + 2
+	}
+	return n
+}
+
+// allocKeeping allocates size words under the limit for a record that
+// replaces the live record keep, making room if it must without removing
+// keep. It requires that s.mu is held.
+func (s *Shard) allocKeeping(size int, keep uint32, now int64) (uint32, bool) {
+	for tries := 0; ; tries++ {
+		if l, ok := s.arena.alloc(size, s.room()); ok {
+			return l, true
+		}
+		if tries == maxRoomTries {
+			return 0, false
+		}
+		pinned := s.arena.header(keep)&hdrPinned != 0
+		s.arena.pin(keep)
+		made := s.makeRoom(now)
+		if !pinned {
+			s.arena.unpin(keep)
+		}
+		if !made {
+			return 0, false
+		}
+	}
+}
+
+// Reserve gives key's record room for an Ext of extCap words, so that a
+// caller can build a large state (a log's ring) in place, within the
+// limit, instead of on the heap first: an existing record moves to a larger
+// one with its entry unchanged, unless it has the room already; an absent
+// key gets a record holding *e, which must be live and have an empty Ext.
+// Room is made as Commit makes it, never by removing key's own record; on
+// ErrOOM nothing changed. On success *ref and e.Ext name the record: e.Ext
+// keeps its length, and its capacity is at least extCap, for the caller to
+// write into and hand to Commit. Reserve requires that s is locked and that
+// ref came from Find on key under the same lock (and, for an existing key,
+// *e from the same Find).
+func (s *Shard) Reserve(ref *Ref, key []byte, e *Entry, extCap int, now int64) error {
+	s.see(now)
+	s.refresh(ref, key)
+	if ref.Absent() {
+		lay := layoutExt(len(key), e, 0, extCap)
+		slot, l, err := s.insertLayout(ref.hash, key, e, lay, now)
+		if err != nil {
+			return err
+		}
+		*ref = Ref{hash: ref.hash, slot: slot, loc: l + 1, epoch: s.epoch}
+	} else {
+		l := ref.loc - 1
+		c, w := s.arena.at(l)
+		old := s.arena.live(c, w, c[w])
+		if old.extCap < extCap {
+			cur := s.arena.entry(l)
+			lay := layoutExt(len(key), &cur, old.extLen, extCap)
+			nl, ok := s.allocKeeping(lay.size, l, now)
+			if !ok {
+				s.stats.Refused++
+				return ErrOOM
+			}
+			slot := s.replace(*ref, l, nl, key, &cur, lay)
+			*ref = Ref{hash: ref.hash, slot: slot, loc: nl + 1, epoch: s.epoch}
+		}
+	}
+	var cur Entry
+	s.arena.entryInto(ref.loc-1, &cur)
+	e.Ext = cur.Ext
+	return nil
+}
+
+// refresh looks key up again when the shard changed since ref was made.
+func (s *Shard) refresh(ref *Ref, key []byte) {
+	if ref.epoch == s.epoch {
+		return
+	}
+	slot, l, ok := s.lookup(key, uint32(ref.hash>>32))
+	ref.slot, ref.loc, ref.epoch = slot, 0, s.epoch
+	if ok {
+		ref.loc = l + 1
+	}
 }
 
 // insert adds a new key, making room within the limit if it must.
 func (s *Shard) insert(h uint64, key []byte, e *Entry, now int64) error {
+	_, _, err := s.insertLayout(h, key, e, layoutOf(len(key), e, 0), now)
+	return err
+}
+
+// insertLayout adds a new key whose record is laid out as lay and returns
+// its slot and record.
+func (s *Shard) insertLayout(h uint64, key []byte, e *Entry, lay layout, now int64) (slot, l uint32, err error) {
 	if len(key) > maxKey {
-		return ErrKeyTooLong
+		return 0, 0, ErrKeyTooLong
 	}
-	lay := layoutOf(len(key), e, 0)
 	for tries := 0; ; tries++ {
 		if s.indexRoom() {
 			if l, ok := s.arena.alloc(lay.size, s.room()); ok {
 				s.arena.write(l, key, e, lay)
-				s.idx.put(uint32(h>>32), l)
+				slot := s.idx.put(uint32(h>>32), l)
 				s.stats.Keys++
 				s.epoch++
-				return nil
+				return slot, l, nil
 			}
 		}
 		if tries == maxRoomTries || !s.makeRoom(now) {
 			s.stats.Refused++
-			return ErrOOM
+			return 0, 0, ErrOOM
 		}
 	}
 }

@@ -212,6 +212,10 @@ func (st *Store) decide(now int64, req *algorithms.Request, o *algorithms.Outcom
 func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome) {
 	var e, next shard.Entry
 	ref := sh.FindInto(req.Key, h, now, &e)
+	if req.Limit.Algo == algorithms.Log {
+		decideLog(sh, ref, now, req, &e, o)
+		return
+	}
 	if apply(now, req, &e, o, &next) {
 		commit(sh, ref, req.Key, &next, o, now)
 	}
