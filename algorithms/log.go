@@ -91,7 +91,6 @@ func NewLogDraft(s LogState) LogDraft {
 	return LogDraft{base: s, n: s.Count}
 }
 
-
 // at returns the draft's i-th oldest entry (0 ≤ i < count).
 func (d *LogDraft) at(i int64) int64 {
 	if i < d.n {

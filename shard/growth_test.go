@@ -79,7 +79,7 @@ func TestGrowthEvictsOthersUnderVolatileTTLButNeverItself(t *testing.T) {
 	const limit = 1 << 20
 	s.SetLimit(limit, VolatileTTL)
 	soon := extEntry(3, 1) // 8 words
-	soon.Expire = t0 + 5 // the first candidate for eviction
+	soon.Expire = t0 + 5   // the first candidate for eviction
 	put(t, &s, "grow", soon, t0)
 	for i := 0; ; i++ { // alternately depleted and not, until eviction starts
 		e := tokenEntry(t0 + 1_000_000 + int64(i))
