@@ -153,7 +153,9 @@ func (s *Shard) evictOne(now int64) bool {
 // cannot be refused. Need requires that s is locked and that ref came from
 // Find on key under the same lock.
 func (s *Shard) Need(ref Ref, key []byte, e *Entry, extLen int) int64 {
-	s.refresh(&ref, key)
+	if ref.epoch != s.epoch {
+		s.refresh(&ref, key)
+	}
 	if ref.Absent() {
 		return int64(layoutExt(len(key), e, extLen, 0).size) * 8
 	}

@@ -202,7 +202,9 @@ func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
 // same lock.
 func (s *Shard) Commit(ref Ref, key []byte, e *Entry, now int64) error {
 	s.see(now)
-	s.refresh(&ref, key)
+	if ref.epoch != s.epoch {
+		s.refresh(&ref, key)
+	}
 	switch {
 	case !e.Live(now):
 		if !ref.Absent() {
@@ -324,7 +326,9 @@ func (s *Shard) allocKeeping(size int, keep uint32, now int64) (uint32, bool) {
 // *e from the same Find).
 func (s *Shard) Reserve(ref *Ref, key []byte, e *Entry, extCap int, now int64) error {
 	s.see(now)
-	s.refresh(ref, key)
+	if ref.epoch != s.epoch {
+		s.refresh(ref, key)
+	}
 	if ref.Absent() {
 		lay := layoutExt(len(key), e, 0, extCap)
 		slot, l, err := s.insertLayout(ref.hash, key, e, lay, now)
@@ -354,11 +358,9 @@ func (s *Shard) Reserve(ref *Ref, key []byte, e *Entry, extCap int, now int64) e
 	return nil
 }
 
-// refresh looks key up again when the shard changed since ref was made.
+// refresh looks key up again, for a ref made before the shard changed
+// (its epoch is not the shard's).
 func (s *Shard) refresh(ref *Ref, key []byte) {
-	if ref.epoch == s.epoch {
-		return
-	}
 	slot, l, ok := s.lookup(key, uint32(ref.hash>>32))
 	ref.slot, ref.loc, ref.epoch = slot, 0, s.epoch
 	if ok {
