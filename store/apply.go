@@ -72,10 +72,13 @@ func applyFamily(now int64, req *algorithms.Request, e *shard.Entry, o *algorith
 	return req.N != 0 && r.Allowed
 }
 
-// decideLog carries out a sliding log decision on the entry *e that Find
-// returned at ref. It decides on a draft, which writes nothing, and then
-// writes the draft with writeLog. It requires that sh is locked.
-func decideLog(sh *shard.Shard, ref shard.Ref, now int64, req *algorithms.Request, e *shard.Entry, o *algorithms.Outcome) {
+// decideLog is decideLocked for a sliding log: it decides on a draft, which
+// writes nothing, and then writes the draft with writeLog. It requires that
+// sh, the shard of req.Key (whose hash is h), is locked.
+func decideLog(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome) {
+	var entry shard.Entry
+	e := &entry
+	ref := sh.FindInto(req.Key, h, now, e)
 	if e.Algo != algorithms.None && e.Algo != algorithms.Log {
 		*o = algorithms.Outcome{Err: ErrWrongType}
 		return
