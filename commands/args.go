@@ -20,6 +20,10 @@ const (
 	errRateNotPositive Error = "ERR rate must be positive"
 	errRateTooHigh     Error = "ERR rate is too high: at most 1 per nanosecond (1000000000/s)"
 	errRateTooLow      Error = "ERR rate is too low: the interval between units must be under 292 years"
+	// errRefillTooLong refuses a bucket that would take longer than
+	// algorithms.MaxRefill to fill: its state could not end within int64
+	// nanoseconds, and its reply would overstate it.
+	errRefillTooLong Error = "ERR capacity times the rate's interval is too long (over 146 years)"
 )
 
 // errNotPositive is the error for a capacity, limit or duration (named what)

@@ -1,6 +1,10 @@
 package commands
 
-import "github.com/sluice-rl/sluice/algorithms"
+import (
+	"strconv"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
 
 // RL.ALL: several limits, on any keys, checked and consumed as one atomic,
 // all-or-nothing decision. The limits are queued as one group of requests
@@ -10,7 +14,7 @@ import "github.com/sluice-rl/sluice/algorithms"
 func init() {
 	register(&command{
 		name: "rl.all", arity: -6, flags: flagDecision | flagWrite, run: cmdAll,
-		group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of limits",
+		group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of limits (at most all-max-limits)",
 		summary: "Checks several limits (TOKEN, LEAKY, FIXED, SLIDING, LOG, each with its key and two " +
 			"parameters) atomically: takes n from all of them, or from none.",
 		arguments: []argDoc{
@@ -30,6 +34,10 @@ func cmdAll(c *Client, args [][]byte) {
 		c.rejectDecision(errWrongArgs("rl.all"))
 		return
 	}
+	if limits := int64(len(args)-2) / 4; limits > c.srv.cfg.AllMaxLimits {
+		c.rejectDecision(errAllTooMany(c.srv.cfg.AllMaxLimits))
+		return
+	}
 	n, err := parseCost(args[1])
 	if err != nil {
 		c.rejectDecision(err)
@@ -38,11 +46,18 @@ func cmdAll(c *Client, args [][]byte) {
 	mark := len(c.pending)
 	group := c.nextGroup()
 	shape := shapeAll
+	logs := int64(0)
 	for i := 2; i < len(args); i += 4 {
 		algo, ok := allAlgo(args[i])
 		if !ok {
 			err = errAllAlgo(args[i])
 			break
+		}
+		if algo == algorithms.Log {
+			if logs++; n > 0 && n > c.srv.cfg.AllMaxLogUnits/logs {
+				err = errAllTooManyUnits(c.srv.cfg.AllMaxLogUnits)
+				break
+			}
 		}
 		var limit algorithms.Limit
 		if limit, err = c.parseLimit(algo, args[i+2], args[i+3]); err != nil {
@@ -74,6 +89,18 @@ func allAlgo(b []byte) (algorithms.Algo, bool) {
 		return algorithms.Log, true
 	}
 	return algorithms.None, false
+}
+
+// errAllTooMany is the error for an RL.ALL naming more than max limits.
+func errAllTooMany(max int64) Error {
+	return Error("ERR too many limits in RL.ALL: at most all-max-limits (" + strconv.FormatInt(max, 10) + ")")
+}
+
+// errAllTooManyUnits is the error for an RL.ALL whose LOG limits would log
+// more than max units together.
+func errAllTooManyUnits(max int64) Error {
+	return Error("ERR too many LOG units in RL.ALL: n times the number of LOG limits is at most all-max-log-units (" +
+		strconv.FormatInt(max, 10) + ")")
 }
 
 func errAllAlgo(b []byte) Error {

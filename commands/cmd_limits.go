@@ -78,7 +78,9 @@ func (c *Client) parseLimit(algo algorithms.Algo, p1, p2 []byte) (algorithms.Lim
 		if l.Period, err = c.rate(p1); err != nil {
 			return l, err
 		}
-		l.Count, err = parsePositive(p2, "capacity")
+		if l.Count, err = parsePositive(p2, "capacity"); err == nil && !algorithms.RefillFits(l.Count, l.Period) {
+			err = errRefillTooLong
+		}
 	default:
 		if l.Count, err = parsePositive(p1, "limit"); err != nil {
 			return l, err

@@ -32,6 +32,7 @@ const (
 	errMaxBurstRange    Error = "ERR max_burst is out of range"
 	errPeriodRange      Error = "ERR period is out of range"
 	errQuantityNegative Error = "ERR quantity must not be negative"
+	errBurstTooLong     Error = "ERR max_burst+1 times period/count is too long (over 146 years)"
 )
 
 // cmdThrottle: CL.THROTTLE key max_burst count period [quantity]
@@ -86,6 +87,9 @@ func parseThrottle(burstArg, countArg, periodArg []byte) (algorithms.Limit, erro
 	interval := period * 1e9 / count
 	if interval == 0 {
 		return l, errRateTooHigh
+	}
+	if !algorithms.RefillFits(burst+1, interval) {
+		return l, errBurstTooLong
 	}
 	l.Count, l.Period = burst+1, interval
 	return l, nil

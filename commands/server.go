@@ -70,6 +70,13 @@ type Config struct {
 	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
 	// (log-max-limit): their state holds one entry per unit or holder.
 	LogMaxLimit int64
+	// AllMaxLimits is the most limits one RL.ALL may name (all-max-limits),
+	// and AllMaxLogUnits the most units its LOG limits may log together, n
+	// times their number (all-max-log-units): a group holds the locks of
+	// every shard it touches while it decides, and its scratch state grows
+	// with its size.
+	AllMaxLimits   int64
+	AllMaxLogUnits int64
 	// EventLoops is how many epoll loops serve the clients (Linux, and only
 	// without Cluster: a replicated node's commands wait for Raft). 0 gives
 	// every client its own goroutine; Server.EventLoops says what is in force.
@@ -107,6 +114,8 @@ func DefaultConfig() Config {
 		MaxMemoryClients: 256 << 20,
 		Debug:            "no",
 		LogMaxLimit:      10000,
+		AllMaxLimits:     10000,
+		AllMaxLogUnits:   1_000_000,
 	}
 }
 
@@ -186,6 +195,12 @@ func NewServer(cfg Config, ks Keyspace, clock *Clock) *Server {
 	}
 	if cfg.LogMaxLimit <= 0 {
 		cfg.LogMaxLimit = def.LogMaxLimit
+	}
+	if cfg.AllMaxLimits <= 0 {
+		cfg.AllMaxLimits = def.AllMaxLimits
+	}
+	if cfg.AllMaxLogUnits <= 0 {
+		cfg.AllMaxLogUnits = def.AllMaxLogUnits
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

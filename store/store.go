@@ -210,6 +210,10 @@ func (st *Store) decide(now int64, req *algorithms.Request, o *algorithms.Outcom
 // structs cost more than the decision itself (profiled: about a third of a
 // cached decision's time went to them).
 func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome) {
+	if req.Limit.Algo == algorithms.Log {
+		decideLog(sh, now, req, h, o)
+		return
+	}
 	var e, next shard.Entry
 	ref := sh.FindInto(req.Key, h, now, &e)
 	if apply(now, req, &e, o, &next) {

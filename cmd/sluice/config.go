@@ -38,6 +38,8 @@ type config struct {
 	dbfilename       string
 	save             int // seconds between periodic snapshots; 0: none, and none at shutdown
 	logMaxLimit      int
+	allMaxLimits     int
+	allMaxLogUnits   int
 
 	// Replication (node-id and raft-bind empty: a single node).
 	nodeID        string
@@ -70,6 +72,8 @@ func defaultConfig() config {
 		bootstrap:        "no",
 		raftFsync:        "yes",
 		logMaxLimit:      10000,
+		allMaxLimits:     10000,
+		allMaxLogUnits:   1_000_000,
 
 		// All clients' buffers together, as Redis's maxmemory-clients (which
 		// is off by default). On here, because 150 connections each holding
@@ -187,6 +191,13 @@ var settings = []setting{
 	// bytes per logged unit, 16 per lease holder.
 	{"log-max-limit", func(c *config, a []string) error { return intArg(a, 1, 100_000_000, &c.logMaxLimit) },
 		func(c *config) string { return strconv.Itoa(c.logMaxLimit) }},
+	// The most limits one RL.ALL may name, and the most units its LOG
+	// limits may log together (n times their number): a group holds the
+	// locks of every shard it touches while it decides.
+	{"all-max-limits", func(c *config, a []string) error { return intArg(a, 1, 1<<20, &c.allMaxLimits) },
+		func(c *config) string { return strconv.Itoa(c.allMaxLimits) }},
+	{"all-max-log-units", func(c *config, a []string) error { return intArg(a, 1, 1<<40, &c.allMaxLogUnits) },
+		func(c *config) string { return strconv.Itoa(c.allMaxLogUnits) }},
 }
 
 func findSetting(name string) *setting {

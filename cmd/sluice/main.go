@@ -173,6 +173,8 @@ func run(cfg config) error {
 		MaxMemoryClients: clientMemory,
 		Debug:            cfg.debugCommand,
 		LogMaxLimit:      int64(cfg.logMaxLimit),
+		AllMaxLimits:     int64(cfg.allMaxLimits),
+		AllMaxLogUnits:   int64(cfg.allMaxLogUnits),
 		Logger:           log,
 		Params:           params,
 		Persister:        persisterOf(saver),
