@@ -128,3 +128,45 @@ func TestE2EAllRacingClients(t *testing.T) {
 		t.Fatalf("admitted %d groups; a %s, b %s; want 100 and both used up", admitted, a, b)
 	}
 }
+
+// TestE2EAllBoundsItsSize: an RL.ALL naming more limits than
+// all-max-limits, or whose LOG limits would log more units than
+// all-max-log-units (n times their number), is refused with its error and
+// changes nothing; at the bounds it is carried out.
+func TestE2EAllBoundsItsSize(t *testing.T) {
+	s := startServer(t, testConfig{AllMaxLimits: 4, AllMaxLogUnits: 10})
+	rdb := s.client(t, proto(2))
+	limit := []any{"FIXED", "f", 100, "1m"}
+	logs := func(n int) []any {
+		var args []any
+		for i := 0; i < n; i++ {
+			args = append(args, "LOG", fmt.Sprint("g", i), 100, "1m")
+		}
+		return args
+	}
+	for _, bad := range []struct {
+		args []any
+		want string
+	}{
+		{append(append([]any{"RL.ALL", 1}, limit...), logs(4)...), "ERR too many limits in RL.ALL: at most all-max-limits (4)"},
+		{append([]any{"RL.ALL", 4}, logs(3)...), "ERR too many LOG units in RL.ALL: n times the number of LOG limits is at most all-max-log-units (10)"},
+		{append(append([]any{"RL.ALL", 11}, limit...), logs(1)...), "ERR too many LOG units in RL.ALL: n times the number of LOG limits is at most all-max-log-units (10)"},
+	} {
+		if e := doErr(t, rdb, bad.args...); e != bad.want {
+			t.Fatalf("%v: %q; want %q", bad.args, e, bad.want)
+		}
+	}
+	if n := do(t, rdb, "DBSIZE"); n != int64(0) {
+		t.Fatalf("DBSIZE = %v after refused groups", n)
+	}
+	for _, ok := range [][]any{
+		append(append([]any{"RL.ALL", 1}, limit...), logs(3)...),
+		append([]any{"RL.ALL", 5}, logs(2)...),
+		append(append([]any{"RL.ALL", 100}, limit...), limit...), // no LOG: any n
+		append([]any{"RL.ALL", -50}, logs(4)...),                 // refunds log nothing
+	} {
+		if v := do(t, rdb, ok...).([]any); len(v) != 3 || len(v[2].([]any)) != (len(ok)-2)/4 {
+			t.Fatalf("%v = %v; want a decision per limit", ok, v)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package commands
 
-import "github.com/sluice-rl/sluice/algorithms"
+import (
+	"github.com/sluice-rl/sluice/algorithms"
+)
 
 // RL.ALL: several limits, on any keys, checked and consumed as one atomic,
 // all-or-nothing decision. The limits are queued as one group of requests
@@ -10,7 +12,7 @@ import "github.com/sluice-rl/sluice/algorithms"
 func init() {
 	register(&command{
 		name: "rl.all", arity: -6, flags: flagDecision | flagWrite, run: cmdAll,
-		group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of limits",
+		group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of limits (at most all-max-limits)",
 		summary: "Checks several limits (TOKEN, LEAKY, FIXED, SLIDING, LOG, each with its key and two " +
 			"parameters) atomically: takes n from all of them, or from none.",
 		arguments: []argDoc{
@@ -30,6 +32,10 @@ func cmdAll(s *session, args [][]byte) {
 		s.rejectDecision(errWrongArgs("rl.all"))
 		return
 	}
+	if limits := int64(len(args)-2) / 4; limits > s.h.cfg.AllMaxLimits {
+		s.rejectDecision(errAllTooMany(s.h.cfg.AllMaxLimits))
+		return
+	}
 	n, err := parseCost(args[1])
 	if err != nil {
 		s.rejectDecision(err)
@@ -38,11 +44,18 @@ func cmdAll(s *session, args [][]byte) {
 	mark := len(s.queue.reqs)
 	group := s.nextGroup()
 	kind := kindAll
+	logs := int64(0)
 	for i := 2; i < len(args); i += 4 {
 		algo, ok := allAlgo(args[i])
 		if !ok {
 			err = errAllAlgo(args[i])
 			break
+		}
+		if algo == algorithms.Log {
+			if logs++; n > 0 && n > s.h.cfg.AllMaxLogUnits/logs {
+				err = errAllTooManyUnits(s.h.cfg.AllMaxLogUnits)
+				break
+			}
 		}
 		var limit algorithms.Limit
 		if limit, err = s.parseLimit(algo, args[i+2], args[i+3]); err != nil {

@@ -76,7 +76,9 @@ func (s *session) parseLimit(algo algorithms.Algo, p1, p2 []byte) (algorithms.Li
 		if l.Period, err = s.rate(p1); err != nil {
 			return l, err
 		}
-		l.Count, err = parsePositive(p2, "capacity")
+		if l.Count, err = parsePositive(p2, "capacity"); err == nil && !algorithms.RefillFits(l.Count, l.Period) {
+			err = errRefillTooLong
+		}
 	default:
 		if l.Count, err = parsePositive(p1, "limit"); err != nil {
 			return l, err

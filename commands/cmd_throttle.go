@@ -80,6 +80,9 @@ func parseThrottle(burstArg, countArg, periodArg []byte) (algorithms.Limit, erro
 	if interval == 0 {
 		return l, errRateTooHigh
 	}
+	if !algorithms.RefillFits(burst+1, interval) {
+		return l, errBurstTooLong
+	}
 	l.Count, l.Period = burst+1, interval
 	return l, nil
 }

@@ -15,6 +15,13 @@ type Config struct {
 	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
 	// (log-max-limit): their state holds one entry per unit or holder.
 	LogMaxLimit int64
+	// AllMaxLimits is the most limits one RL.ALL may name (all-max-limits),
+	// and AllMaxLogUnits the most units its LOG limits may log together, n
+	// times their number (all-max-log-units): a group holds the locks of
+	// every shard it touches while it decides, and its scratch state grows
+	// with its size.
+	AllMaxLimits   int64
+	AllMaxLogUnits int64
 	// Logger receives the commands' log lines. nil: slog.Default().
 	Logger *slog.Logger
 	// Params are the resolved settings that CONFIG GET reports.
@@ -45,10 +52,11 @@ const (
 // Param is one name/value pair of configuration.
 type Param struct{ Name, Value string }
 
-// DefaultConfig returns the defaults: no password, no DEBUG, and RL.LOG's
-// and RL.ACQUIRE's limits at most 10000.
+// DefaultConfig returns the defaults: no password, no DEBUG, RL.LOG's and
+// RL.ACQUIRE's limits at most 10000, and RL.ALL at most 10000 limits and
+// 1,000,000 logged units.
 func DefaultConfig() Config {
-	return Config{Debug: DebugNo, LogMaxLimit: 10000}
+	return Config{Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000}
 }
 
 // Validate reports the first setting that cannot work.
@@ -58,6 +66,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("commands: Debug %q: want no, yes or local", c.Debug)
 	case c.LogMaxLimit < 1:
 		return fmt.Errorf("commands: LogMaxLimit %d: want at least 1", c.LogMaxLimit)
+	case c.AllMaxLimits < 1:
+		return fmt.Errorf("commands: AllMaxLimits %d: want at least 1", c.AllMaxLimits)
+	case c.AllMaxLogUnits < 1:
+		return fmt.Errorf("commands: AllMaxLogUnits %d: want at least 1", c.AllMaxLogUnits)
 	}
 	return nil
 }

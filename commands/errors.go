@@ -40,13 +40,18 @@ var (
 	errNoCluster         = replyError("This instance has cluster support disabled")
 
 	// The arguments of the decisions (args.go, cmd_throttle.go).
-	errRateNotPositive  = replyError("rate must be positive")
-	errRateTooHigh      = replyError("rate is too high: at most 1 per nanosecond (1000000000/s)")
-	errRateTooLow       = replyError("rate is too low: the interval between units must be under 292 years")
+	errRateNotPositive = replyError("rate must be positive")
+	errRateTooHigh     = replyError("rate is too high: at most 1 per nanosecond (1000000000/s)")
+	errRateTooLow      = replyError("rate is too low: the interval between units must be under 292 years")
+	// errRefillTooLong refuses a bucket that would take longer than
+	// algorithms.MaxRefill to fill: its state could not end within int64
+	// nanoseconds, and its reply would overstate it.
+	errRefillTooLong    = replyError("capacity times the rate's interval is too long (over 146 years)")
 	errMaxBurstNegative = replyError("max_burst must not be negative")
 	errMaxBurstRange    = replyError("max_burst is out of range")
 	errPeriodRange      = replyError("period is out of range")
 	errQuantityNegative = replyError("quantity must not be negative")
+	errBurstTooLong     = replyError("max_burst+1 times period/count is too long (over 146 years)")
 
 	errNoAuth      = codeError("NOAUTH Authentication required.")
 	errHelloNoAuth = codeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
@@ -119,6 +124,18 @@ func errInvalidDuration(what string, arg []byte) replyError {
 func errInvalidRate(arg []byte) replyError {
 	return replyError("invalid rate '" + printable(arg) +
 		"': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
+}
+
+// errAllTooMany is the error for an RL.ALL naming more than max limits.
+func errAllTooMany(max int64) replyError {
+	return replyError("too many limits in RL.ALL: at most all-max-limits (" + strconv.FormatInt(max, 10) + ")")
+}
+
+// errAllTooManyUnits is the error for an RL.ALL whose LOG limits would log
+// more than max units together.
+func errAllTooManyUnits(max int64) replyError {
+	return replyError("too many LOG units in RL.ALL: n times the number of LOG limits is at most all-max-log-units (" +
+		strconv.FormatInt(max, 10) + ")")
 }
 
 // errAllAlgo is RL.ALL's error for an algorithm name it does not know.

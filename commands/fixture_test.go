@@ -30,9 +30,11 @@ type testConfig struct {
 	Password    string
 	Debug       DebugMode // "": yes
 	LogMaxLimit int64
-	Params      []Param
-	Shutdowner  Shutdowner
-	Keyspace    Keyspace // nil: store.New(8)
+	// AllMaxLimits and AllMaxLogUnits: 0 for the defaults.
+	AllMaxLimits, AllMaxLogUnits int64
+	Params                       []Param
+	Shutdowner                   Shutdowner
+	Keyspace                     Keyspace // nil: store.New(8)
 	// EventLoops: 0 for two loops, goroutines for a goroutine per client.
 	EventLoops       int
 	MaxMemoryClients int64
@@ -67,6 +69,12 @@ func startServer(t testing.TB, tc testConfig) *testServer {
 	}
 	if tc.LogMaxLimit > 0 {
 		cfg.LogMaxLimit = tc.LogMaxLimit
+	}
+	if tc.AllMaxLimits > 0 {
+		cfg.AllMaxLimits = tc.AllMaxLimits
+	}
+	if tc.AllMaxLogUnits > 0 {
+		cfg.AllMaxLogUnits = tc.AllMaxLogUnits
 	}
 	cfg.Password, cfg.Params, cfg.Shutdowner, cfg.Logger = tc.Password, tc.Params, tc.Shutdowner, quiet
 	ks := tc.Keyspace

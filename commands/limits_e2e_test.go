@@ -275,15 +275,18 @@ func TestE2EExtremeArguments(t *testing.T) {
 	s := startServer(t, testConfig{})
 	rdb := s.client(t, proto(2))
 	const max, min = "9223372036854775807", "-9223372036854775808"
+	const maxRefill = "4611686018427387904" // 2^62 ns: the longest a bucket may take to fill
 	cmds := [][]any{
-		{"RL.TOKEN", "t", "1000000000/s", max},
-		{"RL.TOKEN", "t2", "1/106751d", max},
-		{"RL.LEAKY", "l", "1/106751d", max},
+		{"RL.TOKEN", "t", "1000000000/s", maxRefill},
+		{"RL.TOKEN", "t2", "1/53375d", 1},
+		{"RL.LEAKY", "l", "1/53375d", 1},
+		{"RL.LEAKY", "l2", "1000000000/s", maxRefill},
 		{"RL.FIXED", "f", max, "106751d"},
 		{"RL.SLIDING", "s", max, "106751d"},
 		{"RL.SLIDING", "s2", max, "1ms"},
 		{"RL.LOG", "g", 10000, "106751d"},
-		{"CL.THROTTLE", "c", "9223372036854775806", 1, 9223372036},
+		{"CL.THROTTLE", "c", "4611686017", 1, 1},
+		{"CL.THROTTLE", "c2", 0, 1, 4611686018},
 	}
 	check := func(args []any, reply any) {
 		vals := reply.([]any)
@@ -305,7 +308,7 @@ func TestE2EExtremeArguments(t *testing.T) {
 			}
 		}
 		check([]any{"RL.ACQUIRE"}, do(t, rdb, "RL.ACQUIRE", "a", 10000, "106751d", "id"))
-		v := do(t, rdb, "RL.ALL", max, "FIXED", "f2", max, "106751d", "SLIDING", "s3", max, "106751d", "TOKEN", "t3", "1/106751d", max)
+		v := do(t, rdb, "RL.ALL", max, "FIXED", "f2", max, "106751d", "SLIDING", "s3", max, "106751d", "TOKEN", "t3", "1/53375d", 1)
 		for _, r := range v.([]any)[2].([]any) {
 			check([]any{"RL.ALL"}, r)
 		}

@@ -19,6 +19,8 @@ func FuzzParseThrottle(f *testing.F) {
 		{"9223372036854775806", "1", "1"}, {"9223372036854775807", "1", "1"},
 		{"1", "1", "9223372036"}, {"1", "1", "9223372037"}, {"1", "1000000001", "1"},
 		{"1", "9223372036854775807", "9223372036"}, {"1.5", "1", "1"}, {"", "1", "1"},
+		{"4611686018427387903", "1000000000", "1"}, {"4611686018427387904", "1000000000", "1"},
+		{"0", "1", "4611686018"}, {"1", "1", "4611686018"},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
@@ -34,6 +36,12 @@ func FuzzParseThrottle(f *testing.F) {
 			ns := new(big.Int).Mul(big.NewInt(period), big.NewInt(1e9))
 			interval = new(big.Int).Quo(ns, big.NewInt(count))
 			wantOK = limit.Cmp(maxInt64) <= 0 && ns.Cmp(maxInt64) <= 0 && interval.Sign() > 0
+			if refill := new(big.Int).Mul(limit, interval); wantOK && refill.Cmp(big.NewInt(algorithms.MaxRefill)) > 0 {
+				if err != errBurstTooLong {
+					t.Fatalf("parseThrottle(%q, %q, %q) = %v; want %q: (max_burst+1)·interval = %s ns", burstArg, countArg, periodArg, err, errBurstTooLong, refill)
+				}
+				wantOK = false
+			}
 		}
 		if (err == nil) != wantOK {
 			t.Fatalf("parseThrottle(%q, %q, %q) = %+v, %v; want ok %t", burstArg, countArg, periodArg, l, err, wantOK)

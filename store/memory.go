@@ -4,17 +4,18 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
 
 // The memory limit. Memory is accounted deterministically by the shards:
 // the words their arenas have handed out (records, free ones included, and
 // each chunk's bitmap) and their index tables. A limit of B bytes gives
-// each of the n shards B/n; a new key is refused (or, under volatile-ttl,
-// makes room by eviction) when its shard is at its share. With keys spread
-// evenly by xxhash, the store refuses when its total is within a fraction
-// of a percent of B. Existing keys keep working at the limit.
+// each of the n shards B/n; a new key, or an existing key whose record must
+// grow (a sliding log's ring, a concurrency limit's leases), is refused
+// (or, under volatile-ttl, makes room by evicting others) when its shard is
+// at its share. With keys spread evenly by xxhash, the store refuses when
+// its total is within a fraction of a percent of B. Decisions that need no
+// more room than their record has keep working at the limit.
 
 // Policy says what the store does for a new key at the memory limit.
 type Policy = shard.Policy
@@ -55,25 +56,6 @@ func (st *Store) SetMaxMemory(bytes int64, p Policy) {
 		sh.SetLimit(per, p)
 		sh.Unlock()
 	}
-}
-
-// roomForGroup makes room in each locked shard of a group decision for the
-// keys it would create (created[i]: reqs[i] writes ents[i] to a new key),
-// so that at the memory limit the group is refused whole, never in part.
-func (st *Store) roomForGroup(now int64, reqs []algorithms.Request, shards, locks []uint32, created []bool, ents []shard.Entry) bool {
-	for _, s := range locks {
-		keys, bytes := 0, int64(0)
-		for i := range reqs {
-			if created[i] && shards[i] == s {
-				keys++
-				bytes += shard.RecordBytes(reqs[i].Key, &ents[i])
-			}
-		}
-		if !st.shards[s].MakeRoom(keys, bytes, now) {
-			return false
-		}
-	}
-	return true
 }
 
 // MaxMemory returns the memory limit (0: none) and the policy at the limit.

@@ -205,6 +205,10 @@ func (st *Store) decide(now int64, req *algorithms.Request, o *algorithms.Outcom
 // structs cost more than the decision itself (profiled: about a third of a
 // cached decision's time went to them).
 func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome) {
+	if req.Limit.Algo == algorithms.Log {
+		decideLog(sh, now, req, h, o)
+		return
+	}
 	var e, next shard.Entry
 	ref := sh.FindInto(req.Key, h, now, &e)
 	if apply(now, req, &e, o, &next) {
@@ -213,8 +217,8 @@ func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64,
 }
 
 // commit stores next for key, as the outcome o decided: marked depleted
-// when o admitted the last unit (remaining 0). A new key refused for want
-// of memory turns *o into the OOM error. commit requires that sh is locked
+// when o admitted the last unit (remaining 0). A new key or a larger record
+// refused for want of memory turns *o into the OOM error. commit requires that sh is locked
 // and ref came from its Find.
 func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *algorithms.Outcome, now int64) {
 	next.Depleted = o.Err == nil && o.Result.Allowed && o.Result.Remaining == 0

@@ -189,6 +189,25 @@ var settings = []setting{
 		}
 		return err
 	}, func(c *config) string { return strconv.FormatInt(c.commands.LogMaxLimit, 10) }},
+	// The most limits one RL.ALL may name, and the most units its LOG
+	// limits may log together (n times their number): a group holds the
+	// locks of every shard it touches while it decides.
+	{"all-max-limits", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 1, 1<<20, &n)
+		if err == nil {
+			c.commands.AllMaxLimits = int64(n)
+		}
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.AllMaxLimits, 10) }},
+	{"all-max-log-units", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 1, 1<<40, &n)
+		if err == nil {
+			c.commands.AllMaxLogUnits = int64(n)
+		}
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.AllMaxLogUnits, 10) }},
 }
 
 // bootstrapModes are --bootstrap's values.
