@@ -123,6 +123,10 @@ func TestProcessWipedNodeDoesNotBootstrapASecondGroup(t *testing.T) {
 	waitFor(t, 15*time.Second, func() bool { return strings.Contains(n1.logTail(), "is still a member of the group") })
 	// The leader still replicates to n1's id; n1's Raft port refuses it.
 	waitFor(t, 15*time.Second, func() bool { n, _ := strconv.Atoi(n1.info("raft_refused_connections")); return n > 0 })
+	// A refusal makes the filter ask the trusted nodes for their members
+	// (at most every askEvery); their list names n1, so it must vouch for
+	// no one. Give that time to go wrong before looking.
+	time.Sleep(2*askEvery + time.Second)
 	if got := n1.info("members"); got != "0" {
 		t.Fatalf("n1 took the leader's entries while still a member: INFO members = %s", got)
 	}
