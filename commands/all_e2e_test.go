@@ -19,8 +19,8 @@ func TestCellSecondsRounding(t *testing.T) {
 }
 
 func TestE2EAllResp2(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 2)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
 	limits := []any{"TOKEN", "u:1/s", "10/s", 10, "fixed", "u:1/day", 3, "1d", "Log", "api", 5000, "1s"}
 	got := fmt.Sprint(do(t, rdb, append([]any{"RL.ALL", 2}, limits...)...))
 	if want := "[1 -1 [[1 10 8 0 200] [1 3 1 0 57600000] [1 5000 4998 0 1000]]]"; got != want {
@@ -65,8 +65,8 @@ func TestE2EAllResp2(t *testing.T) {
 }
 
 func TestE2EAllResp3(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 3)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(3))
 	got := do(t, rdb, "RL.ALL", 1, "LEAKY", "q", "1/s", 1, "SLIDING", "s", 1, "1s").(map[any]any)
 	results := got["results"].([]any)
 	if got["allowed"] != true || got["denied_index"] != int64(-1) || len(results) != 2 ||
@@ -83,7 +83,7 @@ func TestE2EAllResp3(t *testing.T) {
 // together, in both orders, pipelined. At the frozen instant the limits
 // admit exactly 100 groups; both keys must end with the same count.
 func TestE2EAllRacingClients(t *testing.T) {
-	s := startServer(t, Config{})
+	s := startServer(t, testConfig{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	admitted := 0
@@ -91,7 +91,7 @@ func TestE2EAllRacingClients(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			rdb := s.client(t, 2)
+			rdb := s.client(t, proto(2))
 			pipe := rdb.Pipeline()
 			cmds := make([]interface{ Val() any }, 0, 20)
 			for i := 0; i < 20; i++ {
@@ -121,7 +121,7 @@ func TestE2EAllRacingClients(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("racing RL.ALL clients did not finish")
 	}
-	rdb := s.client(t, 2)
+	rdb := s.client(t, proto(2))
 	a := ints(t, do(t, rdb, "RL.FIXED", "a", 100, "1h", 0))
 	b := ints(t, do(t, rdb, "RL.TOKEN", "b", "1/h", 100, 0))
 	if admitted != 100 || a != "[1 100 0 0 3600000]" || b != "[1 100 0 0 360000000]" {
@@ -134,8 +134,8 @@ func TestE2EAllRacingClients(t *testing.T) {
 // all-max-log-units (n times their number), is refused with its error and
 // changes nothing; at the bounds it is carried out.
 func TestE2EAllBoundsItsSize(t *testing.T) {
-	s := startServer(t, Config{AllMaxLimits: 4, AllMaxLogUnits: 10})
-	rdb := s.client(t, 2)
+	s := startServer(t, testConfig{AllMaxLimits: 4, AllMaxLogUnits: 10})
+	rdb := s.client(t, proto(2))
 	limit := []any{"FIXED", "f", 100, "1m"}
 	logs := func(n int) []any {
 		var args []any

@@ -2,10 +2,7 @@ package commands
 
 import (
 	"bytes"
-	"io"
-	"log/slog"
 	"math/big"
-	"net"
 	"strings"
 	"testing"
 
@@ -67,25 +64,18 @@ func FuzzAll(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.Fuzz(func(t *testing.T, line string) {
 		args := append([]string{"RL.ALL"}, strings.Fields(line)...)
-		srv := NewServer(Config{Logger: logger}, store.New(2), NewClock())
-		nc, peer := net.Pipe()
-		defer nc.Close()
-		defer peer.Close()
-		c := newClient(srv, nc, 1)
-		c.in = []byte(frame(args...))
-		c.start, c.end = 0, len(c.in)
-		c.runBatch()
-		out := c.out
+		st := store.New(2)
+		_, c := loopbackOn(t, DefaultConfig(), st)
+		out, _ := c.Feed([]byte(frame(args...)))
 		switch {
 		case len(args) < 6 || (len(args)-2)%4 != 0:
 			if !bytes.HasPrefix(out, []byte("-ERR wrong number of arguments")) {
 				t.Fatalf("%q: %q; want the arity error", line, out)
 			}
 		case out[0] == '-':
-			if n, _ := srv.ks.DBSize(c.now); n != 0 {
+			if n, _ := st.DBSize(c.Now()); n != 0 {
 				t.Fatalf("%q: %q, yet %d keys were written", line, out, n)
 			}
 		default:

@@ -16,8 +16,8 @@ import (
 // command that builds one, and creates nothing; the largest accepted one
 // replies its real capacity and a PTTL that agrees.
 func TestE2ERefillOver146YearsIsRefused(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 2)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
 	const tooLong = "ERR capacity times the rate's interval is too long (over 146 years)"
 	for _, c := range [][]any{
 		{"RL.TOKEN", "k", "1/s", "4611686019"},
@@ -77,8 +77,8 @@ func TestE2ERefillOver146YearsIsRefused(t *testing.T) {
 // refusal is a named error. The clock is frozen, so both answers see the
 // same now.
 func TestE2EAcceptedBucketsAgreeWithPTTL(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 2)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(62, 146))
 	units := []string{"ms", "s", "m", "h", "d"}

@@ -1,15 +1,6 @@
 package shard
 
-import "errors"
-
 // Active expiry and the memory limit.
-
-// ErrOOM refuses a new key, or an existing key's record that must grow,
-// when the shard is at its memory limit, in Redis's words.
-var ErrOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
-
-// ErrKeyTooLong refuses a key longer than a record can hold (4 GiB).
-var ErrKeyTooLong = errors.New("ERR key too long")
 
 // Policy says what a shard at its memory limit does for a new key.
 type Policy uint8
@@ -81,11 +72,11 @@ func (s *Shard) Sweep(now int64, budget int) (examined, removed int) {
 	return examined, removed
 }
 
-// makeRoom removes entries so that a new key may fit: expired ones first,
+// reclaim removes entries so that a new key may fit: expired ones first,
 // at any policy, then under VolatileTTL the sampled entry nearest to its
 // expiry that is not depleted. It reports whether it removed anything.
 // It requires that s.mu is held.
-func (s *Shard) makeRoom(now int64) bool {
+func (s *Shard) reclaim(now int64) bool {
 	if s.limit <= 0 {
 		return false // no limit: alloc failed for want of chunk numbers, nothing to free
 	}

@@ -34,7 +34,7 @@ func (s *Shard) allocKeeping(size int, keep uint32, now int64) (uint32, bool) {
 		}
 		pinned := s.arena.header(keep)&hdrPinned != 0
 		s.arena.pin(keep)
-		made := s.makeRoom(now)
+		made := s.reclaim(now)
 		if !pinned {
 			s.arena.unpin(keep)
 		}

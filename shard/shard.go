@@ -307,7 +307,7 @@ func (s *Shard) insertLayout(h uint64, key []byte, e *Entry, lay layout, now int
 				return slot, l, nil
 			}
 		}
-		if tries == maxRoomTries || !s.makeRoom(now) {
+		if tries == maxRoomTries || !s.reclaim(now) {
 			s.stats.Refused++
 			return 0, 0, ErrOOM
 		}

@@ -1,17 +1,12 @@
 package store
 
 import (
-	"errors"
 	"math"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
-
-// errUnknownAlgo is the outcome of a request naming no algorithm the store
-// knows: a bug at the edge, never a client's mistake.
-var errUnknownAlgo = errors.New("ERR unknown algorithm")
 
 // How each algorithm's state sits in a shard.Entry:
 //

@@ -2,10 +2,8 @@ package store
 
 import (
 	"fmt"
-	"strconv"
 	"sync/atomic"
 
-	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
 
@@ -60,32 +58,9 @@ func (st *Store) SetMaxMemory(bytes int64, p Policy) {
 	}
 }
 
-// commit stores next for key, as the outcome o decided: marked depleted
-// when o admitted the last unit (remaining 0). A new key or a larger record
-// refused for want of memory turns *o into the OOM error. commit requires that sh is locked
-// and ref came from its Find.
-func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *algorithms.Outcome, now int64) {
-	next.Depleted = o.Err == nil && o.Result.Allowed && o.Result.Remaining == 0
-	if err := sh.Commit(ref, key, next, now); err != nil {
-		*o = algorithms.Outcome{Err: err}
-	}
-}
-
-// InfoMemory returns the store's memory as INFO memory fields.
-func (st *Store) InfoMemory() [][2]string {
-	s := st.Stats()
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	return [][2]string{
-		{"keyspace_used_memory", itoa(s.Used())},
-		{"keyspace_arena_bytes", itoa(s.ArenaBytes)},
-		{"keyspace_index_bytes", itoa(s.IndexBytes)},
-		{"keyspace_free_bytes", itoa(s.FreeBytes)},
-		{"keyspace_keys", itoa(s.Keys)},
-		{"maxmemory", itoa(st.mem.max.Load())},
-		{"maxmemory_policy", Policy(st.mem.policy.Load()).String()},
-		{"evicted_keys", itoa(s.Evicted)},
-		{"oom_refused_keys", itoa(s.Refused)},
-	}
+// MaxMemory returns the memory limit (0: none) and the policy at the limit.
+func (st *Store) MaxMemory() (int64, Policy) {
+	return st.mem.max.Load(), Policy(st.mem.policy.Load())
 }
 
 // Now returns the latest instant the store was given: its idea of the

@@ -80,7 +80,7 @@ func TestStoreMatchesMapModel(t *testing.T) {
 			case op < 18:
 				now += rng.Int64N(int64(2 * time.Millisecond))
 			case op < 19:
-				st.SweepRounds(now, 1+rng.IntN(4))
+				st.sweepRounds(now, 1+rng.IntN(4), nil)
 			default:
 				if rng.IntN(50) == 0 {
 					st.Flush(now)
@@ -169,14 +169,8 @@ func TestMemoryLimitRefusesNewKeysOnly(t *testing.T) {
 	if o := decide(st, t0, token("fresh", time.Second, 10, 0)); o.Err != nil || !o.Result.Allowed {
 		t.Fatalf("peek at the cap: %+v %v", o.Result, o.Err)
 	}
-	found := false
-	for _, kv := range st.InfoMemory() {
-		if kv[0] == "oom_refused_keys" && kv[1] != "0" {
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("INFO memory does not report the refusal: %v", st.InfoMemory())
+	if s := st.Stats(); s.Refused == 0 {
+		t.Fatalf("the store's figures do not count the refusal: %+v", s)
 	}
 }
 
@@ -239,7 +233,7 @@ func otherLockers(t *testing.T, st *Store) (stop func()) {
 	})
 	loop(func(int) error {
 		var b bytes.Buffer
-		if err := st.SnapshotAt(&b, t0); err != nil {
+		if err := st.snapshotAt(&b, t0); err != nil {
 			return err
 		}
 		loaded := New(2)
