@@ -347,9 +347,6 @@ func walkFrame(payload []byte, fn func(kind byte, key []byte, e *shard.Entry)) e
 			if err != nil {
 				return err
 			}
-			if e.Algo > algorithms.Concurrency {
-				return fmt.Errorf("unknown algorithm %d", e.Algo)
-			}
 			fn(kind, key, &e)
 			b = b[n:]
 		default:
