@@ -24,15 +24,19 @@ import (
 // cannot be read refuses the start, as a snapshot does, unless
 // --aof-load-corrupt yes; it requires the directory's lock (LockDir).
 func loadState(log *slog.Logger, st *store.Store, cfg config) (*store.Saver, *store.AOF, error) {
+	path := filepath.Join(cfg.dir, cfg.appendfilename)
 	if !cfg.appendonly {
 		saver, err := loadSnapshot(log, st, cfg)
 		if err == nil {
 			log.Info("append-only log off: a crash (kill -9, power cut) loses the decisions made since the last snapshot; "+
 				"--appendonly yes keeps them", "save_every_s", cfg.save)
+			if _, serr := os.Stat(path); serr == nil {
+				log.Warn("an append-only log is here and is not read (--appendonly no); turning the log on again loads it "+
+					"instead of the snapshot: remove it if the snapshot is newer", "path", path)
+			}
 		}
 		return saver, nil, err
 	}
-	path := filepath.Join(cfg.dir, cfg.appendfilename)
 	removed, err := store.RemoveStaleTemps(path)
 	for _, f := range removed {
 		log.Warn("removed the temporary file of a log rewrite that did not finish", "path", f.Path, "bytes", f.Size)

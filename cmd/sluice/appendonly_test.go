@@ -352,3 +352,26 @@ func TestBgrewriteaofWithTheLogOffIsRefused(t *testing.T) {
 	}
 	p.waitLog(t, `append-only log off: a crash`)
 }
+
+func TestShutdownWithoutSaveKeepsTheLog(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--dir", dir, "--appendonly", "yes", "--appendfsync", "no", "--save", "0"}
+	p := start(t, args...)
+	rdb := client(t, p)
+	take(t, rdb, "k", 3)
+	rdb.Do(context.Background(), "SHUTDOWN", "NOSAVE") // no reply: the server exits
+	if code := p.exitCode(t); code != exitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	if !strings.Contains(p.logText(), "append-only log synced") {
+		t.Fatalf("no sync of the log at exit:\n%s", p.logText())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sluice.snap")); err == nil {
+		t.Fatal("SHUTDOWN NOSAVE wrote a snapshot")
+	}
+	q := start(t, args...)
+	serving(t, client(t, q), "k", 7)
+	q.stop()
+	r := start(t, "--dir", dir, "--save", "0") // the log off: its file is left alone, and said so
+	r.waitLog(t, `an append-only log is here and is not read`)
+}
