@@ -2,6 +2,7 @@ package rls
 
 import (
 	"math"
+	"slices"
 
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/policy"
@@ -77,7 +78,7 @@ func (s *Service) countOverLimit(c *call, now int64) {
 		return
 	}
 	takes := c.reqs[n:]
-	c.outs = grow(c.outs, len(c.reqs))
+	c.outs = slices.Grow(c.outs[:n], len(takes))[:len(c.reqs)] // keeps the first n outcomes
 	s.dec.Decide(now, takes, c.outs[n:])
 	for j := range takes {
 		k, t := c.idx[n+j], &c.outs[n+j]

@@ -88,9 +88,10 @@ func (f *fixture) start(opts ServerOptions) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv = NewServer(f.svc, opts)
+	srv := NewServer(f.svc, opts)
+	f.srv = srv
 	served := make(chan error, 1)
-	go func() { served <- f.srv.Serve(ln) }()
+	go func() { served <- srv.Serve(ln) }()
 	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +101,7 @@ func (f *fixture) start(opts ServerOptions) {
 		conn.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		f.srv.Stop(ctx)
+		srv.Stop(ctx)
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
