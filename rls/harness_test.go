@@ -64,10 +64,11 @@ func newFixtureDeciding(t *testing.T, cfg Config, dec Decider, paths ...string) 
 	t.Helper()
 	f := &fixture{t: t, st: store.New(4), reg: policy.NewRegistry(), clock: newTestClock(t0)}
 	if len(paths) > 0 {
+		full := make([]string, len(paths))
 		for i, p := range paths {
-			paths[i] = filepath.Join("testdata", p)
+			full[i] = filepath.Join("testdata", p)
 		}
-		rs, err := policy.Load(paths, policy.Options{})
+		rs, err := policy.Load(full, policy.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -159,13 +159,14 @@ func (s *Service) answer(c *call, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimit
 	return s.respond(c, rs, domain, now), nil
 }
 
-// put returns c to the pool without the request's strings, so that a call
-// in the pool keeps no request alive.
+// put returns c to the pool without the request's strings and the
+// outcomes' errors, so that a call in the pool keeps no request alive. Only
+// the slices' lengths need clearing: each call fills its slices from
+// length 0, and put cleared whatever an earlier call left beyond that.
 func (s *Service) put(c *call) {
-	clear(c.entries[:cap(c.entries)])
-	clear(c.descs[:cap(c.descs)])
-	clear(c.reqs[:cap(c.reqs)])
-	clear(c.outs[:cap(c.outs)])
-	clear(c.outcomes[:cap(c.outcomes)])
+	clear(c.entries)
+	clear(c.descs)
+	clear(c.outs)
+	clear(c.outcomes)
 	s.pool.Put(c)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -49,6 +50,15 @@ type config struct {
 	join          string
 	raftAllow     []string
 	raftFsync     string
+
+	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
+	policies           []string
+	grpcBind           string
+	grpcReflection     string
+	grpcHeaders        string
+	grpcUnknownDomain  string
+	grpcBatch          string
+	grpcCountOverLimit string
 }
 
 func defaultConfig() config {
@@ -70,6 +80,12 @@ func defaultConfig() config {
 		bootstrap:        "no",
 		raftFsync:        "yes",
 		logMaxLimit:      10000,
+
+		grpcReflection:     "no",
+		grpcHeaders:        "no",
+		grpcUnknownDomain:  "ok",
+		grpcBatch:          "descriptor",
+		grpcCountOverLimit: "no",
 
 		// All clients' buffers together, as Redis's maxmemory-clients (which
 		// is off by default). On here, because 150 connections each holding
@@ -187,6 +203,24 @@ var settings = []setting{
 	// bytes per logged unit, 16 per lease holder.
 	{"log-max-limit", func(c *config, a []string) error { return intArg(a, 1, 100_000_000, &c.logMaxLimit) },
 		func(c *config) string { return strconv.Itoa(c.logMaxLimit) }},
+	// Rules files (envoyproxy/ratelimit's YAML) and directories of them.
+	{"policies", func(c *config, a []string) error { return listArg(a, &c.policies) },
+		func(c *config) string { return strings.Join(c.policies, " ") }},
+	// The Envoy RLS v3 gRPC front end (rls.go).
+	{"grpc-bind", func(c *config, a []string) error { return addrArg(a, &c.grpcBind) },
+		func(c *config) string { return c.grpcBind }},
+	{"grpc-reflection", func(c *config, a []string) error { return enumArg(a, &c.grpcReflection, "yes", "no") },
+		func(c *config) string { return c.grpcReflection }},
+	{"grpc-headers", func(c *config, a []string) error {
+		return enumArg(a, &c.grpcHeaders, "no", "ietf", "x-ratelimit", "ratelimit-limit")
+	}, func(c *config) string { return c.grpcHeaders }},
+	{"grpc-unknown-domain", func(c *config, a []string) error {
+		return enumArg(a, &c.grpcUnknownDomain, "ok", "over-limit", "error")
+	}, func(c *config) string { return c.grpcUnknownDomain }},
+	{"grpc-batch", func(c *config, a []string) error { return enumArg(a, &c.grpcBatch, "descriptor", "call") },
+		func(c *config) string { return c.grpcBatch }},
+	{"grpc-count-over-limit", func(c *config, a []string) error { return enumArg(a, &c.grpcCountOverLimit, "yes", "no") },
+		func(c *config) string { return c.grpcCountOverLimit }},
 }
 
 func findSetting(name string) *setting {
@@ -314,6 +348,21 @@ func stringArg(a []string, dst *string) error {
 		*dst = v
 	}
 	return err
+}
+
+// addrArg reads a host:port, or "" (off).
+func addrArg(a []string, dst *string) error {
+	v, err := oneArg(a)
+	if err != nil {
+		return err
+	}
+	if v != "" {
+		if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+			return fmt.Errorf("%q is not a host:port address", v)
+		}
+	}
+	*dst = v
+	return nil
 }
 
 // listArg reads words, and "" (config file: peers "") as an empty list.

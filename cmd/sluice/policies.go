@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// The rules files (--policies): main owns the registry and its watcher and
+// hands the registry to whatever applies rules (the RLS gRPC front end).
+
+// policiesPoll is how often the watcher reads the rules files for changes.
+const policiesPoll = time.Second
+
+// rulesLoader keeps a registry's rules in step with the --policies files.
+type rulesLoader struct {
+	log  *slog.Logger
+	w    *policy.Watcher
+	stop chan struct{}
+	done chan struct{}
+}
+
+// loadPolicies loads the files of cfg.policies into reg, and from then on
+// reloads them when what they hold changes (read every policiesPoll) and on
+// SIGHUP. A set with an error at start stops the start; later, it is
+// refused whole and logged, and the rules in force stay. Without
+// --policies it returns nil: reg stays empty.
+func loadPolicies(log *slog.Logger, cfg config, reg *policy.Registry) (*rulesLoader, error) {
+	if len(cfg.policies) == 0 {
+		return nil, nil
+	}
+	w := policy.NewWatcher(policy.WatchConfig{
+		Paths:   cfg.policies,
+		Options: policy.Options{LogMaxLimit: int64(cfg.logMaxLimit)},
+		Apply: func(rs *policy.RuleSet) error {
+			reg.SetRules(rs)
+			return nil
+		},
+	})
+	if err := w.Reload(time.Now().UnixNano()); err != nil {
+		return nil, fmt.Errorf("--policies: %w", err)
+	}
+	l := &rulesLoader{log: log, w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	l.logged("rules loaded")
+	go l.run()
+	return l, nil
+}
+
+// run polls the files and reloads them on SIGHUP until close.
+func (l *rulesLoader) run() {
+	defer close(l.done)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	tick := time.NewTicker(policiesPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-hup:
+			if err := l.w.Reload(time.Now().UnixNano()); err != nil {
+				l.log.Error("SIGHUP: the rules files were refused; the rules in force stay", "err", err)
+			} else {
+				l.logged("SIGHUP: rules reloaded")
+			}
+		case now := <-tick.C:
+			tried, err := l.w.Poll(now.UnixNano())
+			switch {
+			case err != nil:
+				l.log.Error("the rules files changed and were refused; the rules in force stay", "err", err)
+			case tried:
+				l.logged("the rules files changed: rules reloaded")
+			}
+		}
+	}
+}
+
+// logged logs a load that took effect, with what it loaded.
+func (l *rulesLoader) logged(msg string) {
+	st := l.w.Status()
+	l.log.Info(msg, "files", len(st.Files), "domains", st.Domains, "rules", st.Rules, "policies", st.Policies,
+		"hash", fmt.Sprintf("%x", st.Hash[:8]))
+}
+
+// close stops the reloading. A nil loader has nothing to stop.
+func (l *rulesLoader) close() {
+	if l == nil {
+		return
+	}
+	close(l.stop)
+	<-l.done
+}
