@@ -42,9 +42,10 @@ deps:
 	fi
 	$(GO) mod download
 
-## vet: go vet over the whole module
+## vet: go vet over the whole module, and the layering check (.ci/layers: imports follow the README's diagram)
 vet:
 	$(GO) vet ./...
+	.ci/layers
 
 ## race: every test, with the race detector (fuzz targets run their seed corpora)
 race:

@@ -136,7 +136,7 @@ func (rep *report) markdown(chart string) string {
 		fmt.Fprintf(&b, "### Chart\n\n![throughput and p99 against pipeline depth](%s)\n\n", chart)
 	}
 	if len(rep.cross) > 0 {
-		b.WriteString("### redis-benchmark cross-check (same session, fresh servers)\n\n")
+		b.WriteString("### redis-benchmark cross-check (the same bench run, fresh servers)\n\n")
 		for _, c := range rep.cross {
 			cmd := c.command
 			if cmd == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -29,6 +30,7 @@ type groupNode struct {
 	node  *cluster.Node
 	trans *raft.InmemTransport
 	logs  *raft.InmemStore
+	resp  string // its RESP address
 }
 
 func startGroup(t *testing.T, n int) []*groupNode {
@@ -52,20 +54,37 @@ func startGroup(t *testing.T, n int) []*groupNode {
 		if err != nil {
 			t.Fatal(err)
 		}
-		node, err := cluster.Open(cluster.Config{
-			ID: g.id, RESPAddr: ln.Addr().String(), Logger: quiet, LeaderWait: 5 * time.Second,
-			Transport: g.trans, Logs: g.logs, Stable: g.logs, Snapshots: raft.NewInmemSnapshotStore(),
-			RaftConfig: func(c *raft.Config) {
-				c.HeartbeatTimeout, c.ElectionTimeout = 150*time.Millisecond, 150*time.Millisecond
-				c.LeaderLeaseTimeout, c.CommitTimeout = 100*time.Millisecond, 5*time.Millisecond
-				c.Logger = hclog.NewNullLogger()
-			},
-		}, store.New(4))
+		cfg := cluster.DefaultConfig()
+		cfg.ID, cfg.RESPAddr, cfg.Logger, cfg.LeaderWait = g.id, ln.Addr().String(), quiet, 5*time.Second
+		cfg.Transport, cfg.Logs, cfg.Stable, cfg.Snapshots = g.trans, g.logs, g.logs, raft.NewInmemSnapshotStore()
+		cfg.RaftConfig = func(c *raft.Config) {
+			c.HeartbeatTimeout, c.ElectionTimeout = 150*time.Millisecond, 150*time.Millisecond
+			c.LeaderLeaseTimeout, c.CommitTimeout = 100*time.Millisecond, 5*time.Millisecond
+			c.Logger = hclog.NewNullLogger()
+		}
+		if len(nodes) > 0 && g == nodes[0] {
+			cfg.Bootstrap = cluster.BootstrapForce // the others join it below
+		}
+		g.resp = ln.Addr().String()
+		node, err := cluster.Open(cfg, store.New(4))
 		if err != nil {
 			t.Fatal(err)
 		}
 		g.node = node
-		srv := commands.NewServer(commands.Config{Cluster: node, Logger: quiet}, node, commands.NewClock())
+		clock := commands.NewClock()
+		ccfg := commands.DefaultConfig()
+		ccfg.Cluster, ccfg.Logger = node, quiet
+		h, err := commands.New(ccfg, node, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scfg := server.DefaultConfig()
+		scfg.Clock, scfg.Logger = clock, quiet
+		srv, err := server.New(scfg, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Attach(srv)
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(ln) }()
 		t.Cleanup(func() {
@@ -76,12 +95,11 @@ func startGroup(t *testing.T, n int) []*groupNode {
 			node.Close()
 		})
 	}
-	var servers []raft.Server
-	for _, g := range nodes {
-		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(g.id), Address: g.trans.LocalAddr()})
-	}
-	if err := nodes[0].node.Raft().BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
-		t.Fatal(err)
+	first := leaderOf(t, nodes[:1])
+	for _, g := range nodes[1:] {
+		if err := first.node.Join(g.id, string(g.trans.LocalAddr()), g.resp); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return nodes
 }
@@ -139,11 +157,11 @@ func TestFollowerForwardsAWholeCallAsOneLogEntry(t *testing.T) {
 
 	req := request("group", 0, desc("remote_address", "203.0.113.7"), desc("user", "g"),
 		desc("user", "g", "plan", "free"), desc("nomatch", "x"))
-	index, entries := leader.node.Raft().LastIndex(), replication(leader, "log_entries_written")
+	index, entries := replication(leader, "last_log_index"), replication(leader, "log_entries_written")
 	check(t, "through follower 1", f1.call(req), ok,
 		limited(ok, 5, day, 4), limited(ok, 10, day, 9), limited(ok, 3, day, 2), unlimitedWant(ok, 0))
 	// Three descriptors decide; they reached the log as one entry.
-	if got := leader.node.Raft().LastIndex() - index; got != 1 {
+	if got := replication(leader, "last_log_index") - index; got != 1 {
 		t.Fatalf("the call added %d log entries; want 1", got)
 	}
 	if got := replication(leader, "log_entries_written") - entries; got != 1 {
@@ -157,10 +175,10 @@ func TestFollowerForwardsAWholeCallAsOneLogEntry(t *testing.T) {
 	check(t, "through follower 2", f2.call(req), ok,
 		limited(ok, 5, day, 3), limited(ok, 10, day, 8), limited(ok, 3, day, 1), unlimitedWant(ok, 0))
 	f2.call(req)
-	index = leader.node.Raft().LastIndex()
+	index = replication(leader, "last_log_index")
 	check(t, "the free plan refuses the call", f2.call(req), over,
 		limited(ok, 5, day, 2), limited(ok, 10, day, 7), limited(over, 3, day, 0), unlimitedWant(ok, 0))
-	if got := leader.node.Raft().LastIndex() - index; got != 1 {
+	if got := replication(leader, "last_log_index") - index; got != 1 {
 		t.Fatalf("the refused call added %d log entries; want 1", got)
 	}
 }

@@ -72,3 +72,15 @@ func TestWaitAfterTakeIsNeverEarly(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigValidateRefusesUnknownModes(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("DefaultConfig: %v", err)
+	}
+	for _, bad := range []Config{{Batch: BatchCall + 1}, {UnknownDomain: UnknownDomainError + 1}, {Headers: HeadersRateLimitTrio + 1}} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package rls
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -77,6 +78,26 @@ type Config struct {
 	// counting denied hits (its default). Without it a denied descriptor
 	// changes nothing.
 	CountOverLimit bool
+}
+
+// DefaultConfig is envoyproxy/ratelimit's behaviour: each descriptor
+// decided on its own, unknown domains OK, denied hits not counted, no
+// response headers.
+func DefaultConfig() Config {
+	return Config{Batch: BatchDescriptor, UnknownDomain: UnknownDomainOK, Headers: HeadersOff}
+}
+
+// Validate reports a field outside its constants.
+func (c *Config) Validate() error {
+	switch {
+	case c.Batch > BatchCall:
+		return fmt.Errorf("rls: unknown Batch %d", c.Batch)
+	case c.UnknownDomain > UnknownDomainError:
+		return fmt.Errorf("rls: unknown UnknownDomain %d", c.UnknownDomain)
+	case c.Headers > HeadersRateLimitTrio:
+		return fmt.Errorf("rls: unknown Headers %d", c.Headers)
+	}
+	return nil
 }
 
 // Service answers ShouldRateLimit. It is safe for concurrent use.

@@ -36,7 +36,7 @@ func loadPolicies(log *slog.Logger, cfg config, reg *policy.Registry) (*rulesLoa
 	}
 	w := policy.NewWatcher(policy.WatchConfig{
 		Paths:   cfg.policies,
-		Options: policy.Options{LogMaxLimit: int64(cfg.logMaxLimit)},
+		Options: policy.Options{LogMaxLimit: cfg.commands.LogMaxLimit},
 		Apply: func(rs *policy.RuleSet) error {
 			reg.SetRules(rs)
 			return nil

@@ -13,29 +13,6 @@ import (
 // The Envoy RLS v3 gRPC front end (--grpc-bind): the rls package's service
 // over the same keyspace, clock and rules as the RESP server.
 
-// rlsConfig maps the --grpc-* flags to the service's configuration.
-func rlsConfig(cfg config) rls.Config {
-	c := rls.Config{CountOverLimit: cfg.grpcCountOverLimit == "yes"}
-	if cfg.grpcBatch == "call" {
-		c.Batch = rls.BatchCall
-	}
-	switch cfg.grpcUnknownDomain {
-	case "over-limit":
-		c.UnknownDomain = rls.UnknownDomainOverLimit
-	case "error":
-		c.UnknownDomain = rls.UnknownDomainError
-	}
-	switch cfg.grpcHeaders {
-	case "ietf":
-		c.Headers = rls.HeadersIETF
-	case "x-ratelimit":
-		c.Headers = rls.HeadersXRateLimit
-	case "ratelimit-limit":
-		c.Headers = rls.HeadersRateLimitTrio
-	}
-	return c
-}
-
 // grpcFrontEnd is the running gRPC server.
 type grpcFrontEnd struct {
 	srv *rls.Server
@@ -48,6 +25,9 @@ func startGRPC(log *slog.Logger, cfg config, dec rls.Decider, reg *policy.Regist
 	if cfg.grpcBind == "" {
 		return nil, nil
 	}
+	if err := cfg.rls.Validate(); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.grpcBind)
 	if err != nil {
 		return nil, err
@@ -57,11 +37,12 @@ func startGRPC(log *slog.Logger, cfg config, dec rls.Decider, reg *policy.Regist
 			"anyone who can reach it can spend any descriptor's limit. Bind it to loopback (a sidecar) or a private network",
 			"grpc_bind", cfg.grpcBind)
 	}
-	svc := rls.New(rlsConfig(cfg), dec, reg, clock)
-	srv := rls.NewServer(svc, rls.ServerOptions{Reflection: cfg.grpcReflection == "yes"})
-	log.Info("Envoy rate limit service (gRPC) ready", "addr", ln.Addr().String(), "reflection", cfg.grpcReflection,
-		"headers", cfg.grpcHeaders, "batch", cfg.grpcBatch, "unknown_domain", cfg.grpcUnknownDomain,
-		"count_over_limit", cfg.grpcCountOverLimit)
+	svc := rls.New(cfg.rls, dec, reg, clock)
+	srv := rls.NewServer(svc, rls.ServerOptions{Reflection: cfg.grpcReflection})
+	log.Info("Envoy rate limit service (gRPC) ready", "addr", ln.Addr().String(),
+		"reflection", yesNo(cfg.grpcReflection), "headers", nameOf(cfg.rls.Headers, rlsHeaders),
+		"batch", nameOf(cfg.rls.Batch, rlsBatches), "unknown_domain", nameOf(cfg.rls.UnknownDomain, rlsUnknownDomains),
+		"count_over_limit", yesNo(cfg.rls.CountOverLimit))
 	go func() { errs <- srv.Serve(ln) }()
 	return &grpcFrontEnd{srv: srv}, nil
 }

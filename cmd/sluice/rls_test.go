@@ -180,7 +180,7 @@ func TestGRPCFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := rlsConfig(cfg)
+	c := cfg.rls
 	if cfg.grpcBind != "127.0.0.1:8081" || strings.Join(cfg.policies, ",") != "a.yaml,rules.d" ||
 		c.Headers != 1 || c.Batch != 1 || c.UnknownDomain != 1 || !c.CountOverLimit {
 		t.Fatalf("config %+v, service config %+v", cfg, c)

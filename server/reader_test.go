@@ -1,4 +1,4 @@
-package commands
+package server
 
 import (
 	"strconv"
@@ -24,7 +24,7 @@ func readFrames(in []byte, lim *ReaderLimits, unauth bool) (cmds [][]string, use
 		args, n, err = readCommand(in[used:], args, &scratch, lim, unauth)
 		if err != nil {
 			if n != 0 {
-				return cmds, used, Error("readCommand returned a length with an error")
+				return cmds, used, replyError("readCommand returned a length with an error")
 			}
 			return cmds, used, err
 		}
@@ -212,7 +212,7 @@ func TestReadCommandProtocolErrors(t *testing.T) {
 		{name: "valid before broken", in: "PING\r\n*1\r\n$-5\r\n", want: cmdsOf("PING"), err: errProtoBulkLen},
 	}, readerTestLimits(), false)
 
-	if got := errProtoExpectedDollar(0xff).Error(); got != "ERR Protocol error: expected '$', got '\xff'" {
+	if got := replyText(errProtoExpectedDollar(0xff)); got != "ERR Protocol error: expected '$', got '\xff'" {
 		t.Errorf("errProtoExpectedDollar(0xff) = %q; want the raw byte as Redis's %%c writes it", got)
 	}
 }

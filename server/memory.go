@@ -1,14 +1,11 @@
-package commands
+package server
 
-import (
-	"unsafe"
-
-	"github.com/sluice-rl/sluice/algorithms"
-)
+import "unsafe"
 
 // Client memory (maxmemory-clients, as Redis 7 has it): every client's
-// buffers count towards one server-wide total, and past the cap the
-// clients holding the most are closed, largest first, until the others fit.
+// buffers, and what its Handler holds for it (Conn.SetSessionBytes), count
+// towards one server-wide total, and past the cap the clients holding the
+// most are closed, largest first, until the others fit.
 //
 // Accounting is cheap on the hot path. A client compares its footprint with
 // what it last accounted (one field of its own, no shared write) when it
@@ -21,31 +18,30 @@ import (
 // (event loop or goroutine) have let them go, passes it for no longer than
 // that takes.
 
-// The sizes of the elements of a client's tables, for its footprint.
+// The sizes of a connection and of the elements of its tables, for its
+// footprint.
 const (
-	clientSize  = int64(unsafe.Sizeof(Client{}))
-	sliceSize   = int64(unsafe.Sizeof([]byte(nil)))
-	intSize     = int64(unsafe.Sizeof(int(0)))
-	requestSize = int64(unsafe.Sizeof(algorithms.Request{}))
-	outcomeSize = int64(unsafe.Sizeof(algorithms.Outcome{}))
-	// baseFootprint is about what a new, idle client holds.
-	baseFootprint = clientSize + initialIn + 32
+	connSize  = int64(unsafe.Sizeof(Conn{}))
+	sliceSize = int64(unsafe.Sizeof([]byte(nil)))
+	intSize   = int64(unsafe.Sizeof(int(0)))
+	// baseFootprint is about what a new, idle client holds, its session
+	// included (a sluice session is a few hundred bytes).
+	baseFootprint = connSize + initialIn + 512
 )
 
 // footprint is the bytes c's buffers and tables hold: the query buffer, the
-// replies, the parsed arguments and the batch's pending decisions. It
-// requires c's owner (the goroutine serving c).
-func (c *Client) footprint() int64 {
-	return clientSize + int64(len(c.in)+cap(c.out)+cap(c.scratch)+cap(c.lastRate)+cap(c.replies)) +
-		int64(cap(c.args)+cap(c.forwards))*sliceSize + int64(cap(c.rs.offs))*intSize +
-		int64(cap(c.pending))*requestSize + int64(cap(c.outcomes))*outcomeSize
+// replies, the parsed arguments, and the session as the Handler reported
+// it. It requires c's owner.
+func (c *Conn) footprint() int64 {
+	return connSize + int64(len(c.in)+cap(c.Out)+cap(c.scratch)+cap(c.sink)) +
+		int64(cap(c.args))*sliceSize + int64(cap(c.rs.offs))*intSize + c.sessionBytes
 }
 
 // settle accounts a change of c's footprint, counting grow more bytes of
 // query buffer that c is about to allocate. It returns errClientEvicted if
 // c has been chosen for eviction (then c must not allocate, and its owner
 // closes it). It requires c's owner.
-func (c *Client) settle(grow int64) error {
+func (c *Conn) settle(grow int64) error {
 	want := c.footprint() + grow
 	if want == c.mem.Load() {
 		return nil
@@ -56,17 +52,17 @@ func (c *Client) settle(grow int64) error {
 // account records that c holds want bytes, of which in are query buffer,
 // and closes clients, largest first, while the clients not already being
 // closed hold more than the cap. It is called by c's owner only.
-func (s *Server) account(c *Client, want, in int64) error {
+func (s *Server) account(c *Conn, want, in int64) error {
 	s.mu.Lock()
 	delta := want - c.mem.Load()
 	c.mem.Store(want)
 	c.memIn.Store(in)
-	c.memOut.Store(int64(cap(c.out)))
+	c.memOut.Store(int64(cap(c.Out)))
 	s.clientMem.Add(delta)
 	if c.evicted {
 		s.evictingMem += delta
 	}
-	var victims []*Client
+	var victims []*Conn
 	if delta > 0 {
 		victims = s.evictLocked()
 	}
@@ -83,15 +79,15 @@ func (s *Server) account(c *Client, want, in int64) error {
 // the next, while the clients not being closed hold more than the cap.
 // Clients with CLIENT NO-EVICT on count towards the total but are never
 // chosen. It requires s.mu.
-func (s *Server) evictLocked() []*Client {
+func (s *Server) evictLocked() []*Conn {
 	limit := s.cfg.MaxMemoryClients
 	if limit <= 0 {
 		return nil
 	}
-	var victims []*Client
+	var victims []*Conn
 	for s.clientMem.Load()-s.evictingMem > limit {
-		var v *Client
-		for _, o := range s.clients {
+		var v *Conn
+		for _, o := range s.conns {
 			if !o.evicted && !o.noEvict.Load() && (v == nil || o.mem.Load() > v.mem.Load()) {
 				v = o
 			}
@@ -107,10 +103,22 @@ func (s *Server) evictLocked() []*Client {
 	return victims
 }
 
+// evictNow chooses the clients to evict after c became evictable again
+// (CLIENT NO-EVICT off), closes the others, and reports whether c is one of
+// them. It is called by c's owner.
+func (s *Server) evictNow(c *Conn) bool {
+	s.mu.Lock()
+	victims := s.evictLocked()
+	self := c.evicted
+	s.mu.Unlock()
+	s.closeEvicted(c, victims)
+	return self
+}
+
 // closeEvicted logs each victim and asks its owner to close it; self, the
 // client whose owner is calling, closes by the error its caller gets.
 // It must be called without s.mu.
-func (s *Server) closeEvicted(self *Client, victims []*Client) {
+func (s *Server) closeEvicted(self *Conn, victims []*Conn) {
 	for _, v := range victims {
 		s.log.Warn("client evicted: the clients' buffers passed maxmemory-clients",
 			"client", v.id, "addr", v.addr, "client_memory", v.mem.Load(),
@@ -119,44 +127,4 @@ func (s *Server) closeEvicted(self *Client, victims []*Client) {
 			v.evict()
 		}
 	}
-}
-
-// evict closes c from any goroutine, dropping whatever it was doing: an
-// evicted client gets no reply, as in Redis.
-func (c *Client) evict() {
-	if c.loop != nil {
-		c.loop.kill(c)
-		return
-	}
-	c.conn.Close() // its goroutine's read or write fails, and it leaves
-}
-
-// setNoEvict sets CLIENT NO-EVICT. Turned off, c may be chosen at once if
-// the clients are over the cap.
-func (c *Client) setNoEvict(on bool) {
-	c.noEvict.Store(on)
-	if on {
-		return
-	}
-	s := c.srv
-	s.mu.Lock()
-	victims := s.evictLocked()
-	self := c.evicted
-	s.mu.Unlock()
-	s.closeEvicted(c, victims)
-	if self {
-		c.closing = true
-	}
-}
-
-// clientBuffers returns the largest query buffer and output buffer among
-// the connected clients, as last accounted.
-func (s *Server) clientBuffers() (in, out int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.clients {
-		in = max(in, c.memIn.Load())
-		out = max(out, c.memOut.Load())
-	}
-	return in, out
 }

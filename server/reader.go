@@ -1,6 +1,9 @@
-package commands
+package server
 
-import "bytes"
+import (
+	"bytes"
+	"math"
+)
 
 // ReaderLimits bound what one client can make the server hold. The defaults
 // are tighter than Redis's because sluice stores no values: a key and a few
@@ -14,25 +17,12 @@ type ReaderLimits struct {
 	MaxInline int
 }
 
-// The reader's protocol errors. The wording is Redis's.
+// Redis's bounds on count lines and on clients that have not authenticated.
 const (
-	errProtoMultibulkLen  Error = "ERR Protocol error: invalid multibulk length"
-	errProtoBulkLen       Error = "ERR Protocol error: invalid bulk length"
-	errProtoBigMbulkCount Error = "ERR Protocol error: too big mbulk count string"
-	errProtoBigBulkCount  Error = "ERR Protocol error: too big bulk count string"
-	errProtoBigInline     Error = "ERR Protocol error: too big inline request"
-	errProtoUnbalanced    Error = "ERR Protocol error: unbalanced quotes in request"
-	errProtoUnauthMbulk   Error = "ERR Protocol error: unauthenticated multibulk length"
-	errProtoUnauthBulk    Error = "ERR Protocol error: unauthenticated bulk length"
-	errProtoQueryBufLimit Error = "ERR Protocol error: client query buffer limit reached"
-	maxCountLine                = 64 * 1024 // Redis's PROTO_INLINE_MAX_SIZE
-	unauthMaxArgs               = 10        // Redis's limits for clients that have not authenticated
-	unauthMaxBulk               = 16 * 1024
+	maxCountLine  = 64 * 1024 // Redis's PROTO_INLINE_MAX_SIZE
+	unauthMaxArgs = 10        // Redis's limits for clients that have not authenticated
+	unauthMaxBulk = 16 * 1024
 )
-
-func errProtoExpectedDollar(got byte) Error {
-	return Error("ERR Protocol error: expected '$', got '" + string([]byte{got}) + "'") // the byte itself, as Redis's %c
-}
 
 // readCommand parses one command from the start of buf. It returns the
 // command's arguments (appended to args[:0]; multibulk arguments point into
@@ -181,7 +171,7 @@ func countOK(n int64) bool { return n <= 1<<31-1 }
 // "\r\n". It returns the value and the position after the line, or pos 0 if
 // the line is not complete. An integer that is not valid reads as a value
 // out of every range, as Redis's string2ll failure does.
-func readCountLine(buf []byte, from int, tooBig Error) (v int64, pos int, err error) {
+func readCountLine(buf []byte, from int, tooBig replyError) (v int64, pos int, err error) {
 	// The common case, a short canonical number ("3", "16"), in one pass.
 	i := from
 	for ; i < len(buf) && i-from < 18; i++ {
@@ -204,11 +194,54 @@ func readCountLine(buf []byte, from int, tooBig Error) (v int64, pos int, err er
 	if from+cr+1 >= len(buf) {
 		return 0, 0, nil // wait for the '\n'
 	}
-	v, ok := parseInt(buf[from : from+cr])
+	v, ok := string2ll(buf[from : from+cr])
 	if !ok {
 		v = 1 << 62
 	}
 	return v, from + cr + 2, nil
+}
+
+// string2ll accepts exactly what Redis's string2ll accepts: an optional
+// '-' and decimal digits, at most 20 bytes in all, within int64, the first
+// digit 1-9 unless the whole number is "0". The result is valid only when
+// ok is true. (commands has the same parser for arguments; the transport
+// keeps its own, importing nothing of the commands.)
+func string2ll(b []byte) (v int64, ok bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	digits := b
+	negative := b[0] == '-'
+	if negative {
+		digits = b[1:]
+	}
+	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if u > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		u = u*10 + d
+	}
+	if negative {
+		if u > 1<<63 {
+			return 0, false
+		}
+		return -int64(u), true
+	}
+	if u > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(u), true
 }
 
 // readInline parses a telnet-style command line, split as Redis's

@@ -1,11 +1,9 @@
 //go:build linux
 
-package commands
+package server
 
 import (
-	"errors"
 	"net"
-	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -45,13 +43,13 @@ type eventLoop struct {
 	epfd   int
 	wakeFD int
 	events []unix.EpollEvent
-	conns  []*Client // by descriptor
-	tick   int64     // monotonic ns read once per wake-up
+	conns  []*Conn // by descriptor
+	tick   int64   // monotonic ns read once per wake-up
 	done   chan struct{}
 
 	mu    sync.Mutex
-	adds  []*Client
-	kills []*Client
+	adds  []*Conn
+	kills []*Conn
 	stop  bool
 }
 
@@ -99,7 +97,7 @@ func startLoops(s *Server, n int) ([]*eventLoop, error) {
 func detach(nc net.Conn) (int, error) {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return -1, errors.New("connection has no descriptor")
+		return -1, errNoDescriptor
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
@@ -119,10 +117,10 @@ func detach(nc net.Conn) (int, error) {
 }
 
 // add hands the loop a client whose descriptor is detached.
-func (l *eventLoop) add(c *Client) { l.post(func() { l.adds = append(l.adds, c) }) }
+func (l *eventLoop) add(c *Conn) { l.post(func() { l.adds = append(l.adds, c) }) }
 
 // kill asks the loop to close c once the batch it may be running is done.
-func (l *eventLoop) kill(c *Client) { l.post(func() { l.kills = append(l.kills, c) }) }
+func (l *eventLoop) kill(c *Conn) { l.post(func() { l.kills = append(l.kills, c) }) }
 
 // shutdown closes every client the loop holds and ends it.
 func (l *eventLoop) shutdown() { l.post(func() { l.stop = true }) }
@@ -186,7 +184,7 @@ func (l *eventLoop) control() bool {
 	l.mu.Unlock()
 	for _, c := range adds {
 		for c.fd >= len(l.conns) {
-			l.conns = append(l.conns, make([]*Client, len(l.conns)+64)...)
+			l.conns = append(l.conns, make([]*Conn, len(l.conns)+64)...)
 		}
 		l.conns[c.fd] = c
 		c.lastIO = l.tick
@@ -234,12 +232,7 @@ func (l *eventLoop) closeIdle() {
 
 // serve handles a readiness event of c: room to write its waiting
 // replies, or input to read and run (the interest registered says which).
-func (l *eventLoop) serve(c *Client) {
-	defer func() {
-		if p := recover(); p != nil {
-			l.panicked(c, p)
-		}
-	}()
+func (l *eventLoop) serve(c *Conn) {
 	if c.waiting {
 		if !c.writeOut() {
 			l.close(c)
@@ -258,7 +251,7 @@ func (l *eventLoop) serve(c *Client) {
 		}
 		return
 	}
-	if err := c.makeRoom(); err != nil {
+	if err := c.roomToRead(); err != nil {
 		if err != errClientEvicted {
 			c.protocolError(err)
 			c.writeOut()
@@ -271,7 +264,7 @@ func (l *eventLoop) serve(c *Client) {
 	case n > 0:
 		c.end += n
 		c.lastIO = l.tick
-		c.totals.netIn.Add(int64(n))
+		c.netIn.Add(int64(n))
 		l.runAndWrite(c)
 	case err == unix.EAGAIN || err == unix.EINTR:
 	default: // end of input or a broken connection
@@ -281,10 +274,10 @@ func (l *eventLoop) serve(c *Client) {
 
 // runAndWrite runs the complete commands in c's input and writes the
 // replies; replies that do not fit make the loop wait for room.
-func (l *eventLoop) runAndWrite(c *Client) {
+func (l *eventLoop) runAndWrite(c *Conn) {
 	c.runBatch()
-	if c.settle(0) == errClientEvicted || !c.writeOut() {
-		l.close(c)
+	if c.settle(0) == errClientEvicted || !c.writeOut() || c.panicked {
+		l.close(c) // after a panic, the error is written once, as far as the socket takes it
 		return
 	}
 	if c.waiting {
@@ -296,7 +289,7 @@ func (l *eventLoop) runAndWrite(c *Client) {
 	}
 }
 
-func (l *eventLoop) watch(c *Client, events uint32) {
+func (l *eventLoop) watch(c *Conn, events uint32) {
 	ev := unix.EpollEvent{Events: events, Fd: int32(c.fd)}
 	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
 		l.close(c)
@@ -304,37 +297,25 @@ func (l *eventLoop) watch(c *Client, events uint32) {
 }
 
 // close closes c's descriptor and removes it from the server.
-func (l *eventLoop) close(c *Client) {
+func (l *eventLoop) close(c *Conn) {
 	if c.fd < 0 {
 		return
 	}
 	l.conns[c.fd] = nil
 	unix.Close(c.fd) // also drops it from the epoll set: the loop holds its only descriptor
 	c.fd = -1
-	l.srv.removeClient(c)
-}
-
-func (l *eventLoop) panicked(c *Client, p any) {
-	l.srv.stats.panics.Add(1)
-	l.srv.log.Error("panic while serving a client; closing it",
-		"client", c.id, "addr", c.addr, "panic", p, "stack", string(debug.Stack()))
-	if c.fd >= 0 {
-		c.out = append(c.out[:0], "-ERR internal error while running the command; closing the connection\r\n"...)
-		c.outOff = 0
-		rawWrite(c.fd, c.out)
-		l.close(c)
-	}
+	l.srv.removeConn(c)
 }
 
 // writeOut writes as much of c's replies as the socket takes. It reports
 // false if the connection is broken; c.waiting says whether replies remain.
-func (c *Client) writeOut() bool {
-	for c.outOff < len(c.out) {
-		n, err := rawWrite(c.fd, c.out[c.outOff:])
+func (c *Conn) writeOut() bool {
+	for c.outOff < len(c.Out) {
+		n, err := rawWrite(c.fd, c.Out[c.outOff:])
 		if n > 0 {
 			c.outOff += n
 			c.lastIO = c.loop.tick
-			c.totals.netOut.Add(int64(n))
+			c.netOut.Add(int64(n))
 			continue
 		}
 		switch err {
@@ -349,11 +330,7 @@ func (c *Client) writeOut() bool {
 	}
 	c.waiting = false
 	c.outOff = 0
-	if cap(c.out) > maxKeptOut {
-		c.out = nil
-	} else {
-		c.out = c.out[:0]
-	}
+	c.dropOut()
 	return true
 }
 

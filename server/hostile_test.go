@@ -1,10 +1,7 @@
-package commands
+package server
 
 import (
-	"bufio"
-	"context"
 	"io"
-	"log/slog"
 	"net"
 	"runtime"
 	"runtime/metrics"
@@ -13,170 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-rl/sluice/store"
 	"github.com/tidwall/redcon"
 )
 
 // Hostile clients over real sockets: broken frames, endless bulks, too many
 // clients, idle clients, panics. Each test ends by checking that the server
-// still answers a new connection.
-
-// startHostileServer runs NewServer(cfg, store.New(4), NewClock()) on
-// 127.0.0.1:0 and shuts it down when the test ends. It returns the server
-// and its address.
-func startHostileServer(t *testing.T, cfg Config) (*Server, string) {
-	return startHostileServerOn(t, cfg, store.New(4), nil)
-}
-
-// startHostileServerOn is startHostileServer with a given keyspace and an
-// optional wrapper around the listener.
-func startHostileServerOn(t *testing.T, cfg Config, ks Keyspace, wrap func(net.Listener) net.Listener) (*Server, string) {
-	t.Helper()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	cfg.EventLoops = testLoops(cfg.EventLoops)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if wrap != nil {
-		ln = wrap(ln)
-	}
-	srv := NewServer(cfg, ks, NewClock())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return srv, addr
-}
-
-// rawConn is a client that writes bytes and reads RESP replies.
-type rawConn struct {
-	t  *testing.T
-	nc net.Conn
-	r  *bufio.Reader
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, r: bufio.NewReader(nc)}
-}
-
-func (c *rawConn) send(s string) {
-	c.t.Helper()
-	c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c.nc, s); err != nil {
-		c.t.Fatalf("write %q: %v", clipQ(s), err)
-	}
-}
-
-// reply reads one reply: "+PONG", "-ERR …", ":1", "$text", "$nil", or an
-// array as "[:1 :20 :19 :0 :100]".
-func (c *rawConn) reply() string {
-	c.t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	s, err := readRawReply(c.r)
-	if err != nil {
-		c.t.Fatalf("reading a reply: %v (so far %q)", err, s)
-	}
-	return s
-}
-
-func (c *rawConn) do(s string) string {
-	c.t.Helper()
-	c.send(s)
-	return c.reply()
-}
-
-// closed checks that the server closes the connection with nothing more to
-// say, within 3 s.
-func (c *rawConn) closed() {
-	c.t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(3 * time.Second))
-	rest, err := io.ReadAll(c.r)
-	if len(rest) > 0 || err != nil {
-		c.t.Fatalf("connection not closed cleanly: read %q, %v", rest, err)
-	}
-}
-
-func readRawReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil || len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
-		return line, io.ErrUnexpectedEOF
-	}
-	line = line[:len(line)-2]
-	switch line[0] {
-	case '+', '-', ':':
-		return line, nil
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "$nil", err
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return line, err
-		}
-		return "$" + string(b[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return line, err
-		}
-		parts := make([]string, 0, max(n, 0))
-		for range n {
-			p, err := readRawReply(r)
-			if err != nil {
-				return p, err
-			}
-			parts = append(parts, p)
-		}
-		return "[" + strings.Join(parts, " ") + "]", nil
-	}
-	return line, io.ErrUnexpectedEOF
-}
-
-// dialAnswering opens n connections, each checked with a PING.
-func dialAnswering(t *testing.T, addr string, n int) []*rawConn {
-	t.Helper()
-	var conns []*rawConn
-	for range n {
-		c := dialRaw(t, addr)
-		if got := c.do("PING\r\n"); got != "+PONG" {
-			t.Fatalf("PING = %q", got)
-		}
-		conns = append(conns, c)
-	}
-	return conns
-}
-
-func pingsOnNewConn(t *testing.T, addr string) {
-	t.Helper()
-	c := dialRaw(t, addr)
-	if got := c.do("PING\r\n"); got != "+PONG" {
-		t.Fatalf("PING on a new connection = %q; want +PONG", got)
-	}
-	c.nc.Close()
-}
+// still answers a new connection. The fixture and the fakeHandler are in
+// fake_test.go.
 
 func TestHostileFramesAnswerAndClose(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		srv, addr := startHostileServer(t, Config{EventLoops: loops})
+		srv, addr := startServer(t, Config{EventLoops: loops}, nil)
 		for _, tc := range []struct{ frame, want string }{
 			{"*3000000000\r\n", "-ERR Protocol error: invalid multibulk length"},
 			{"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", "-ERR Protocol error: invalid bulk length"},
@@ -299,7 +143,7 @@ func TestEndlessBulkIsCutWithBoundedMemory(t *testing.T) {
 				"-ERR Protocol error: client query buffer limit reached\r\n", 8 << 20},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				srv, addr := startHostileServer(t, tc.cfg)
+				srv, addr := startServer(t, tc.cfg, nil)
 				reply, sent, peak := streamUntilCut(t, addr, tc.head, tc.body)
 				t.Logf("sent %.1f MB before the cut; heap grew by at most %.1f MB", float64(sent)/1e6, float64(peak)/1e6)
 				if reply != tc.want {
@@ -324,7 +168,7 @@ func TestEndlessBulkIsCutWithBoundedMemory(t *testing.T) {
 // or "$" NUL then an endless stream without a newline is cut after the
 // 64 KB limit of an inline line or a count line.
 func TestProtocolDesyncRegression(t *testing.T) {
-	_, addr := startHostileServer(t, Config{})
+	_, addr := startServer(t, Config{}, nil)
 	payload := []byte(strings.Repeat("payload", 1024))
 	for _, tc := range []struct{ seq, want string }{
 		{"\x00", "-ERR Protocol error: too big inline request\r\n"},
@@ -341,7 +185,7 @@ func TestProtocolDesyncRegression(t *testing.T) {
 
 func TestMaxClients(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		srv, addr := startHostileServer(t, Config{EventLoops: loops, MaxClients: 3})
+		srv, addr := startServer(t, Config{EventLoops: loops, MaxClients: 3}, nil)
 		conns := dialAnswering(t, addr, 3)
 		fourth := dialRaw(t, addr)
 		if got := fourth.reply(); got != "-ERR max number of clients reached" {
@@ -375,7 +219,7 @@ func TestMaxClients(t *testing.T) {
 
 func TestIdleTimeout(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		_, addr := startHostileServer(t, Config{EventLoops: loops, IdleTimeout: time.Second})
+		_, addr := startServer(t, Config{EventLoops: loops, IdleTimeout: time.Second}, nil)
 		idle, active := dialRaw(t, addr), dialRaw(t, addr)
 		start := time.Now()
 		idleGone := make(chan time.Duration, 1)
@@ -408,7 +252,7 @@ func TestIdleTimeout(t *testing.T) {
 // its goroutine and its place under maxclients forever.
 func TestClientThatNeverReadsIsClosed(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		srv, addr := startHostileServer(t, Config{EventLoops: loops, IdleTimeout: time.Second})
+		srv, addr := startServer(t, Config{EventLoops: loops, IdleTimeout: time.Second}, nil)
 		c := dialRaw(t, addr)
 		c.nc.(*net.TCPConn).SetReadBuffer(4096)
 		pings := []byte(strings.Repeat("PING\r\n", 10000))
@@ -421,7 +265,7 @@ func TestClientThatNeverReadsIsClosed(t *testing.T) {
 		blocked := time.Now()
 		for {
 			srv.mu.Lock()
-			n := len(srv.clients)
+			n := len(srv.conns)
 			srv.mu.Unlock()
 			if n == 0 {
 				break
