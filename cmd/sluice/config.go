@@ -219,7 +219,7 @@ var settings = []setting{
 	// Rules files (envoyproxy/ratelimit's YAML) and directories of them.
 	{"policies", func(c *config, a []string) error { return listArg(a, &c.policies) },
 		func(c *config) string { return strings.Join(c.policies, " ") }},
-	// The Envoy RLS v3 gRPC front end (rls.go).
+	// The Envoy RLS v3 gRPC front end (policies.go).
 	{"grpc-bind", func(c *config, a []string) error { return addrArg(a, &c.grpcBind) },
 		func(c *config) string { return c.grpcBind }},
 	{"grpc-reflection", func(c *config, a []string) error { return boolArg(a, &c.grpcReflection) },
