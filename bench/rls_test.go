@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,5 +121,46 @@ func TestRLSSectionKeepsTheOtherSection(t *testing.T) {
 	}
 	if strings.Count(doc, rlsBegin) != 1 || strings.Count(doc, sectionBegin) != 1 {
 		t.Fatalf("sections duplicated:\n%s", doc)
+	}
+}
+
+// Without the module proxy and with an empty module cache, building
+// envoyproxy/ratelimit fails at once, and the comparison says why and how to
+// give a binary instead of failing the bench.
+func TestRLSSkipsEnvoyRatelimitItCannotBuild(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("GOMODCACHE", t.TempDir())
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOFLAGS", "-modcacherw")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var log strings.Builder
+	bin, why := ratelimitBinary(ctx, "", &log)
+	t.Log(why)
+	if bin != "" || !strings.Contains(why, "building envoyproxy/ratelimit failed") || !strings.Contains(why, "give -ratelimit-bin") {
+		t.Fatalf("ratelimitBinary = %q, %q; want a failed build that says what to do", bin, why)
+	}
+	if bin, why := ratelimitBinary(ctx, filepath.Join(t.TempDir(), "ratelimit"), &log); bin != "" || !strings.HasPrefix(why, "-ratelimit-bin ") {
+		t.Fatalf("a missing -ratelimit-bin: %q, %q", bin, why)
+	}
+
+	rep := &rlsReport{rounds: 1, opts: rlsOptions{callers: 50, conns: 4, dur: time.Second, keys: 65536},
+		results: map[string]*result{}, skipped: why}
+	md := rep.markdown()
+	var text strings.Builder
+	rep.printText(&text)
+	for _, out := range []string{md, text.String()} {
+		if !strings.Contains(out, "skipped") {
+			t.Errorf("no skipped row:\n%s", out)
+		}
+		if !strings.Contains(out, why) {
+			t.Errorf("the reason %q is not given:\n%s", why, out)
+		}
+		if strings.Contains(out, "throughput") && strings.Contains(out, "×") {
+			t.Errorf("ratios without the other side:\n%s", out)
+		}
 	}
 }
