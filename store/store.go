@@ -17,7 +17,8 @@ import (
 // one key holds that key's shard lock from read to write, so decisions on a
 // key are linearizable. Determinism: no method reads a clock; given the same
 // calls with the same instants, a store reaches the same state, which is
-// what a Raft FSM needs.
+// what a Raft FSM needs. With an append-only log attached (SetAOF), every
+// change is appended to it while the lock that applied it is held.
 type Store struct {
 	shards   []shard.Shard
 	mask     uint64
