@@ -301,6 +301,72 @@ func TestAOFAutomaticRewriteByGrowth(t *testing.T) {
 	}
 }
 
+func TestAOFFailedWriteIsKeptAndRetried(t *testing.T) {
+	st, a, path := openLog(t, FsyncAlways)
+	tok := req(algorithms.Token, "k", 100, time.Hour, 1)
+	decide(st, t0, tok)
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// The file becomes unwritable: a descriptor opened for reading only.
+	ro, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.wmu.Lock()
+	good := a.f
+	a.f = ro
+	a.wmu.Unlock()
+	decide(st, t0, tok)
+	if err := a.Sync(); err == nil {
+		t.Fatal("Sync on an unwritable file = nil; want the write's error")
+	}
+	if s := a.Stats(); s.LastWriteOK || s.Pending == 0 {
+		t.Fatalf("after a failed write: %+v; want LastWriteOK false and the frame pending", s)
+	}
+	decide(st, t0, tok)
+	a.wmu.Lock()
+	a.f = good
+	a.wmu.Unlock()
+	ro.Close()
+	if err := a.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Stats(); !s.LastWriteOK || s.Pending != 0 || s.Unsynced != 0 {
+		t.Fatalf("after the retry: %+v; want everything written and synced", s)
+	}
+	a.Close()
+	got, l := loadLog(t, path, AOFLoadOptions{})
+	if r := remaining(t, got, t0, tok); r != 97 || l.Frames != 3 {
+		t.Fatalf("remaining = %d in %d frames; want 97 in 3: the failed write's frame is written once, whole", r, l.Frames)
+	}
+}
+
+func TestAOFPoliciesSyncWhenTheySay(t *testing.T) {
+	tok := req(algorithms.Token, "k", 100, time.Hour, 1)
+	for _, tc := range []struct {
+		fsync    Fsync
+		unsynced bool // bytes written but not on disk right after Sync
+	}{{FsyncAlways, false}, {FsyncEverySec, true}, {FsyncNo, true}} {
+		st, a, _ := openLog(t, tc.fsync)
+		decide(st, t0, tok)
+		a.Sync()
+		s := a.Stats()
+		if s.Pending != 0 || (s.Unsynced > 0) != tc.unsynced {
+			t.Fatalf("%s: after Sync %+v; want nothing pending and unsynced bytes %v", tc.fsync, s, tc.unsynced)
+		}
+		if tc.fsync == FsyncEverySec {
+			// The background fsync runs once a second; allow a loaded machine 10.
+			for deadline := time.Now().Add(10 * time.Second); a.Stats().Unsynced > 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("everysec: still %d bytes unsynced after 10 s", a.Stats().Unsynced)
+				}
+			}
+		}
+		a.Close()
+	}
+}
+
 // BenchmarkDecideWithAOF is a pipelined token decision with the log on
 // (appendfsync no: the write, not the disk, is measured), one Sync per
 // batch of 100. The hot path must not allocate.
