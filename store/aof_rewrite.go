@@ -126,15 +126,15 @@ func (a *AOF) rewrite() (err error) {
 	if err := tmp.f.Sync(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.name, a.path); err != nil {
-		return err
-	}
-	if err := syncDir(filepath.Dir(a.path)); err != nil {
-		return err
-	}
-	nf, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND, 0)
+	// The descriptor the log goes on with, opened before the rename: once
+	// the new file is in place, the log can only be written through it.
+	nf, err := os.OpenFile(tmp.name, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return err // the new file is in place; this process can write it no more
+		return err
+	}
+	if err := os.Rename(tmp.name, a.path); err != nil {
+		nf.Close()
+		return err
 	}
 	a.smu.Lock()
 	prev := a.f
@@ -144,7 +144,7 @@ func (a *AOF) rewrite() (err error) {
 	a.size.Store(tmp.off)
 	a.baseSize.Store(tmp.off)
 	a.synced.Store(a.written.Load()) // the new file was forced to disk whole
-	return nil
+	return syncDir(filepath.Dir(a.path))
 }
 
 // aofTemp is a new log being written.

@@ -367,29 +367,40 @@ func TestAOFPoliciesSyncWhenTheySay(t *testing.T) {
 	}
 }
 
-// BenchmarkDecideWithAOF is a pipelined token decision with the log on
-// (appendfsync no: the write, not the disk, is measured), one Sync per
-// batch of 100. The hot path must not allocate.
+// BenchmarkDecideWithAOF is a pipelined token decision with the log off
+// and on (appendfsync no: the encoding and the write, not the disk, are
+// measured), one Sync per batch of 100. The hot path must not allocate.
 func BenchmarkDecideWithAOF(b *testing.B) {
-	st, a, _ := openLog(b, FsyncNo)
-	defer a.Close()
-	reqs := make([]algorithms.Request, 100)
-	keys := make([][]byte, 1000)
-	for i := range keys {
-		keys[i] = []byte("user:" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
-	}
-	for i := range reqs {
-		reqs[i] = req(algorithms.Token, "", 1_000_000_000, time.Second, 1)
-	}
-	out := make([]algorithms.Outcome, len(reqs))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i += len(reqs) {
-		for j := range reqs {
-			reqs[j].Key = keys[(i+j)%len(keys)]
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
 		}
-		st.Decide(t0, reqs, out)
-		a.Sync()
+		b.Run(name, func(b *testing.B) {
+			st, a, _ := openLog(b, FsyncNo)
+			defer a.Close()
+			if !on {
+				st.SetAOF(nil)
+			}
+			reqs := make([]algorithms.Request, 100)
+			keys := make([][]byte, 1000)
+			for i := range keys {
+				keys[i] = []byte("user:" + string(rune('a'+i%26)) + string(rune('a'+i/26)))
+			}
+			for i := range reqs {
+				reqs[i] = req(algorithms.Token, "", 1_000_000_000, time.Second, 1)
+			}
+			out := make([]algorithms.Outcome, len(reqs))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += len(reqs) {
+				for j := range reqs {
+					reqs[j].Key = keys[(i+j)%len(keys)]
+				}
+				st.Decide(t0, reqs, out)
+				a.Sync()
+			}
+		})
 	}
 }
 
