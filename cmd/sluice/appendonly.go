@@ -53,8 +53,12 @@ func loadState(log *slog.Logger, st *store.Store, cfg config) (*store.Saver, *st
 	}
 	if l.Loaded {
 		snap := filepath.Join(cfg.dir, cfg.dbfilename)
-		if _, err := store.RemoveStaleTemps(snap); err != nil {
-			return nil, nil, err
+		removed, err := store.RemoveStaleTemps(snap)
+		for _, f := range removed {
+			log.Warn("removed the temporary file of a save that did not finish", "path", f.Path, "bytes", f.Size)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("removing stale temporary files in %s: %w", cfg.dir, err)
 		}
 		saver = store.NewSaver(st, snap)
 		log.Info("append-only log loaded (the snapshot file is not read: the log holds every change)", "path", path,
