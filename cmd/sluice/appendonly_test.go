@@ -345,6 +345,13 @@ func TestAppendOnlyIsRefusedInARaftGroup(t *testing.T) {
 	if code != exitFailed || !strings.Contains(string(out), "--appendonly is not supported with replication") {
 		t.Fatalf("exit code %d, output:\n%s", code, out)
 	}
+	// A replicated node's state is the Raft log's: BGREWRITEAOF says so.
+	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--bootstrap", "force")
+	err := client(t, p).Do(context.Background(), "BGREWRITEAOF").Err()
+	if err == nil || !strings.Contains(err.Error(), "not available in a Raft group") {
+		t.Fatalf("BGREWRITEAOF on a replicated node = %v; want the Raft group's error", err)
+	}
 }
 
 func TestBgrewriteaofWithTheLogOffIsRefused(t *testing.T) {
