@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"sync"
@@ -65,7 +66,7 @@ func ParseFsync(s string) (Fsync, error) {
 	case FsyncAlways, FsyncEverySec, FsyncNo:
 		return f, nil
 	}
-	return "", errBadFsync
+	return "", fmt.Errorf("appendfsync %q: %w", s, errBadFsync)
 }
 
 // AOFConfig is the log's configuration. Start from DefaultAOFConfig.
@@ -88,10 +89,10 @@ func DefaultAOFConfig() AOFConfig {
 // Validate reports the first setting that cannot work.
 func (c *AOFConfig) Validate() error {
 	if _, err := ParseFsync(string(c.Fsync)); err != nil {
-		return err
+		return fmt.Errorf("store: %w", err)
 	}
 	if c.AutoRewritePercentage < 0 || c.AutoRewriteMinSize < 0 {
-		return errBadAutoRewrite
+		return fmt.Errorf("store: %w", errBadAutoRewrite)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ var (
 	// errAOFClosed is the append-only log's error after Close.
 	errAOFClosed = errors.New("the append-only log is closed")
 	// errBadFsync is an appendfsync value other than always, everysec, no.
-	errBadFsync = errors.New("appendfsync: want always, everysec or no")
+	errBadFsync = errors.New("want always, everysec or no")
 	// errBadAutoRewrite is a negative automatic rewrite threshold.
 	errBadAutoRewrite = errors.New("auto-aof-rewrite-percentage and auto-aof-rewrite-min-size must not be negative")
 )

@@ -172,7 +172,8 @@ var settings = []setting{
 		return boolArg(a, &c.appendonly)
 	}, func(c *config) string { return yesNo(c.appendonly) }},
 	{"appendfsync", func(c *config, a []string) error {
-		v, err := oneArg(a)
+		var v string
+		err := enumArg(a, &v, string(store.FsyncAlways), string(store.FsyncEverySec), string(store.FsyncNo))
 		if err == nil {
 			c.aof.Fsync, err = store.ParseFsync(v)
 		}
