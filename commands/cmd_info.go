@@ -22,7 +22,7 @@ func init() {
 	)
 }
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"}
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "policies", "keyspace"}
 
 // cmdInfo: INFO [section …]
 func cmdInfo(s *session, args [][]byte) {
@@ -185,6 +185,8 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 			out = append(out, Param{kv[0], kv[1]})
 		}
 		return append(out, Param{"cluster_enabled", "1"})
+	case "policies":
+		return h.policiesInfo()
 	case "keyspace":
 		n, err := h.ks.DBSize(s.conn.Now())
 		if err != nil || n == 0 {

@@ -29,6 +29,7 @@ const (
 	kindAll                        // the first request of an RL.ALL group: the whole group's reply
 	kindAllMember                  // the group's other requests, answered with the first
 	kindForward                    // a forwarded submission: its encoded results, or its error
+	kindCheck                      // RL.CHECK: the five fields, after its policy's mode (checks)
 )
 
 // deferred is one queue of deferred work, tagged by kind.
@@ -53,6 +54,10 @@ type deferred struct {
 	reqs  []algorithms.Request
 	outs  []algorithms.Outcome // Decide's scratch, kept between batches
 	blobs [][]byte
+	// checks holds one item per kindCheck decision, in queue order, and
+	// keys the state keys their requests point into (cmd_check.go).
+	checks []checkItem
+	keys   []byte
 }
 
 // queueDecision adds a decision to the queue.
@@ -95,7 +100,9 @@ func (s *session) runDeferred() {
 	}
 	clear(q.reqs) // drop references into the input buffer
 	clear(q.blobs)
+	clear(q.checks)
 	q.kinds, q.reqs, q.blobs = q.kinds[:0], q.reqs[:0], q.blobs[:0]
+	q.checks, q.keys = q.checks[:0], q.keys[:0]
 	q.class = classNone
 }
 
@@ -109,6 +116,7 @@ func (s *session) runDecisions() {
 	}
 	out := q.outs[:n]
 	s.decide(q.reqs, out)
+	checks := q.checks
 	for i := 0; i < n; i++ {
 		kind := q.kinds[i]
 		if kind == kindAll {
@@ -121,11 +129,19 @@ func (s *session) runDecisions() {
 			continue
 		}
 		if out[i].Err != nil {
+			if kind == kindCheck {
+				checks = checks[1:]
+			}
 			s.writeError(out[i].Err)
 			continue
 		}
 		if kind == kindRelease {
 			s.writeReleased(out[i].Result.Allowed)
+			continue
+		}
+		if kind == kindCheck {
+			s.writeCheck(&checks[0], &out[i].Result)
+			checks = checks[1:]
 			continue
 		}
 		if out[i].Result.Allowed {

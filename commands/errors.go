@@ -41,6 +41,13 @@ var (
 	errAOFInGroup        = replyError("BGREWRITEAOF is not available in a Raft group: the Raft log already persists every decision")
 	errNoCluster         = replyError("This instance has cluster support disabled")
 
+	// The policies (cmd_policy.go, cmd_check.go).
+	errPolicyInGroup = replyError("RL.POLICY SET and DEL are not available in a Raft group: policy changes are not replicated yet " +
+		"(give every node the same --policies files)")
+	errNoRulesFiles     = replyError("no rules files on this server (start it with --policies FILE)")
+	errCheckConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies: use RL.ACQUIRE and RL.RELEASE")
+	errCheckPairs       = replyError("RL.CHECK takes policy subject pairs and an optional n")
+
 	// The arguments of the decisions (args.go, cmd_throttle.go).
 	errRateNotPositive = replyError("rate must be positive")
 	errRateTooHigh     = replyError("rate is too high: at most 1 per nanosecond (1000000000/s)")
@@ -103,6 +110,11 @@ func errSetInfo(attr []byte, what string) replyError {
 // not know.
 func errUnrecognizedOption(attr []byte) replyError {
 	return replyError(sanitize("Unrecognized option '" + clip(string(attr), 128) + "'"))
+}
+
+// errUnknownAlgo is RL.POLICY SET's error for an algorithm it does not know.
+func errUnknownAlgo(arg []byte) replyError {
+	return replyError("unknown algorithm '" + printable(arg) + "': use TOKEN, LEAKY, FIXED, SLIDING, LOG or CONCURRENCY")
 }
 
 // errNotPositive is the error for a capacity, limit or duration (named what)

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/server"
 )
 
@@ -24,6 +25,10 @@ type Handler struct {
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
+
+	// shadowDenied counts the decisions of shadow policies that would
+	// have been denied (INFO policies).
+	shadowDenied atomic.Int64
 }
 
 // Transport is what the commands need of the network layer that serves
@@ -49,6 +54,9 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Policies == nil {
+		cfg.Policies = policy.NewRegistry()
 	}
 	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now()}, nil
 }

@@ -140,11 +140,13 @@ const (
 	sliceSize   = int64(unsafe.Sizeof([]byte(nil)))
 	requestSize = int64(unsafe.Sizeof(algorithms.Request{}))
 	outcomeSize = int64(unsafe.Sizeof(algorithms.Outcome{}))
+	checkSize   = int64(unsafe.Sizeof(checkItem{}))
 )
 
 // footprint is the bytes the session holds, for maxmemory-clients.
 func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
-		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize
+		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize +
+		int64(cap(q.checks))*checkSize + int64(cap(q.keys))
 }
