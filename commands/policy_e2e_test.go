@@ -49,7 +49,6 @@ func TestE2ECheckTiersKeepSeparateBuckets(t *testing.T) {
 	}
 }
 
-
 // TestE2ECheckAnswersAsTheAlgorithmsCommand: RL.CHECK under a policy
 // replies exactly what the RL.* command of its algorithm replies with the
 // same parameters, for every algorithm a policy decides.
