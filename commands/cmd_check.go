@@ -51,23 +51,26 @@ func cmdCheck(s *session, args [][]byte) {
 		}
 	}
 	limit, mode := p.Resolve(nil)
-	key := s.queue.checkKey(p.Name, limit.Algo, args[2])
+	if p != s.checkPol {
+		s.checkPol = p
+		s.checkPrefix = policy.AppendCheckKey(s.checkPrefix[:0], p.Name, limit.Algo, nil)
+	}
+	key := s.queue.checkKey(s.checkPrefix, args[2])
 	s.queue.checks = append(s.queue.checks, checkItem{p: p, mode: mode})
 	s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n}, kindCheck)
 }
 
-// checkKey builds the state key of subject under the policy named name in
-// the queue's key arena and returns it. The arena is emptied with the
-// queue; when it is full a larger one replaces it, and the keys already
-// handed out stay in the old one, so they remain valid until the queue is
-// carried out.
-func (q *deferred) checkKey(name string, algo algorithms.Algo, subject []byte) []byte {
-	need := len("pol:") + 3*len(name) + len(":concurrency:") + len(subject)
+// checkKey builds the state key prefix+subject in the queue's key arena
+// and returns it. The arena is emptied with the queue; when it is full a
+// larger one replaces it, and the keys already handed out stay in the old
+// one, so they remain valid until the queue is carried out.
+func (q *deferred) checkKey(prefix, subject []byte) []byte {
+	need := len(prefix) + len(subject)
 	if cap(q.keys)-len(q.keys) < need {
 		q.keys = make([]byte, 0, max(2*cap(q.keys), need, 4096))
 	}
 	start := len(q.keys)
-	q.keys = policy.AppendCheckKey(q.keys, name, algo, subject)
+	q.keys = append(append(q.keys, prefix...), subject...)
 	return q.keys[start:len(q.keys):len(q.keys)]
 }
 

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/server"
 )
 
@@ -32,6 +33,12 @@ type session struct {
 	// The last rate parsed and its interval (see rate).
 	lastRate   []byte
 	lastRateNS int64
+
+	// The policy RL.CHECK used last and its state keys' prefix
+	// (pol:<name>:<algo>:): a pipeline mostly repeats one policy. A policy
+	// changed by RL.POLICY SET is another pointer, so the prefix follows.
+	checkPol    *policy.Policy
+	checkPrefix []byte
 
 	queue deferred // the batch's deferred work (deferred.go)
 	group int32    // the last RL.ALL group number handed out
@@ -146,7 +153,7 @@ const (
 // footprint is the bytes the session holds, for maxmemory-clients.
 func (s *session) footprint() int64 {
 	q := &s.queue
-	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
+	return sessionSize + int64(cap(s.lastRate)+cap(s.checkPrefix)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
 		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize +
 		int64(cap(q.checks))*checkSize + int64(cap(q.keys))
 }
