@@ -79,6 +79,15 @@ func (q *deferred) checkKey(prefix, subject []byte) []byte {
 // denial is an admission; policy.Reply). The would-be denials are counted
 // for INFO policies.
 func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
+	if c.mode == policy.ModeEnforce { // the usual case: the decision as it is
+		if r.Allowed {
+			s.allowed++
+		} else {
+			s.denied++
+		}
+		s.writeDecision(r)
+		return
+	}
 	out, wouldDeny := policy.Reply(c.mode, c.p.Limit, *r)
 	if wouldDeny {
 		s.h.shadowDenied.Add(1)
