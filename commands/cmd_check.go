@@ -12,12 +12,14 @@ import (
 
 func init() {
 	register(&command{
-		name: "rl.check", arity: -3, maxArgs: 4, flags: flagDecision | flagWrite | flagFast, run: cmdCheck,
-		group: "rate-limit", since: "0.2.0", complexity: "O(1) (O(log N) for a LOG policy)",
+		name: "rl.check", arity: -3, flags: flagDecision | flagWrite | flagFast, run: cmdCheck,
+		group: "rate-limit", since: "0.2.0", complexity: "O(N) in the number of policy subject pairs",
 		summary: "Decides n units (default 1) for subject under the named policy (RL.POLICY), " +
-			"with the reply of the RL.* command of the policy's algorithm.",
+			"with the reply of the RL.* command of the policy's algorithm; several pairs are decided " +
+			"atomically, all or nothing, with RL.ALL's reply.",
 		arguments: []argDoc{
 			{name: "policy", typ: "string"}, {name: "subject", typ: "string"},
+			{name: "policy subject", typ: "string", optional: true, multiple: true},
 			{name: "n", typ: "integer", optional: true},
 		},
 	})
@@ -25,39 +27,60 @@ func init() {
 
 // checkItem is what a queued RL.CHECK's reply needs besides its outcome:
 // the policy it was decided under and the mode, for the shadow rewrite and
-// for the named reply's policy, mode, quota and window_s fields.
+// for the named reply's policy, mode, quota and window_s fields; and, in a
+// command of several pairs, the pair's place in the reply.
 type checkItem struct {
 	p    *policy.Policy
 	mode policy.Mode
+	slot int32
 }
 
-// cmdCheck: RL.CHECK policy subject [n]
+// cmdCheck: RL.CHECK policy subject [policy subject …] [n]
 func cmdCheck(s *session, args [][]byte) {
-	p := s.h.cfg.Policies.Policy(args[1])
-	if p == nil {
-		s.rejectDecision(policy.NoSuchPolicy(string(args[1])))
-		return
-	}
-	if p.Limit.Algo == algorithms.Concurrency {
-		s.rejectDecision(errCheckConcurrency)
-		return
-	}
+	pairs := (len(args) - 1) / 2
 	n := int64(1)
-	if len(args) == 4 {
+	if (len(args)-1)%2 == 1 {
 		var err error
-		if n, err = parseCost(args[3]); err != nil {
+		if n, err = parseCost(args[len(args)-1]); err != nil {
 			s.rejectDecision(err)
 			return
 		}
 	}
+	if pairs > 1 {
+		s.checkAll(args[1:1+2*pairs], n)
+		return
+	}
+	p, err := s.checkPolicy(s.h.cfg.Policies.Load(), args[1])
+	if err != nil {
+		s.rejectDecision(err)
+		return
+	}
 	limit, mode := p.Resolve(nil)
+	s.queue.checks = append(s.queue.checks, checkItem{p: p, mode: mode})
+	s.queueDecision(algorithms.Request{Key: s.checkKeyOf(p, limit.Algo, args[2]), Limit: limit, N: n}, kindCheck)
+}
+
+// checkPolicy returns the policy RL.CHECK names in snap, or the error that
+// refuses it. It does not allocate for a known policy.
+func (s *session) checkPolicy(snap *policy.Snapshot, name []byte) (*policy.Policy, error) {
+	p := snap.Policy(name)
+	if p == nil {
+		return nil, policy.NoSuchPolicy(string(name))
+	}
+	if p.Limit.Algo == algorithms.Concurrency {
+		return nil, errCheckConcurrency
+	}
+	return p, nil
+}
+
+// checkKeyOf returns subject's state key under p in the queue's key arena,
+// with the prefix of the policy used last kept in the session.
+func (s *session) checkKeyOf(p *policy.Policy, algo algorithms.Algo, subject []byte) []byte {
 	if p != s.checkPol {
 		s.checkPol = p
-		s.checkPrefix = policy.AppendCheckKey(s.checkPrefix[:0], p.Name, limit.Algo, nil)
+		s.checkPrefix = policy.AppendCheckKey(s.checkPrefix[:0], p.Name, algo, nil)
 	}
-	key := s.queue.checkKey(s.checkPrefix, args[2])
-	s.queue.checks = append(s.queue.checks, checkItem{p: p, mode: mode})
-	s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n}, kindCheck)
+	return s.queue.checkKey(s.checkPrefix, subject)
 }
 
 // checkKey builds the state key prefix+subject in the queue's key arena

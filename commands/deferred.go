@@ -23,13 +23,15 @@ const (
 type deferKind uint8
 
 const (
-	kindDecision  deferKind = iota // the five fields of every RL.* decision
-	kindThrottle                   // CL.THROTTLE: redis-cell's five integers, in seconds
-	kindRelease                    // RL.RELEASE: 1 if a lease was released, else 0
-	kindAll                        // the first request of an RL.ALL group: the whole group's reply
-	kindAllMember                  // the group's other requests, answered with the first
-	kindForward                    // a forwarded submission: its encoded results, or its error
-	kindCheck                      // RL.CHECK: the five fields, after its policy's mode (checks)
+	kindDecision       deferKind = iota // the five fields of every RL.* decision
+	kindThrottle                        // CL.THROTTLE: redis-cell's five integers, in seconds
+	kindRelease                         // RL.RELEASE: 1 if a lease was released, else 0
+	kindAll                             // the first request of an RL.ALL group: the whole group's reply
+	kindAllMember                       // the group's other requests, answered with the first
+	kindForward                         // a forwarded submission: its encoded results, or its error
+	kindCheck                           // RL.CHECK: the five fields, after its policy's mode (checks)
+	kindCheckAll                        // the first request of an RL.CHECK of several pairs: the whole reply
+	kindCheckAllMember                  // its other requests, answered with the first
 )
 
 // deferred is one queue of deferred work, tagged by kind.
@@ -56,8 +58,9 @@ type deferred struct {
 	blobs [][]byte
 	// checks holds one item per kindCheck decision, in queue order, and
 	// keys the state keys their requests point into (cmd_check.go).
-	checks []checkItem
-	keys   []byte
+	checks    []checkItem
+	keys      []byte
+	checkOuts []algorithms.Result // writeCheckAll's scratch, kept between batches
 }
 
 // queueDecision adds a decision to the queue.
@@ -125,6 +128,16 @@ func (s *session) runDecisions() {
 				j++
 			}
 			s.writeAll(out[i:j])
+			i = j - 1
+			continue
+		}
+		if kind == kindCheckAll {
+			j := i + 1
+			for j < n && q.kinds[j] == kindCheckAllMember {
+				j++
+			}
+			s.writeCheckAll(out[i:j], checks[:j-i])
+			checks = checks[j-i:]
 			i = j - 1
 			continue
 		}

@@ -152,6 +152,18 @@ func errAllTooManyUnits(max int64) replyError {
 		strconv.FormatInt(max, 10) + ")")
 }
 
+// errCheckTooMany is the error for an RL.CHECK naming more than max pairs.
+func errCheckTooMany(max int64) replyError {
+	return replyError("too many policy subject pairs in RL.CHECK: at most all-max-limits (" + strconv.FormatInt(max, 10) + ")")
+}
+
+// errCheckTooManyUnits is the error for an RL.CHECK whose LOG policies
+// would log more than max units together.
+func errCheckTooManyUnits(max int64) replyError {
+	return replyError("too many LOG units in RL.CHECK: n times the number of LOG policies is at most all-max-log-units (" +
+		strconv.FormatInt(max, 10) + ")")
+}
+
 // errAllAlgo is RL.ALL's error for an algorithm name it does not know.
 func errAllAlgo(b []byte) replyError {
 	return replyError("unknown algorithm '" + printable(b) + "' in RL.ALL: use TOKEN, LEAKY, FIXED, SLIDING or LOG")

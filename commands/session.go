@@ -148,6 +148,7 @@ const (
 	requestSize = int64(unsafe.Sizeof(algorithms.Request{}))
 	outcomeSize = int64(unsafe.Sizeof(algorithms.Outcome{}))
 	checkSize   = int64(unsafe.Sizeof(checkItem{}))
+	resultSize  = int64(unsafe.Sizeof(algorithms.Result{}))
 )
 
 // footprint is the bytes the session holds, for maxmemory-clients.
@@ -155,5 +156,5 @@ func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(s.checkPrefix)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
 		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize +
-		int64(cap(q.checks))*checkSize + int64(cap(q.keys))
+		int64(cap(q.checks))*checkSize + int64(cap(q.keys)) + int64(cap(q.checkOuts))*resultSize
 }
