@@ -122,3 +122,34 @@ func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
 	}
 	s.writeDecision(&out)
 }
+
+// inspectedKey returns the key RL.INFO reads: "key", or "POLICY policy
+// subject" for the state RL.CHECK keeps for subject under the policy.
+func (s *session) inspectedKey(args [][]byte, cmd string) ([]byte, error) {
+	switch {
+	case len(args) == 2:
+		return args[1], nil
+	case len(args) == 4 && equalFold(args[1], "policy"):
+		keys, err := s.policyKeys(args[2], args[3:])
+		if err != nil {
+			return nil, err
+		}
+		return keys[0], nil
+	}
+	return nil, errWrongArgs(cmd)
+}
+
+// policyKeys returns the state keys of subjects under the policy named
+// name, with the policy's algorithm (RL.INFO POLICY, RL.RESET POLICY).
+// The keys are new memory: these commands are not on the hot path.
+func (s *session) policyKeys(name []byte, subjects [][]byte) ([][]byte, error) {
+	p := s.h.cfg.Policies.Policy(name)
+	if p == nil {
+		return nil, policy.NoSuchPolicy(string(name))
+	}
+	keys := make([][]byte, len(subjects))
+	for i, sub := range subjects {
+		keys[i] = policy.AppendCheckKey(nil, p.Name, p.Limit.Algo, sub)
+	}
+	return keys, nil
+}

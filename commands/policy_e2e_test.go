@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -248,4 +249,37 @@ func fmtList(list []any) string {
 		}
 	}
 	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// TestE2EInfoAndResetReachAPolicysState: RL.INFO POLICY and RL.RESET
+// POLICY name the state RL.CHECK keeps by policy and subject.
+func TestE2EInfoAndResetReachAPolicysState(t *testing.T) {
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
+	do(t, rdb, "RL.POLICY", "SET", "daily", "FIXED", "3", "1d")
+	s.play(t, []call{{0, []any{"RL.CHECK", "daily", "u1", 3}, "[1 3 0 0 57600000]"}})
+	s.play(t, []call{{0, []any{"RL.CHECK", "daily", "u2"}, "[1 3 2 0 57600000]"}})
+	got := fmtList(do(t, rdb, "RL.INFO", "POLICY", "daily", "u1").([]any))
+	if want := fmtList(do(t, rdb, "RL.INFO", "pol:daily:fixed:u1").([]any)); got != want || !strings.HasPrefix(got, "[algorithm rl-fixed") {
+		t.Fatalf("RL.INFO POLICY daily u1 = %s; RL.INFO of its key = %s", got, want)
+	}
+	if got := do(t, rdb, "RL.RESET", "POLICY", "daily", "u1", "u2", "u3"); got != int64(2) {
+		t.Fatalf("RL.RESET POLICY daily u1 u2 u3 = %v; want 2", got)
+	}
+	s.play(t, []call{{0, []any{"RL.CHECK", "daily", "u1"}, "[1 3 2 0 57600000]"}})
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"RL.INFO", "POLICY", "nope", "u"}, "ERR no such policy 'nope'"},
+		{[]any{"RL.RESET", "POLICY", "nope", "u"}, "ERR no such policy 'nope'"},
+		{[]any{"RL.INFO", "POLICY", "daily"}, "ERR wrong number of arguments for 'rl.info' command"},
+	} {
+		if got := doErr(t, rdb, c.args...); got != c.want {
+			t.Errorf("%v = %q; want %q", c.args, got, c.want)
+		}
+	}
+	if v, err := rdb.Do(context.Background(), "RL.INFO", "POLICY", "daily", "never").Result(); err != redis.Nil {
+		t.Fatalf("RL.INFO POLICY of a subject without state = %v, %v; want nil", v, err)
+	}
 }
