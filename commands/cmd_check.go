@@ -13,7 +13,7 @@ import (
 func init() {
 	register(&command{
 		name: "rl.check", arity: -3, flags: flagDecision | flagWrite | flagFast, run: cmdCheck,
-		group: "rate-limit", since: "0.2.0", complexity: "O(N) in the number of policy subject pairs",
+		group: "rate-limit", since: "0.1.0", complexity: "O(N) in the number of policy subject pairs",
 		summary: "Decides n units (default 1) for subject under the named policy (RL.POLICY), " +
 			"with the reply of the RL.* command of the policy's algorithm; several pairs are decided " +
 			"atomically, all or nothing, with RL.ALL's reply.",
