@@ -32,10 +32,10 @@ func init() {
 			summary: "Runs a known limiter script natively; its first write fails.", complexity: "O(number of keys)",
 			arguments: evalArgs},
 		&command{name: "evalsha_ro", arity: -3, flags: flagReadOnly, run: cmdEval, group: "scripting", since: "0.1.0",
-			summary: "Runs a known limiter script natively, named by its SHA1; its first write fails.",
+			summary:    "Runs a known limiter script natively, named by its SHA1; its first write fails.",
 			complexity: "O(number of keys)", arguments: shaArgs},
 		&command{name: "script", arity: -2, run: cmdScript, group: "scripting", since: "0.1.0",
-			summary: "Loads known limiter scripts, tells which are known, flushes (LOAD, EXISTS, FLUSH, KILL, HELP).",
+			summary:    "Loads known limiter scripts, tells which are known, flushes (LOAD, EXISTS, FLUSH, KILL, HELP).",
 			complexity: "Depends on subcommand.", subs: []string{"load", "exists", "flush", "kill", "help"}},
 	)
 }
