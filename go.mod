@@ -11,6 +11,7 @@ require (
 	github.com/hashicorp/raft-boltdb/v2 v2.3.1
 	github.com/redis/go-redis/v9 v9.7.0
 	github.com/tidwall/redcon v1.6.2
+	github.com/ulule/limiter/v3 v3.11.2
 	golang.org/x/sys v0.13.0
 	gopkg.in/yaml.v3 v3.0.1
 )
@@ -26,6 +27,7 @@ require (
 	github.com/hashicorp/golang-lru v0.5.0 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
 	github.com/tidwall/btree v1.1.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	go.etcd.io/bbolt v1.3.5 // indirect
