@@ -235,3 +235,42 @@ func TestScriptNullIsRESP3NullAfterHello3(t *testing.T) {
 		t.Fatalf("RESP3 get of a missing key = %q, %v; want %q", buf, err, want)
 	}
 }
+
+// The known scripts by EVALSHA, pipelined 16 deep through the handler, as
+// the libraries send them (bench/ compares them with Redis running the Lua).
+func BenchmarkCmdEvalshaUlule(b *testing.B) {
+	benchPipeline(b, func(i int) []string { return []string{"EVALSHA", ululeIncr, "1", key(i), "1", "3600000"} })
+}
+
+func BenchmarkCmdEvalshaSpring(b *testing.B) {
+	benchPipeline(b, func(i int) []string {
+		return []string{"EVALSHA", "0ad5736ed1c04aae6ec194376c784b89b8c08a7a", "2",
+			"rl.{" + key(i) + "}.tokens", "rl.{" + key(i) + "}.timestamp", "1000", "100000", "", "1"}
+	})
+}
+
+func BenchmarkCmdGet(b *testing.B) {
+	benchPipeline(b, func(i int) []string { return []string{"GET", key(i)} })
+}
+
+// TestScriptsDoNotAllocate holds a pipeline of EVALSHA of a known script,
+// and of the string commands, to zero heap allocations once the
+// connection's buffers and the keys exist.
+func TestScriptsDoNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation count is measured in full runs")
+	}
+	c := loopback(t)
+	var batch strings.Builder
+	for i := 0; i < 16; i++ {
+		batch.WriteString(frame("EVALSHA", ululeIncr, "1", key(i), "1", "3600000"))
+		batch.WriteString(frame("GET", key(i)))
+		batch.WriteString(frame("INCR", key(i)))
+	}
+	in := []byte(batch.String())
+	run := func() { feed(t, c, in) }
+	run()
+	if allocs := testing.AllocsPerRun(100, run); allocs != 0 {
+		t.Fatalf("a batch of 16 EVALSHA, GET and INCR allocates %.1f times; want 0", allocs)
+	}
+}

@@ -31,15 +31,31 @@ import (
 func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 	c.Now = now
 	c.Keys = slices.Grow(c.Keys[:0], len(keys))[:len(keys)]
-	var small [8]uint32
+	// The keys' hashes and where Find found them, kept for the writes when
+	// the script names few keys (every supported script names one or two):
+	// a Ref stays valid under the lock, and Commit looks the key up again
+	// if the shard changed since.
+	const few = 4
+	var hs [few]uint64
+	var refs [few]shard.Ref
+	var small [few]uint32
 	set := small[:0]
-	for _, k := range keys {
-		set = append(set, uint32(xxhash.Sum64(k)&st.mask))
+	for i, k := range keys {
+		h := xxhash.Sum64(k)
+		if i < few {
+			hs[i] = h
+		}
+		set = append(set, uint32(h&st.mask))
 	}
 	locks := st.lockAll(set)
 	defer st.unlockAll(locks) // open-coded; no lock survives a panic
 	for i, k := range keys {
-		_, e := st.shardOf(k).Find(k, now)
+		var e shard.Entry
+		if i < few {
+			refs[i] = st.shards[hs[i]&st.mask].FindInto(k, hs[i], now, &e)
+		} else {
+			_, e = st.shardOf(k).Find(k, now)
+		}
 		c.Keys[i] = loadKey(&e)
 	}
 	compat.Exec(op, c)
@@ -53,7 +69,12 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 			sh.Delete(k, now)
 			continue
 		}
-		ref, _ := sh.Find(k, now)
+		var ref shard.Ref
+		if i < few {
+			ref = refs[i]
+		} else {
+			ref, _ = sh.Find(k, now)
+		}
 		e := shard.Entry{Algo: algorithms.String, Expire: ck.Expire, State: ck.Value.Pack(), Depleted: true}
 		if err := sh.Commit(ref, k, &e, now); err != nil {
 			c.Reply = compat.ErrorReply(err)
