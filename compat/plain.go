@@ -61,8 +61,7 @@ type Op struct {
 // for a plain command), c.Argv the arguments after the keys. Like
 // Script.Run it is pure and deterministic.
 func Exec(op Op, c *Call) {
-	switch op.Cmd {
-	case CmdScript:
+	if op.Cmd == CmdScript && op.Script != nil {
 		c.ReadOnly = op.ReadOnly
 		op.Script.Run(c)
 		return
