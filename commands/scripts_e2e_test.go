@@ -42,6 +42,8 @@ func TestEvalshaOfAKnownScriptNeedsNoLoad(t *testing.T) {
 		{[]any{"TYPE", "lim:a"}, "string"},
 		{[]any{"EXISTS", "lim:a", "lim:b"}, "1"},
 		{[]any{"EVALSHA_RO", ululePeek, 1, "lim:a"}, "[2 59750]"},
+		{[]any{"SCAN", 0, "TYPE", "string"}, "[0 [lim:a]]"},
+		{[]any{"RL.INFO", "lim:a"}, "[algorithm string expire_at_ns 1800000060001000000 ttl_ms 59750]"},
 		{[]any{"DEL", "lim:a"}, "1"},
 		{[]any{"EXISTS", "lim:a"}, "0"},
 		{[]any{"PTTL", "lim:a"}, "-2"},
