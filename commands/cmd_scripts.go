@@ -61,7 +61,13 @@ func cmdEval(s *session, args [][]byte) {
 	}
 	var script *compat.Script
 	if bySHA {
-		script = compat.Known.Lookup(args[1])
+		// A connection mostly repeats one script: compare with the last
+		// one's SHA1 before decoding the hex and hashing.
+		if p := s.lastScript; p != nil && string(args[1]) == p.SHA1 {
+			script = p
+		} else if script = compat.Known.Lookup(args[1]); script != nil {
+			s.lastScript = script
+		}
 		if script == nil {
 			s.writeError(errNoScript)
 			return

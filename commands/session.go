@@ -36,7 +36,9 @@ type session struct {
 
 	queue deferred    // the batch's deferred work (deferred.go)
 	call  compat.Call // scratch of EVAL and the string commands (cmd_scripts.go)
-	group int32       // the last RL.ALL group number handed out
+
+	lastScript *compat.Script // the script EVALSHA found last, tried first
+	group      int32          // the last RL.ALL group number handed out
 
 	// Counters of the batch being run, added to totals once per batch.
 	cmds, errors, allowed, denied int64
