@@ -27,7 +27,8 @@ import (
 // holds a limiter's state is compat.Foreign to the script), runs op and
 // stores the keys it wrote, in order: the last write of a key named twice
 // wins. A new key refused for want of memory turns the reply into the OOM
-// error; a script's writes before it stay, as a Redis script's do.
+// error; a script's writes before it stay, as a Redis script's do. What it
+// stored is appended to the append-only log, if any, as one frame.
 func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 	c.Now = now
 	c.Keys = slices.Grow(c.Keys[:0], len(keys))[:len(keys)]
@@ -59,6 +60,16 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 		c.Keys[i] = loadKey(&e)
 	}
 	compat.Exec(op, c)
+	// What the run stored goes to the append-only log as one frame (the
+	// keys' final states), so that recovery applies all of it or none.
+	lg := st.aof.Load()
+	var buf [256]byte
+	items := buf[:0]
+	defer func() {
+		if lg != nil && len(items) > 0 {
+			lg.appendFrame(now, items)
+		}
+	}()
 	for i, k := range keys {
 		ck := &c.Keys[i]
 		if !ck.Written || ck.Value.Kind() == compat.Foreign {
@@ -66,7 +77,9 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 		}
 		sh := st.shardOf(k)
 		if ck.Value.Kind() == compat.Absent || ck.Expire <= now {
-			sh.Delete(k, now)
+			if sh.Delete(k, now) && lg != nil {
+				items = appendDeleteItem(items, k)
+			}
 			continue
 		}
 		var ref shard.Ref
@@ -79,6 +92,9 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 		if err := sh.Commit(ref, k, &e, now); err != nil {
 			c.Reply = compat.ErrorReply(err)
 			return
+		}
+		if lg != nil {
+			items = appendSetItem(items, k, &e)
 		}
 	}
 }

@@ -152,3 +152,40 @@ func TestStringKeyTakesAtMost64BytesBeyondItsName(t *testing.T) {
 		t.Fatalf("a string key takes %.1f bytes beyond its name; want at most 64", per)
 	}
 }
+
+// TestAOFReplaysScriptsAndStringCommands: the keys scripts and the string
+// commands write, delete and expire reach the append-only log, and loading
+// it gives the same store.
+func TestAOFReplaysScriptsAndStringCommands(t *testing.T) {
+	st, a, path := openLog(t, FsyncNo)
+	spring := script("0ad5736ed1c04aae6ec194376c784b89b8c08a7a")
+	now := t0
+	for i := 0; i < 200; i++ {
+		now += int64(37 * time.Millisecond)
+		k := fmt.Sprintf("k%d", i%7)
+		exec(st, now, script(compat.UluleIncrSHA1), []string{"u:" + k}, "1", "1000")
+		exec(st, now, script(compat.FlexibleSHA1), []string{"f:" + k}, "2", "3", "10", "3")
+		exec(st, now, spring, []string{"s:" + k + ".tokens", "s:" + k + ".ts"}, "5", "10", "", "1")
+		switch i % 5 {
+		case 0:
+			exec(st, now, setOp, []string{"p:" + k}, "v", "PX", "500")
+		case 1:
+			exec(st, now, compat.Op{Cmd: compat.CmdIncrBy}, []string{"p:" + k}, "3")
+		case 2:
+			exec(st, now, compat.Op{Cmd: compat.CmdPexpire}, []string{"u:" + k}, "-1") // deletes it
+		}
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, l := loadLog(t, path, AOFLoadOptions{})
+	if l.Frames == 0 || l.TornBytes != 0 {
+		t.Fatalf("load = %+v; want the scripts' frames", l)
+	}
+	if !bytes.Equal(snapshotBytes(t, got, now), snapshotBytes(t, st, now)) {
+		t.Fatal("the store loaded from the log differs from the one the scripts wrote")
+	}
+	if n, _ := got.DBSize(now); n == 0 {
+		t.Fatal("nothing was loaded")
+	}
+}
