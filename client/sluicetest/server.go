@@ -3,6 +3,7 @@ package sluicetest
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,10 +171,31 @@ func (s *Server) Restart() {
 }
 
 // Client returns a go-redis client of the server speaking RESP protocol (2 or 3), closed when
-// the test ends. It does not retry on its own (MaxRetries -1).
+// the test ends. It does not retry on its own (MaxRetries -1), honours contexts' deadlines, and
+// waits up to 10 s for a reply (a replicated node waits 3 s for a leader before it answers).
 func (s *Server) Client(protocol int) *redis.Client {
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: protocol, MaxRetries: -1,
-		DisableIndentity: true, ContextTimeoutEnabled: true})
+		DisableIndentity: true, ContextTimeoutEnabled: true, ReadTimeout: 10 * time.Second})
 	s.t.Cleanup(func() { rdb.Close() })
 	return rdb
+}
+
+// FreeAddr returns a 127.0.0.1 address whose port was free a moment ago, for a server's second
+// port (--raft-bind).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// HasFlag reports whether the server knows a command-line flag ("--policies"), from its
+// --help, so that a test of a newer feature can skip on an older server.
+func HasFlag(t testing.TB, flag string) bool {
+	t.Helper()
+	out, _ := exec.Command(Binary(t), "--help").CombinedOutput()
+	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(flag) + `\b`).Match(out)
 }
