@@ -82,9 +82,17 @@ var errorKinds = [...]struct {
 
 // classify turns a server's error reply into a *ServerError; other errors (the network, a
 // context, redis.Nil) are returned as they are.
+// It does not allocate when err is nil.
 func classify(err error) error {
-	var re redis.Error
-	if err == nil || err == redis.Nil || !errors.As(err, &re) {
+	if err == nil || err == redis.Nil {
+		return err
+	}
+	return classifyReply(err)
+}
+
+func classifyReply(err error) error {
+	var re redis.Error // escapes to the heap: kept out of classify's path for nil
+	if !errors.As(err, &re) {
 		return err
 	}
 	msg := re.Error()
