@@ -181,7 +181,8 @@ func (c *Client) Token(ctx context.Context, key string, rate Rate, burst, n int6
 }
 
 // Leaky queues n units in a leaky bucket that drains at rate and holds capacity units
-// (RL.LEAKY). When admitted, Result.RetryAfter is how long to wait before acting; Wait sleeps it.
+// (RL.LEAKY). When admitted, Result.RetryAfter is how long to wait before acting; Wait sleeps
+// it (and says how to size a queue that several consumers share).
 func (c *Client) Leaky(ctx context.Context, key string, rate Rate, capacity, n int64) (Result, error) {
 	return c.Decide(ctx, Leaky(key, rate, capacity), n)
 }

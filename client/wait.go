@@ -13,12 +13,19 @@ import (
 // or a DENY override).
 //
 // A denied decision is asked again after its RetryAfter plus jitter (WithJitter), so that
-// waiters told the same instant spread out instead of colliding. With a leaky bucket the first
-// decision is normally admitted with a delay, the caller's place in the queue: Wait sleeps
-// exactly that delay before it returns, so admitted work leaves at the bucket's rate. If ctx
-// ends during that sleep, Wait gives the units back (a best-effort refund) and returns ctx's
-// error. If ctx has a deadline that a denied decision's RetryAfter would pass, Wait returns at
-// once with an error that matches context.DeadlineExceeded rather than sleeping in vain.
+// waiters told the same instant spread out instead of colliding. If ctx has a deadline that a
+// denied decision's RetryAfter would pass, Wait returns at once with an error that matches
+// context.DeadlineExceeded rather than sleeping in vain.
+//
+// With a leaky bucket the decision is normally admitted with a delay, the caller's place in the
+// queue: Wait sleeps exactly that delay before it returns, so that admitted work leaves at the
+// bucket's rate, first come first served. If ctx ends during that sleep, Wait gives the units
+// back (a best-effort refund) and returns ctx's error. For consumers that share a bucket, give
+// it one place more than there are consumers (Leaky(key, rate, consumers+1)): a consumer that
+// acts and asks again at once holds two places for an instant, and with fewer places the
+// queue is full when it asks, the others compete for the freed place on retry, and a consumer
+// can lose many times in a row. A refused leaky decision is asked again without jitter, at
+// the instant a place frees, where jitter would only hand the place to whoever asks first.
 func (c *Client) Wait(ctx context.Context, l Limit, n int64) (Result, error) {
 	for {
 		r, err := c.Decide(ctx, l, n)
@@ -40,7 +47,11 @@ func (c *Client) Wait(ctx context.Context, l Limit, n int64) (Result, error) {
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < r.RetryAfter {
 			return r, fmt.Errorf("sluice: admitted in %v, after the context's deadline: %w", r.RetryAfter, context.DeadlineExceeded)
 		}
-		if err := c.sleep(ctx, r.RetryAfter+c.jitterFor(r.RetryAfter)); err != nil {
+		d := r.RetryAfter
+		if l.algo != AlgoLeaky {
+			d += c.jitterFor(d)
+		}
+		if err := c.sleep(ctx, d); err != nil {
 			return r, err
 		}
 	}
