@@ -108,6 +108,10 @@ func (l Limit) Window() time.Duration {
 	return 0
 }
 
+// Valid reports whether the limit can be sent: a known algorithm with positive parameters that
+// the server's syntax carries exactly.
+func (l Limit) Valid() bool { return l.valid() }
+
 // valid reports whether the limit can be sent: a known algorithm with positive parameters that
 // the server's syntax carries exactly (a rate, a count, a window of whole milliseconds).
 func (l Limit) valid() bool {
