@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,8 +91,10 @@ func TestOutOfMemoryMatchesErrOOM(t *testing.T) {
 // without it the error comes back at once, typed.
 func TestRetryOutlastsClusterDownUntilALeaderExists(t *testing.T) {
 	raftA, raftB := sluicetest.FreeAddr(t), sluicetest.FreeAddr(t)
-	a := sluicetest.Start(t, "--node-id", "na", "--raft-bind", raftA)
-	b := sluicetest.Start(t, "--node-id", "nb", "--raft-bind", raftB, "--bootstrap", "force")
+	_, portA, _ := strings.Cut(sluicetest.FreeAddr(t), ":")
+	_, portB, _ := strings.Cut(sluicetest.FreeAddr(t), ":")
+	a := sluicetest.Start(t, "--port", portA, "--node-id", "na", "--raft-bind", raftA)
+	b := sluicetest.Start(t, "--port", portB, "--node-id", "nb", "--raft-bind", raftB, "--bootstrap", "force")
 	ctx := context.Background()
 	rdbA, rdbB := a.Client(2), b.Client(2)
 
@@ -126,7 +129,7 @@ func TestRetryOutlastsClusterDownUntilALeaderExists(t *testing.T) {
 		t.Fatalf("RAFT.JOIN: %v", jerr)
 	}
 	if err != nil || !r.Allowed {
-		t.Fatalf("Token with retries = %+v, %v; want admitted once the node has a leader", r, err)
+		t.Fatalf("Token with retries = %+v, %v; want admitted once the node has a leader\nna:\n%s\nnb:\n%s", r, err, a.Log(), b.Log())
 	}
 	if sleeps.Load() == 0 {
 		t.Fatal("admitted without a retry: the test did not see CLUSTERDOWN")

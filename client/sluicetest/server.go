@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,9 +71,10 @@ type Server struct {
 
 var readyRE = regexp.MustCompile(`ready to accept connections.*addr=(127\.0\.0\.1:\d+)`)
 
-// Start runs a server on a free port of 127.0.0.1 with --save 0 and its own --dir, plus args
-// (such as "--enable-debug-command", "yes"), and waits until it accepts connections. It is
-// killed when the test ends.
+// Start runs a server on 127.0.0.1 with --save 0 and its own --dir, plus args (such as
+// "--enable-debug-command", "yes"), and waits until it accepts connections. It is killed when
+// the test ends. The port is a free one unless args give --port (a node of a replicated group
+// needs its real port: it announces it to the others).
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s := &Server{t: t, args: args, dir: t.TempDir()}
@@ -83,7 +85,11 @@ func Start(t testing.TB, args ...string) *Server {
 
 func (s *Server) start(port string) {
 	s.t.Helper()
-	argv := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "0", "--dir", s.dir}, s.args...)
+	argv := []string{"--bind", "127.0.0.1", "--save", "0", "--dir", s.dir}
+	if !slices.Contains(s.args, "--port") {
+		argv = append(argv, "--port", port)
+	}
+	argv = append(argv, s.args...)
 	cmd := exec.Command(Binary(s.t), argv...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
