@@ -59,8 +59,8 @@ func TestScanMatchAgreesWithRedis(t *testing.T) {
 	if v, _ := rds.Info(ctx, "server").Result(); !strings.Contains(v, "redis_version:7.") {
 		t.Skipf("redis-server is not 7.x: its matcher may differ")
 	}
-	ts := startServer(t, Config{})
-	slc := ts.client(t, 2)
+	ts := startServer(t, testConfig{})
+	slc := ts.client(t, proto(2))
 
 	const alphabet = "ab]-\\*[?^Az\x80\xff"
 	keys := []string{""}
