@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -78,8 +79,14 @@ func BenchmarkAllTo(b *testing.B) {
 // The typed call allocates exactly what go-redis allocates for one command whose arguments are
 // already built (the Cmd, reading the reply, its connection check): argument building and
 // decoding add nothing. The raw Do allocates more, boxing its arguments. (Counts of
-// allocations, not timings: deterministic.)
+// allocations, not timings: deterministic.) Under -race, sync.Pool drops a quarter of what is
+// put back on purpose, so the argument buffers are sometimes built anew: the bound there allows
+// for those few, and the exact bound holds in every build without -race.
 func TestTokenAllocatesNothingBeyondGoRedis(t *testing.T) {
+	slack := 0.0
+	if raceEnabled() {
+		slack = 3 // new(argv), its spans and its buffer, when the pool dropped them
+	}
 	for _, proto := range []int{2, 3} {
 		c, rdb := benchClient(t, proto)
 		ctx := context.Background()
@@ -91,8 +98,22 @@ func TestTokenAllocatesNothingBeyondGoRedis(t *testing.T) {
 		raw := testing.AllocsPerRun(500, func() { rawToken(ctx, rdb) })
 		typed := testing.AllocsPerRun(500, func() { typedToken(ctx, c) })
 		t.Logf("RESP%d allocations per call: go-redis alone %.1f, raw Do %.1f, typed Token %.1f", proto, floor, raw, typed)
-		if typed > floor {
-			t.Errorf("RESP%d: Token allocates %.1f per call; go-redis alone, %.1f", proto, typed, floor)
+		if typed > floor+slack {
+			t.Errorf("RESP%d: Token allocates %.1f per call; go-redis alone, %.1f (allowance %.0f)", proto, typed, floor, slack)
 		}
 	}
+}
+
+// raceEnabled reports whether the test binary was built with -race.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
 }
