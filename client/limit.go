@@ -1,6 +1,9 @@
 package client
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // Algorithm names the algorithm that carries a limit out. Its String is the name RL.ALL takes.
 type Algorithm uint8
@@ -93,15 +96,27 @@ func (l Limit) Rate() Rate { return l.rate }
 func (l Limit) Quota() int64 { return l.count }
 
 // Window returns the time over which Quota applies: a window's length, or for a bucket the time
-// it takes to refill from empty (capacity × interval); 0 for a policy.
+// it takes to refill from empty (capacity × period / count of the rate, rounded up to the
+// nanosecond, so that 7 per hour with a burst of 7 is exactly an hour); 0 for a policy or a
+// window too long for a time.Duration.
 func (l Limit) Window() time.Duration {
 	switch l.algo {
 	case AlgoToken, AlgoLeaky:
-		iv := l.rate.Interval()
-		if iv == 0 || l.count <= 0 || l.count > int64(1<<63-1)/int64(iv) {
+		if !l.rate.Valid() || l.count <= 0 {
 			return 0
 		}
-		return time.Duration(l.count) * iv
+		hi, lo := bits.Mul64(uint64(l.count), uint64(l.rate.per))
+		if hi >= uint64(l.rate.n) {
+			return 0
+		}
+		q, rem := bits.Div64(hi, lo, uint64(l.rate.n))
+		if rem != 0 {
+			q++
+		}
+		if q > 1<<63-1 {
+			return 0
+		}
+		return time.Duration(q)
 	case AlgoFixed, AlgoSliding, AlgoLog:
 		return l.window
 	}
