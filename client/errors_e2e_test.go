@@ -38,19 +38,6 @@ func TestServerErrorsMatchTheirSentinels(t *testing.T) {
 	})
 }
 
-func TestUnknownPolicyMatchesErrNoSuchPolicy(t *testing.T) {
-	srv := debugServer(t)
-	protocols(t, srv, func(t *testing.T, c *Client, rdb *redis.Client) {
-		_, err := c.Check(context.Background(), "no-such-policy", "u1", 1)
-		if errors.Is(err, ErrUnknownCommand) {
-			t.Skipf("this server has no RL.CHECK yet (%v); the test runs once policies land", err)
-		}
-		if !errors.Is(err, ErrNoSuchPolicy) || err.Error() != "ERR no such policy 'no-such-policy'" {
-			t.Fatalf("Check of an unknown policy: err = %v; want ErrNoSuchPolicy", err)
-		}
-	})
-}
-
 func TestAuthErrorsMatchTheirSentinels(t *testing.T) {
 	srv := sluicetest.Start(t, "--requirepass", "secret")
 	ctx := context.Background()
