@@ -76,7 +76,9 @@ func run(ctx context.Context, args []string, out io.Writer) (*report, error) {
 			for job := 1; ; job++ {
 				// Wait for this consumer's turn: it sleeps the delay sluice grants.
 				if _, err := c.Wait(ctx, limit, 1); err != nil {
-					if ctx.Err() == nil {
+					// A call cut by the end of the run is the end, not a failure: go-redis's
+					// socket deadline can fire an instant before ctx reports it.
+					if end, _ := ctx.Deadline(); ctx.Err() == nil && time.Now().Before(end) {
 						errs <- fmt.Errorf("consumer %d, job %d: %w", i, job, err)
 					}
 					return
