@@ -153,11 +153,38 @@ func (s *Server) Kill() {
 }
 
 // Pause stops the process with SIGSTOP: its port still accepts connections (the kernel does)
-// but nothing is answered, as with a server stalled by the machine.
+// but nothing is answered, as with a server stalled by the machine. It returns once every
+// thread is stopped (where /proc shows it, for at most 5 s): the signal is delivered
+// asynchronously, and a busy thread may answer a command or two after kill(2) returns.
 func (s *Server) Pause() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cmd.Process.Signal(syscall.SIGSTOP)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if allStopped(s.cmd.Process.Pid) {
+			return
+		}
+	}
+}
+
+// allStopped reports whether every thread of pid is stopped, or true where /proc cannot tell.
+func allStopped(pid int) bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(tasks) == 0 {
+		return true
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		// The state follows the command name in parentheses, which may itself hold ") ".
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' && b[i+2] != 't' {
+			return false
+		}
+	}
+	return true
 }
 
 // Resume continues a paused process with SIGCONT.
