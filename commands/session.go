@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/server"
 )
@@ -40,8 +41,11 @@ type session struct {
 	checkPol    *policy.Policy
 	checkPrefix []byte
 
-	queue deferred // the batch's deferred work (deferred.go)
-	group int32    // the last RL.ALL group number handed out
+	queue deferred    // the batch's deferred work (deferred.go)
+	call  compat.Call // scratch of EVAL and the string commands (cmd_scripts.go)
+
+	lastScript *compat.Script // the script EVALSHA found last, tried first
+	group      int32          // the last RL.ALL group number handed out
 
 	// Counters of the batch being run, added to totals once per batch.
 	cmds, errors, allowed, denied int64
