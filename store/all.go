@@ -67,7 +67,13 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 	}
 	locks = st.lockAll(locks)
 	defer st.unlockAll(locks)
+	st.decideGroupLocked(now, reqs, out, idx, keys)
+}
 
+// decideGroupLocked is decideGroup once the group's keys are listed (idx,
+// keys from groupKeys); it requires that the shards of all of them are
+// locked.
+func (st *Store) decideGroupLocked(now int64, reqs []algorithms.Request, out []algorithms.Outcome, idx []int32, keys []groupKey) {
 	// Evaluate, writing nothing.
 	for k := range keys {
 		g := &keys[k]
