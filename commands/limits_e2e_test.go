@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // End-to-end tests of the decision commands through go-redis over a real
@@ -26,13 +28,13 @@ func TestE2ELeaky(t *testing.T) {
 	s := startServer(t, testConfig{})
 	s.play(t, []call{
 		// 1/s, capacity 3, four calls at one instant (docs/commands.md's RL.LEAKY example).
-		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 2 0 1000]"},
+		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 2 0 2000]"},
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 1 1000 2000]"},
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[0 3 0 1000 3000]"},
 		{ms(999), []any{"RL.LEAKY", "q", "1/s", 3, 0}, "[1 3 0 2001 2001]"}, // peek: 2.001s of queue
 		{ms(1000), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
-		{ms(1000), []any{"RL.LEAKY", "q", "1/s", 3, -2}, "[1 3 2 0 1000]"}, // refund
+		{ms(1000), []any{"RL.LEAKY", "q", "1/s", 3, -2}, "[1 3 2 0 2000]"}, // refund
 		// 3/s: 333,333,334 ns apart; every ms field rounds up.
 		{ms(0), []any{"RL.LEAKY", "r", "3/s", 2, 2}, "[1 2 0 0 667]"},
 		{ms(0), []any{"RL.LEAKY", "r", "3/s", 2}, "[0 2 0 334 667]"},
@@ -256,12 +258,16 @@ func TestE2EInfoAndReset(t *testing.T) {
 	}
 }
 
-func TestE2EResp3DecisionIsAMap(t *testing.T) {
+func TestE2EResp3DecisionIsTheArrayAndNamedOnRequest(t *testing.T) {
 	s := startServer(t, testConfig{})
 	rdb := s.client(t, proto(3))
-	got := do(t, rdb, "RL.SLIDING", "s", 3, "1s")
+	if got := ints(t, do(t, rdb, "RL.SLIDING", "s", 3, "1s")); got != "[1 3 2 0 2000]" {
+		t.Fatalf("RESP3 RL.SLIDING = %s; want the five integers", got)
+	}
+	named := s.client(t, &redis.Options{Protocol: 3, OnConnect: namedReplies})
+	got := do(t, named, "RL.SLIDING", "s", 3, "1s")
 	m, ok := got.(map[any]any)
-	if !ok || m["allowed"] != true || m["limit"] != int64(3) || m["remaining"] != int64(2) ||
+	if !ok || m["allowed"] != true || m["limit"] != int64(3) || m["remaining"] != int64(1) ||
 		m["retry_after_ms"] != int64(0) || m["reset_after_ms"] != int64(2000) {
 		t.Fatalf("RESP3 RL.SLIDING = %#v", got)
 	}

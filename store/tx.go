@@ -58,7 +58,9 @@ func versionLocked(sh *shard.Shard, key []byte, now int64) uint64 {
 // Transact carries out reqs as one transaction at now and writes each
 // outcome to the same index of out, which must be at least as long as
 // reqs; it returns false, changing nothing and writing no outcome, when a
-// watched key's version is no longer the one in watches.
+// watched key's version is no longer the one in watches. The error is
+// always nil; the signature is the one the edge's keyspace shares with the
+// Raft node.
 //
 // It locks the shards of every key in reqs and watches at once, in
 // ascending order (as RL.ALL does, so that transactions and groups racing
@@ -68,7 +70,7 @@ func versionLocked(sh *shard.Shard, key []byte, now int64) uint64 {
 // state the ones before it left; consecutive requests with one nonzero
 // Group are one all-or-nothing group, as in Decide. A request that fails
 // (WRONGTYPE, OOM) fails alone, as a command inside Redis's EXEC does.
-func (st *Store) Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome) bool {
+func (st *Store) Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome) (bool, error) {
 	set := make([]uint32, 0, len(reqs)+len(watches))
 	hs := make([]uint64, len(reqs))
 	for i := range reqs {
@@ -83,7 +85,7 @@ func (st *Store) Transact(now int64, watches []algorithms.Watch, reqs []algorith
 	for i := range watches {
 		w := &watches[i]
 		if versionLocked(st.shardOf(w.Key), w.Key, now) != w.Version {
-			return false
+			return false, nil
 		}
 	}
 	for i := 0; i < len(reqs); {
@@ -100,5 +102,5 @@ func (st *Store) Transact(now int64, watches []algorithms.Watch, reqs []algorith
 		decideLocked(&st.shards[hs[i]&st.mask], now, &reqs[i], hs[i], &out[i])
 		i++
 	}
-	return true
+	return true, nil
 }

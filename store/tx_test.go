@@ -11,7 +11,7 @@ import (
 
 func transact(st *Store, now int64, watches []algorithms.Watch, reqs ...algorithms.Request) ([]algorithms.Outcome, bool) {
 	out := make([]algorithms.Outcome, len(reqs))
-	ok := st.Transact(now, watches, reqs, out)
+	ok, _ := st.Transact(now, watches, reqs, out)
 	return out, ok
 }
 
