@@ -28,13 +28,13 @@ func TestE2ELeaky(t *testing.T) {
 	s := startServer(t, testConfig{})
 	s.play(t, []call{
 		// 1/s, capacity 3, four calls at one instant (docs/commands.md's RL.LEAKY example).
-		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 2 0 2000]"},
+		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 2 0 1000]"},
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 1 1000 2000]"},
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
 		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[0 3 0 1000 3000]"},
 		{ms(999), []any{"RL.LEAKY", "q", "1/s", 3, 0}, "[1 3 0 2001 2001]"}, // peek: 2.001s of queue
 		{ms(1000), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
-		{ms(1000), []any{"RL.LEAKY", "q", "1/s", 3, -2}, "[1 3 2 0 2000]"}, // refund
+		{ms(1000), []any{"RL.LEAKY", "q", "1/s", 3, -2}, "[1 3 2 0 1000]"}, // refund
 		// 3/s: 333,333,334 ns apart; every ms field rounds up.
 		{ms(0), []any{"RL.LEAKY", "r", "3/s", 2, 2}, "[1 2 0 0 667]"},
 		{ms(0), []any{"RL.LEAKY", "r", "3/s", 2}, "[0 2 0 334 667]"},
