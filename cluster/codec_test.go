@@ -22,6 +22,10 @@ func sampleOps() []op {
 		{code: opDBSize},
 		{code: opFlush},
 		{code: opMember, id: "n1", addr: "127.0.0.1:6381"},
+		{code: opVersion, keys: [][]byte{[]byte("w")}},
+		{code: opTx, watches: []algorithms.Watch{{Key: []byte("w"), Version: 1<<64 - 1}, {Key: []byte("")}}, count: 1},
+		{code: opDecide, req: algorithms.Request{Key: []byte("w"), N: 1,
+			Limit: algorithms.Limit{Algo: algorithms.Fixed, Count: 5, Period: 60e9}}},
 	}
 }
 
