@@ -90,3 +90,17 @@ func FuzzTransactionQueue(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTransactionOf16 runs MULTI, 16 RL.TOKEN on 16 keys and EXEC as
+// one batch; ns/op is per transaction.
+func BenchmarkTransactionOf16(b *testing.B) {
+	c := loopback(b)
+	batch := append([]byte("*1\r\n$5\r\nMULTI\r\n"), pipeline(16, 1000, "RL.TOKEN")...)
+	batch = append(batch, "*1\r\n$4\r\nEXEC\r\n"...)
+	feed(b, c, batch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		feed(b, c, batch)
+	}
+}
