@@ -1,7 +1,8 @@
 // Command bench measures sluice against Redis running the Lua rate limiters
-// people deploy today, side by side, over loopback TCP. It imports nothing of
-// sluice: it builds ./cmd/sluice from the tree (or drives a running server)
-// and speaks RESP to it.
+// people deploy today, side by side, over loopback TCP, and sluice's Envoy
+// rate limit service against envoyproxy/ratelimit + Redis over gRPC. It
+// imports nothing of sluice: it builds ./cmd/sluice from the tree (or
+// drives a running server) and speaks RESP and gRPC to it.
 //
 //	go run ./bench                       # the quick run (about a minute and a half)
 //	BENCH=full go run ./bench            # everything: depths, cardinalities, zipf, cores
@@ -13,6 +14,7 @@
 //	                                     # a fresh 3-node group (-cluster 3) per round vs one node
 //	go run ./bench -failover 7           # kill -9 the leader of a fresh group, 7 times
 //	go run ./bench -recovery 5           # restart a follower of a group of 100,000 keys, 5 times
+//	go run ./bench -rls only             # Envoy RLS v3: sluice vs envoyproxy/ratelimit + Redis, over gRPC
 package main
 
 import (
@@ -59,6 +61,7 @@ type options struct {
 	crossCheck        bool
 	cluster           int // nodes of the groups the group scenarios and trials start
 	trials            trialOptions
+	rls               rlsOptions
 }
 
 func main() {
@@ -96,24 +99,47 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	rep, err := bench(ctx, o, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		if ctx.Err() != nil {
-			return 130
-		}
-		return 1
-	}
-	rep.printText(stdout)
-	if o.md != "" {
-		if err := rep.writeMarkdown(o.md); err != nil {
+	failed := int64(0)
+	if o.rls.mode != "only" {
+		rep, err := bench(ctx, o, stderr)
+		if err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
+			if ctx.Err() != nil {
+				return 130
+			}
 			return 1
 		}
-		fmt.Fprintln(stderr, "bench: wrote", o.md)
+		rep.printText(stdout)
+		if o.md != "" {
+			if err := rep.writeMarkdown(o.md); err != nil {
+				fmt.Fprintln(stderr, "bench:", err)
+				return 1
+			}
+			fmt.Fprintln(stderr, "bench: wrote", o.md)
+		}
+		failed += rep.errorCount()
 	}
-	if n := rep.errorCount(); n > 0 {
-		fmt.Fprintf(stderr, "bench: %d requests failed their checks (see the problems above)\n", n)
+	if o.rls.wanted(o.plan) {
+		rrep, err := runRLS(ctx, o, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			if ctx.Err() != nil {
+				return 130
+			}
+			return 1
+		}
+		rrep.printText(stdout)
+		if o.md != "" {
+			if err := rrep.writeMarkdown(o.md); err != nil {
+				fmt.Fprintln(stderr, "bench:", err)
+				return 1
+			}
+			fmt.Fprintln(stderr, "bench: wrote the RLS comparison into", o.md)
+		}
+		failed += rrep.errorCount()
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "bench: %d requests failed their checks (see the problems above)\n", failed)
 		return 1
 	}
 	return 0
@@ -147,6 +173,7 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.crossCheck, "redis-benchmark", true, "quick and full plans: also run redis-benchmark on the same servers, if installed")
 	fs.IntVar(&o.cluster, "cluster", 3, "nodes of the replicated group bench starts on loopback for every round of a group-* scenario, and for -failover and -recovery")
 	o.trials.flags(fs)
+	o.rls.flags(fs)
 	if err := fs.Parse(argv); err != nil {
 		return nil, err
 	}
@@ -207,6 +234,9 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-sluice-bin and -sluice: give a binary to start or a running server, not both")
 	}
 	if err := o.trials.check(o.cluster); err != nil {
+		return nil, err
+	}
+	if err := o.rls.check(); err != nil {
 		return nil, err
 	}
 	return o, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -195,6 +196,55 @@ func enumArg(a []string, dst *string, allowed ...string) error {
 		}
 	}
 	return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
+}
+
+// named is one value of a setting that names a constant.
+type named[T comparable] struct {
+	name  string
+	value T
+}
+
+// namedArg reads one of the names of values (in any letter case).
+func namedArg[T comparable](a []string, dst *T, values []named[T]) error {
+	names := make([]string, len(values))
+	for i, v := range values {
+		names[i] = v.name
+	}
+	var v string
+	if err := enumArg(a, &v, names...); err != nil {
+		return err
+	}
+	for _, nv := range values {
+		if nv.name == v {
+			*dst = nv.value
+		}
+	}
+	return nil
+}
+
+// nameOf is v's name among values ("" if it has none).
+func nameOf[T comparable](v T, values []named[T]) string {
+	for _, nv := range values {
+		if nv.value == v {
+			return nv.name
+		}
+	}
+	return ""
+}
+
+// addrArg reads a host:port, or "" (off).
+func addrArg(a []string, dst *string) error {
+	v, err := oneArg(a)
+	if err != nil {
+		return err
+	}
+	if v != "" {
+		if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+			return fmt.Errorf("%q is not a host:port address", v)
+		}
+	}
+	*dst = v
+	return nil
 }
 
 // memArg reads a size the way redis.conf writes them: 1024, 1k (1000),

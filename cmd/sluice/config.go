@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/rls"
 	"github.com/sluice-rl/sluice/server"
 )
 
@@ -37,6 +38,12 @@ type config struct {
 	server   server.Config   // maxclients, timeout, the reader's limits, event-loops
 	commands commands.Config // requirepass, enable-debug-command, log-max-limit
 	cluster  cluster.Config  // node-id, raft-bind, bootstrap, peers, join, raft-fsync …
+
+	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
+	policies       []string
+	grpcBind       string
+	grpcReflection bool
+	rls            rls.Config // grpc-batch, grpc-unknown-domain, grpc-headers, grpc-count-over-limit
 }
 
 func defaultConfig() config {
@@ -54,6 +61,7 @@ func defaultConfig() config {
 		server:          srv,
 		commands:        commands.DefaultConfig(),
 		cluster:         cluster.DefaultConfig(),
+		rls:             rls.DefaultConfig(),
 	}
 }
 
@@ -208,7 +216,32 @@ var settings = []setting{
 		}
 		return err
 	}, func(c *config) string { return strconv.FormatInt(c.commands.AllMaxLogUnits, 10) }},
+	// Rules files (envoyproxy/ratelimit's YAML) and directories of them.
+	{"policies", func(c *config, a []string) error { return listArg(a, &c.policies) },
+		func(c *config) string { return strings.Join(c.policies, " ") }},
+	// The Envoy RLS v3 gRPC front end (policies.go).
+	{"grpc-bind", func(c *config, a []string) error { return addrArg(a, &c.grpcBind) },
+		func(c *config) string { return c.grpcBind }},
+	{"grpc-reflection", func(c *config, a []string) error { return boolArg(a, &c.grpcReflection) },
+		func(c *config) string { return yesNo(c.grpcReflection) }},
+	{"grpc-headers", func(c *config, a []string) error { return namedArg(a, &c.rls.Headers, rlsHeaders) },
+		func(c *config) string { return nameOf(c.rls.Headers, rlsHeaders) }},
+	{"grpc-unknown-domain", func(c *config, a []string) error { return namedArg(a, &c.rls.UnknownDomain, rlsUnknownDomains) },
+		func(c *config) string { return nameOf(c.rls.UnknownDomain, rlsUnknownDomains) }},
+	{"grpc-batch", func(c *config, a []string) error { return namedArg(a, &c.rls.Batch, rlsBatches) },
+		func(c *config) string { return nameOf(c.rls.Batch, rlsBatches) }},
+	{"grpc-count-over-limit", func(c *config, a []string) error { return boolArg(a, &c.rls.CountOverLimit) },
+		func(c *config) string { return yesNo(c.rls.CountOverLimit) }},
 }
+
+// The values of the --grpc-* settings that name an rls constant.
+var (
+	rlsHeaders = []named[rls.Headers]{{"no", rls.HeadersOff}, {"ietf", rls.HeadersIETF},
+		{"x-ratelimit", rls.HeadersXRateLimit}, {"ratelimit-limit", rls.HeadersRateLimitTrio}}
+	rlsUnknownDomains = []named[rls.UnknownDomain]{{"ok", rls.UnknownDomainOK},
+		{"over-limit", rls.UnknownDomainOverLimit}, {"error", rls.UnknownDomainError}}
+	rlsBatches = []named[rls.Batch]{{"descriptor", rls.BatchDescriptor}, {"call", rls.BatchCall}}
+)
 
 // bootstrapModes are --bootstrap's values.
 var bootstrapModes = map[string]cluster.BootstrapMode{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/rls"
 	"github.com/sluice-rl/sluice/server"
 )
 
@@ -42,6 +43,10 @@ func TestDefaultsComeFromThePackages(t *testing.T) {
 		"requirepass":               cmds.Password,
 		"raft-fsync":                "yes",
 		"bootstrap":                 "no",
+		"grpc-batch":                "descriptor",
+		"grpc-unknown-domain":       "ok",
+		"grpc-headers":              "no",
+		"grpc-count-over-limit":     "no",
 	} {
 		if got := findSetting(name).get(&c); got != want {
 			t.Errorf("default %s = %q; want %q, the package's", name, got, want)
@@ -54,6 +59,12 @@ func TestDefaultsComeFromThePackages(t *testing.T) {
 		t.Error(err)
 	}
 	if err := c.commands.Validate(); err != nil {
+		t.Error(err)
+	}
+	if c.rls != rls.DefaultConfig() {
+		t.Errorf("rls config %+v; want rls.DefaultConfig() %+v", c.rls, rls.DefaultConfig())
+	}
+	if err := c.rls.Validate(); err != nil {
 		t.Error(err)
 	}
 }

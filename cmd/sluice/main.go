@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -120,11 +121,11 @@ func run(cfg config) error {
 		log.Info("replication on", "node_id", ccfg.ID, "raft_bind", ccfg.RaftBind, "dir", cfg.dir,
 			"fsync", yesNo(ccfg.Fsync))
 	} else {
-		policy, err := store.ParsePolicy(cfg.maxmemoryPolicy)
+		evict, err := store.ParsePolicy(cfg.maxmemoryPolicy)
 		if err != nil {
 			return err
 		}
-		st.SetMaxMemory(cfg.maxmemory, policy)
+		st.SetMaxMemory(cfg.maxmemory, evict)
 		if saver, err = loadSnapshot(log, st, cfg); err != nil {
 			return err
 		}
@@ -133,6 +134,15 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	// The rules files: a broken set stops the start (exit 2, a bad
+	// configuration file); later reloads keep the rules in force.
+	rules := policy.NewRegistry()
+	loader, err := loadPolicies(log, cfg, rules)
+	if err != nil {
+		log.Error("refusing to start", "err", err)
+		return exitStatus(exitUsage)
+	}
+	defer loader.close()
 	stop := newStopper(log, finalSave(log, saver), probeSave(saver), cfg.save > 0)
 	clock := commands.NewClock()
 	ccfg := cfg.commands
@@ -187,6 +197,15 @@ func run(cfg config) error {
 		go func(ln net.Listener) { errs <- srv.Serve(ln) }(ln)
 	}
 
+	grpcErrs := make(chan error, 1)
+	front, err := startGRPC(log, cfg, ks, rules, clock, grpcErrs)
+	if err != nil {
+		for _, l := range lns {
+			l.Close()
+		}
+		return err
+	}
+
 	stopSaves := make(chan struct{})
 	if cfg.save > 0 {
 		go saver.Run(time.Duration(cfg.save)*time.Second, stopSaves)
@@ -204,14 +223,21 @@ func run(cfg config) error {
 			}
 			errs = nil // one listener's failure is one request to stop
 			stop.Signal("listener failure")
+		case err := <-grpcErrs:
+			if err != nil {
+				log.Error("the gRPC listener failed; shutting down", "err", err)
+			}
+			grpcErrs = nil
+			stop.Signal("gRPC listener failure")
 		case end = <-stop.Done():
 			waiting = false
 		}
 	}
 	if !end.held {
-		// Nothing was saved at exit: let the batches in hand finish.
+		// Nothing was saved at exit: let the batches and calls in hand finish.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		front.stop(ctx)
 		if err := srv.Shutdown(ctx); err != nil {
 			log.Warn("clients did not finish in time; closed them", "err", err)
 		}
