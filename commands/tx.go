@@ -60,14 +60,16 @@ type queuedCmd struct {
 
 // txImmediate are the commands that run at once inside MULTI, as in Redis.
 // txQueued are the other commands a transaction may hold besides the
-// decisions: they read or change no key, so running them in order around
-// the decisions is the same as running them between. Every other command
+// decisions, queued and run at EXEC as in Redis: they read or change no
+// key, so running them in order around the decisions is the same as
+// running them between. Every other command
 // (DEL, RL.RESET, TYPE, PTTL …) is refused inside MULTI, which aborts the
 // transaction: it would have to see or change keys outside the one atomic
 // call.
 var (
 	txImmediate = map[string]bool{"multi": true, "exec": true, "discard": true, "watch": true, "quit": true}
-	txQueued    = map[string]bool{"ping": true, "echo": true, "time": true, "select": true, "unwatch": true}
+	txQueued    = map[string]bool{"ping": true, "echo": true, "time": true, "select": true, "unwatch": true,
+		"auth": true, "hello": true, "client": true, "command": true, "info": true, "config": true}
 )
 
 // queueTx answers a command sent while MULTI is open: it runs MULTI, EXEC,

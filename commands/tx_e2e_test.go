@@ -23,6 +23,7 @@ var txScript = []string{
 	"MULTI", "PING", "DISCARD", "DISCARD", "EXEC",
 	"WATCH", "WATCH k", "UNWATCH", "MULTI", "UNWATCH", "TIME x", "DISCARD",
 	"MULTI", "ECHO", "ECHO a", "EXEC", // EXEC after EXECABORT has closed the transaction
+	"MULTI", "AUTH x", "SELECT 0", "EXEC", // queued connection commands run at EXEC, errors in place
 	"EXEC",
 }
 
