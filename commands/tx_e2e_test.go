@@ -3,6 +3,8 @@ package commands
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -236,5 +238,50 @@ func TestRacingTransactionsAdmitExactly(t *testing.T) {
 	}
 	if got := ints(t, do(t, s.client(t, proto(2)), "RL.FIXED", "hot", 500, "1h", 0)); !strings.HasPrefix(got, "[1 500 0 ") {
 		t.Fatalf("hot after the race = %s; want 0 remaining", got)
+	}
+}
+
+// A transaction's queue counts in its connection's memory (tot-mem, what
+// --maxmemory-clients limits), and DISCARD gives the copies back.
+func TestQueuedTransactionCountsInClientMemory(t *testing.T) {
+	s := startServer(t, testConfig{})
+	a, b := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	id := strings.TrimPrefix(a.do("CLIENT ID\r\n"), ":")
+	totMem := func() int {
+		list := b.do("CLIENT LIST\r\n")
+		for _, line := range strings.Split(list, "\n") {
+			if !strings.Contains(line, "id="+id+" ") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "tot-mem="); ok {
+					n, _ := strconv.Atoi(v)
+					return n
+				}
+			}
+		}
+		t.Fatalf("no tot-mem for id %s in %q", id, list)
+		return 0
+	}
+	before := totMem()
+	a.do("MULTI\r\n")
+	key := strings.Repeat("k", 200)
+	var batch strings.Builder
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&batch, "RL.TOKEN %s%d 10/s 20\r\n", key, i)
+	}
+	a.send(batch.String())
+	for i := 0; i < 2000; i++ {
+		if r := a.reply(); r != "+QUEUED" {
+			t.Fatalf("command %d = %q", i, r)
+		}
+	}
+	queued := totMem()
+	if queued-before < 2000*200 {
+		t.Fatalf("tot-mem %d → %d with 2000 queued commands of 200-byte keys; want the copies counted", before, queued)
+	}
+	a.do("DISCARD\r\n")
+	if after := totMem(); queued-after < 2000*200 {
+		t.Fatalf("tot-mem %d after DISCARD (%d queued); want the copies given back", after, queued)
 	}
 }
