@@ -67,13 +67,13 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 	}
 	locks = st.lockAll(locks)
 	defer st.unlockAll(locks)
-	st.decideGroupLocked(now, reqs, out, idx, keys)
+	st.decideGroupLocked(now, reqs, out, idx, keys, st.aof.Load())
 }
 
 // decideGroupLocked is decideGroup once the group's keys are listed (idx,
 // keys from groupKeys); it requires that the shards of all of them are
-// locked.
-func (st *Store) decideGroupLocked(now int64, reqs []algorithms.Request, out []algorithms.Outcome, idx []int32, keys []groupKey) {
+// locked. What it writes is appended to lg as one frame, unless lg is nil.
+func (st *Store) decideGroupLocked(now int64, reqs []algorithms.Request, out []algorithms.Outcome, idx []int32, keys []groupKey, lg *AOF) {
 	// Evaluate, writing nothing.
 	for k := range keys {
 		g := &keys[k]
@@ -101,6 +101,33 @@ func (st *Store) decideGroupLocked(now int64, reqs []algorithms.Request, out []a
 	if !st.carryOut(now, reqs, out, keys) {
 		clear(out)
 		out[0].Err = shard.ErrOOM // the group's reply is this error; nothing changed
+		return
+	}
+	if lg != nil {
+		st.logGroup(lg, now, keys)
+	}
+}
+
+// logGroup appends one frame to lg holding the final state of every key
+// the group wrote, read back from the shards: recovery applies the group
+// whole or not at all. It requires that the group's shards are locked.
+func (st *Store) logGroup(lg *AOF, now int64, keys []groupKey) {
+	var buf [512]byte
+	items := buf[:0]
+	for k := range keys {
+		g := &keys[k]
+		if g.last < 0 {
+			continue
+		}
+		_, e := st.shards[g.shard].Find(g.key, now)
+		if e.Algo == algorithms.None {
+			items = appendDeleteItem(items, g.key)
+		} else {
+			items = appendSetItem(items, g.key, &e)
+		}
+	}
+	if len(items) > 0 {
+		lg.appendFrame(now, items)
 	}
 }
 
@@ -215,9 +242,9 @@ func (st *Store) carryOut(now int64, reqs []algorithms.Request, out []algorithms
 		}
 		sh, o := &st.shards[g.shard], &out[g.last]
 		if g.drafting {
-			writeLog(sh, g.ref, g.key, &g.cur, &g.draft, reqs[g.last].Limit.Count, now, o)
+			writeLog(sh, g.ref, g.key, &g.cur, &g.draft, reqs[g.last].Limit.Count, now, o, nil)
 		} else {
-			commit(sh, g.ref, g.key, &g.cur, o, now)
+			commit(sh, g.ref, g.key, &g.cur, o, now, nil)
 		}
 	}
 	return true
@@ -247,7 +274,7 @@ func (st *Store) roomForGroup(now int64, reqs []algorithms.Request, out []algori
 				break
 			}
 		} else {
-			if commit(sh, g.ref, g.key, &g.cur, o, now); o.Err != nil {
+			if commit(sh, g.ref, g.key, &g.cur, o, now, nil); o.Err != nil {
 				failed = k
 				break
 			}

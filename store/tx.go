@@ -95,12 +95,40 @@ func (st *Store) Transact(now int64, watches []algorithms.Watch, reqs []algorith
 				j++
 			}
 			idx, keys := st.groupKeys(reqs[i:j], make([]int32, 0, j-i), nil)
-			st.decideGroupLocked(now, reqs[i:j], out[i:j], idx, keys)
+			st.decideGroupLocked(now, reqs[i:j], out[i:j], idx, keys, nil)
 			i = j
 			continue
 		}
-		decideLocked(&st.shards[hs[i]&st.mask], now, &reqs[i], hs[i], &out[i])
+		decideLocked(&st.shards[hs[i]&st.mask], now, &reqs[i], hs[i], &out[i], nil)
 		i++
 	}
+	if lg := st.aof.Load(); lg != nil {
+		st.logTransaction(lg, now, reqs)
+	}
 	return true, nil
+}
+
+// logTransaction appends one frame to lg holding the final state of every
+// key the transaction's requests may have written (those with n != 0), read
+// back from the shards: recovery applies the transaction whole or not at
+// all. It requires that the transaction's shards are locked.
+func (st *Store) logTransaction(lg *AOF, now int64, reqs []algorithms.Request) {
+	var items []byte
+	seen := make(map[string]bool, len(reqs))
+	for i := range reqs {
+		key := reqs[i].Key
+		if reqs[i].N == 0 || seen[string(key)] {
+			continue
+		}
+		seen[string(key)] = true
+		_, e := st.shardOf(key).Find(key, now)
+		if e.Algo == algorithms.None {
+			items = appendDeleteItem(items, key)
+		} else {
+			items = appendSetItem(items, key, &e)
+		}
+	}
+	if len(items) > 0 {
+		lg.appendFrame(now, items)
+	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,5 +125,35 @@ func TestTransactRacingOnOneKeyAdmitsExactly(t *testing.T) {
 	wg.Wait()
 	if admitted.Load() != 500 {
 		t.Fatalf("admitted %d of 1600 units; want exactly 500", admitted.Load())
+	}
+}
+
+// A transaction is one frame of the append-only log, and recovery gives
+// back exactly the state it left.
+func TestTransactionIsOneAOFFrame(t *testing.T) {
+	st, a, path := openLog(t, FsyncAlways)
+	st.Decide(t0, []algorithms.Request{req(algorithms.Fixed, "before", 5, time.Minute, 1)}, make([]algorithms.Outcome, 1))
+	reqs := []algorithms.Request{
+		req(algorithms.Fixed, "a", 5, time.Minute, 1),
+		req(algorithms.Token, "b", 10, time.Second, 3),
+		req(algorithms.Fixed, "a", 5, time.Minute, 2),
+		req(algorithms.Fixed, "c", 5, time.Minute, 0), // a peek: nothing to log
+	}
+	reqs = append(reqs, group(1, req(algorithms.Fixed, "d", 1, time.Minute, 1), req(algorithms.Fixed, "a", 5, time.Minute, 1))...)
+	if ok, _ := st.Transact(t0, nil, reqs, make([]algorithms.Outcome, len(reqs))); !ok {
+		t.Fatal("Transact = false")
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, l := loadLog(t, path, AOFLoadOptions{})
+	if l.Frames != 2 {
+		t.Fatalf("the log holds %d frames; want 2 (one decision, one transaction)", l.Frames)
+	}
+	if !bytes.Equal(snapshotBytes(t, got, t0), snapshotBytes(t, st, t0)) {
+		t.Fatal("the store loaded from the log differs from the one that ran the transaction")
+	}
+	if got := remaining(t, got, t0, reqs[0]); got != 1 {
+		t.Fatalf("a after recovery: %d remaining; want 1", got)
 	}
 }
