@@ -67,7 +67,13 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 	}
 	locks = st.lockAll(locks)
 	defer st.unlockAll(locks)
+	st.decideGroupLocked(now, reqs, out, idx, keys, st.aof.Load())
+}
 
+// decideGroupLocked is decideGroup once the group's keys are listed (idx,
+// keys from groupKeys); it requires that the shards of all of them are
+// locked. What it writes is appended to lg as one frame, unless lg is nil.
+func (st *Store) decideGroupLocked(now int64, reqs []algorithms.Request, out []algorithms.Outcome, idx []int32, keys []groupKey, lg *AOF) {
 	// Evaluate, writing nothing.
 	for k := range keys {
 		g := &keys[k]
@@ -97,7 +103,7 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 		out[0].Err = shard.ErrOOM // the group's reply is this error; nothing changed
 		return
 	}
-	if lg := st.aof.Load(); lg != nil {
+	if lg != nil {
 		st.logGroup(lg, now, keys)
 	}
 }
