@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
@@ -138,7 +137,8 @@ func (st *Store) groupKeys(reqs []algorithms.Request, idx []int32, keys []groupK
 				}
 			}
 			idx = append(idx, int32(len(keys)))
-			keys = append(keys, groupKey{key: reqs[i].Key, shard: uint32(xxhash.Sum64(reqs[i].Key) & st.mask)})
+			_, si := st.slot(reqs[i].Key)
+			keys = append(keys, groupKey{key: reqs[i].Key, shard: si})
 		}
 		return idx, keys
 	}
@@ -148,7 +148,8 @@ func (st *Store) groupKeys(reqs []algorithms.Request, idx []int32, keys []groupK
 		if !ok {
 			k = int32(len(keys))
 			seen[string(reqs[i].Key)] = k
-			keys = append(keys, groupKey{key: reqs[i].Key, shard: uint32(xxhash.Sum64(reqs[i].Key) & st.mask)})
+			_, si := st.slot(reqs[i].Key)
+			keys = append(keys, groupKey{key: reqs[i].Key, shard: si})
 		}
 		idx = append(idx, k)
 	}
