@@ -49,6 +49,11 @@ type groupKey struct {
 //
 // Memory: the scratch state is one groupKey per distinct key, whatever the
 // number of requests naming it; no ring is copied.
+//
+// It is a path of its own, not a lock granularity of decideRun: a run
+// commits each decision as it makes it, a group commits nothing until every
+// request is admitted, and undoes nothing. What the two share is slot and
+// lockAll (decide.go).
 func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
 	var (
 		idxBuf  [smallGroup]int32

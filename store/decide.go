@@ -9,10 +9,11 @@ import (
 )
 
 // The decision path: Decide splits a batch into runs of independent
-// requests (decideRun) and RL.ALL groups (decideGroup, in all.go); both
-// lock with lockAll and decide each key with decideLocked, which commits
-// what apply computed. The numbers below are ns per decision from the
-// store's benchmarks on the project's 2-core machine (bench/RESULTS.md
+// requests (decideRun) and RL.ALL groups (decideGroup, in all.go). Both
+// find a key's shard with slot, and whatever holds more than one shard
+// locks them with lockAll; a run decides each key with decideLocked, which
+// commits what apply computed. The numbers below are ns per decision from
+// the store's benchmarks on the project's 2-core machine (bench/RESULTS.md
 // holds the server-level runs).
 
 // SetDeciders tells the store how many goroutines call Decide at the same
@@ -76,9 +77,11 @@ func (st *Store) slot(key []byte) (h uint64, si uint32) {
 //     the whole run: BenchmarkBatch100kKeys4Shards 181–209 → 161–166 ns per
 //     decision, …1MKeys… 341–372 → 283–322 (server CPU at P16, 100k keys:
 //     0.61 → 0.57 s per million).
-//   - A run of one (pipeline depth 1) takes its one shard's lock and skips
-//     the prefetch; it costs what a separate single-request path cost
-//     (BenchmarkStoreDecide, see decideOne's comment).
+//   - A run of one (pipeline depth 1, or a request between two groups)
+//     goes to decideOne: its shard's lock, no tables, no prefetch. Through
+//     the tables above it cost 19 ns more per decision, a quarter
+//     (BenchmarkStoreDecide, best of 12 interleaved runs on 2026-11-23:
+//     93 ns against 74; the single-request path before it measured 75).
 func (st *Store) decideRun(now int64, reqs []algorithms.Request, out []algorithms.Outcome, together bool) {
 	if len(reqs) == 1 {
 		st.decideOne(now, &reqs[0], &out[0])
@@ -144,7 +147,8 @@ func (st *Store) decideShard(now int64, reqs []algorithms.Request, out []algorit
 	}
 }
 
-// decideOne is a run of one: its shard's lock, no prefetch.
+// decideOne carries out a run of one: the lock of its key's shard, held
+// for the one decision (see decideRun for what it saves).
 func (st *Store) decideOne(now int64, req *algorithms.Request, o *algorithms.Outcome) {
 	h, si := st.slot(req.Key)
 	sh := &st.shards[si]
