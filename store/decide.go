@@ -79,9 +79,10 @@ func (st *Store) slot(key []byte) (h uint64, si uint32) {
 //     0.61 → 0.57 s per million).
 //   - A run of one (pipeline depth 1, or a request between two groups)
 //     goes to decideOne: its shard's lock, no tables, no prefetch. Through
-//     the tables above it cost 19 ns more per decision, a quarter
-//     (BenchmarkStoreDecide, best of 12 interleaved runs on 2026-11-23:
-//     93 ns against 74; the single-request path before it measured 75).
+//     the tables above it cost 17 ns more per decision, a fifth
+//     (BenchmarkStoreDecide on 2026-11-23, CPU time per decision, median
+//     of 6 interleaved runs: 95.5 ns against 78.7; bench/RESULTS.md, "One
+//     run path").
 func (st *Store) decideRun(now int64, reqs []algorithms.Request, out []algorithms.Outcome, together bool) {
 	if len(reqs) == 1 {
 		st.decideOne(now, &reqs[0], &out[0])
