@@ -69,14 +69,15 @@ func (st *Store) slot(key []byte) (h uint64, si uint32) {
 //     touches is locked once, for the requests routed to it, and their index
 //     slots and records are prefetched together under that lock, so that
 //     their cache misses overlap instead of following one another
-//     (decideShard). Deciders on different shards run side by side: holding
+//     (decideShard; one of the changes that took server CPU per decision
+//     at P16 from 1.51 to 0.93 s per million on 2026-11-22). Deciders on different shards run side by side: holding
 //     all of a run's shards instead put two event loops in single file,
 //     BenchmarkParallelBatch100kKeys -cpu 2 went from 110 to 175 ns.
 //   - Together (one decider): every shard the run touches is locked at once
 //     by lockAll, in ascending order as RL.ALL does, and one prefetch covers
 //     the whole run: BenchmarkBatch100kKeys4Shards 181–209 → 161–166 ns per
 //     decision, …1MKeys… 341–372 → 283–322 (server CPU at P16, 100k keys:
-//     0.61 → 0.57 s per million).
+//     0.61 → 0.57 s per million; 2026-11-22, commit 364fce0).
 //   - A run of one (pipeline depth 1, or a request between two groups)
 //     goes to decideOne: its shard's lock, no tables, no prefetch. Through
 //     the tables above it cost 17 ns more per decision, a fifth
