@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
@@ -50,6 +49,11 @@ type groupKey struct {
 //
 // Memory: the scratch state is one groupKey per distinct key, whatever the
 // number of requests naming it; no ring is copied.
+//
+// It is a path of its own, not a lock granularity of decideRun: a run
+// commits each decision as it makes it, a group commits nothing until every
+// request is admitted, and undoes nothing. What the two share is slot and
+// lockAll (decide.go).
 func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
 	var (
 		idxBuf  [smallGroup]int32
@@ -144,7 +148,8 @@ func (st *Store) groupKeys(reqs []algorithms.Request, idx []int32, keys []groupK
 				}
 			}
 			idx = append(idx, int32(len(keys)))
-			keys = append(keys, groupKey{key: reqs[i].Key, shard: uint32(xxhash.Sum64(reqs[i].Key) & st.mask)})
+			_, si := st.slot(reqs[i].Key)
+			keys = append(keys, groupKey{key: reqs[i].Key, shard: si})
 		}
 		return idx, keys
 	}
@@ -154,7 +159,8 @@ func (st *Store) groupKeys(reqs []algorithms.Request, idx []int32, keys []groupK
 		if !ok {
 			k = int32(len(keys))
 			seen[string(reqs[i].Key)] = k
-			keys = append(keys, groupKey{key: reqs[i].Key, shard: uint32(xxhash.Sum64(reqs[i].Key) & st.mask)})
+			_, si := st.slot(reqs[i].Key)
+			keys = append(keys, groupKey{key: reqs[i].Key, shard: si})
 		}
 		idx = append(idx, k)
 	}
