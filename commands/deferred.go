@@ -56,9 +56,12 @@ type deferred struct {
 	reqs  []algorithms.Request
 	outs  []algorithms.Outcome // Decide's scratch, kept between batches
 	blobs [][]byte
-	// checks holds one item per kindCheck decision, in queue order, and
-	// keys the state keys their requests point into (cmd_check.go).
+	// checks holds one item per kindCheck, kindCheckAll and
+	// kindCheckAllMember decision, in queue order, and checkNext the next
+	// one a reply takes; keys holds the state keys their requests point
+	// into (cmd_check.go).
 	checks    []checkItem
+	checkNext int
 	keys      []byte
 	checkOuts []algorithms.Result // writeCheckAll's scratch, kept between batches
 }
@@ -91,6 +94,9 @@ func (s *session) unqueue(mark int) {
 // order, then empties the queue.
 func (s *session) runDeferred() {
 	q := &s.queue
+	if s.tx.active {
+		return // the queue holds the transaction's decisions until EXEC (tx.go)
+	}
 	if len(q.kinds) == 0 {
 		q.class = classNone
 		return
@@ -101,11 +107,16 @@ func (s *session) runDeferred() {
 	case classForward:
 		s.runForwards()
 	}
+	q.reset()
+}
+
+// reset empties the queue, keeping its memory.
+func (q *deferred) reset() {
 	clear(q.reqs) // drop references into the input buffer
 	clear(q.blobs)
 	clear(q.checks)
 	q.kinds, q.reqs, q.blobs = q.kinds[:0], q.reqs[:0], q.blobs[:0]
-	q.checks, q.keys = q.checks[:0], q.keys[:0]
+	q.checks, q.checkNext, q.keys = q.checks[:0], 0, q.keys[:0]
 	q.class = classNone
 }
 
@@ -113,18 +124,29 @@ func (s *session) runDeferred() {
 // keyspace and writes their replies.
 func (s *session) runDecisions() {
 	q := &s.queue
-	n := len(q.reqs)
+	out := s.outcomes(len(q.reqs))
+	s.decide(q.reqs, out)
+	s.writeOutcomes(q.kinds, out)
+}
+
+// outcomes returns the queue's scratch for n outcomes.
+func (s *session) outcomes(n int) []algorithms.Outcome {
+	q := &s.queue
 	if cap(q.outs) < n {
 		q.outs = make([]algorithms.Outcome, n, 2*n)
 	}
-	out := q.outs[:n]
-	s.decide(q.reqs, out)
-	checks := q.checks
+	return q.outs[:n]
+}
+
+// writeOutcomes writes the replies of decision items of these kinds, whose
+// outcomes are out: one reply per item, one for a whole RL.ALL group.
+func (s *session) writeOutcomes(kinds []deferKind, out []algorithms.Outcome) {
+	n := len(kinds)
 	for i := 0; i < n; i++ {
-		kind := q.kinds[i]
+		kind := kinds[i]
 		if kind == kindAll {
 			j := i + 1
-			for j < n && q.kinds[j] == kindAllMember {
+			for j < n && kinds[j] == kindAllMember {
 				j++
 			}
 			s.writeAll(out[i:j])
@@ -133,28 +155,32 @@ func (s *session) runDecisions() {
 		}
 		if kind == kindCheckAll {
 			j := i + 1
-			for j < n && q.kinds[j] == kindCheckAllMember {
+			for j < n && kinds[j] == kindCheckAllMember {
 				j++
 			}
-			s.writeCheckAll(out[i:j], checks[:j-i])
-			checks = checks[j-i:]
+			q := &s.queue
+			s.writeCheckAll(out[i:j], q.checks[q.checkNext:q.checkNext+j-i])
+			q.checkNext += j - i
 			i = j - 1
 			continue
 		}
-		if out[i].Err != nil {
-			if kind == kindCheck {
-				checks = checks[1:]
+		if kind == kindCheck {
+			q := &s.queue
+			c := &q.checks[q.checkNext]
+			q.checkNext++
+			if out[i].Err != nil {
+				s.writeError(out[i].Err)
+			} else {
+				s.writeCheck(c, &out[i].Result)
 			}
+			continue
+		}
+		if out[i].Err != nil {
 			s.writeError(out[i].Err)
 			continue
 		}
 		if kind == kindRelease {
 			s.writeReleased(out[i].Result.Allowed)
-			continue
-		}
-		if kind == kindCheck {
-			s.writeCheck(&checks[0], &out[i].Result)
-			checks = checks[1:]
 			continue
 		}
 		if out[i].Result.Allowed {

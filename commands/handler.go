@@ -19,6 +19,7 @@ import (
 type Handler struct {
 	cfg   Config
 	ks    Keyspace
+	tx    Transactor // ks, if it carries out transactions; else nil
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
@@ -58,7 +59,11 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Policies == nil {
 		cfg.Policies = policy.NewRegistry()
 	}
-	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now()}, nil
+	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now()}
+	if tr, ok := ks.(Transactor); ok {
+		h.tx = tr
+	}
+	return h, nil
 }
 
 // Attach tells h the transport that serves it, for CLIENT LIST, CLIENT

@@ -42,9 +42,11 @@ type session struct {
 	checkPrefix []byte
 
 	queue deferred    // the batch's deferred work (deferred.go)
+	tx    txState     // MULTI's queue and WATCH's keys (tx.go)
 	call  compat.Call // scratch of EVAL and the string commands (cmd_scripts.go)
 
 	lastScript *compat.Script // the script EVALSHA found last, tried first
+	named      bool           // CLIENT NAMED-REPLY ON: decisions answer with named fields
 	group      int32          // the last RL.ALL group number handed out
 
 	// Counters of the batch being run, added to totals once per batch.
@@ -81,6 +83,10 @@ func newSession(h *Handler, c *server.Conn) *session {
 func (s *session) exec(args [][]byte) {
 	s.cmds++
 	cmd := s.lookup(args[0])
+	if s.tx.active {
+		s.queueTx(cmd, args)
+		return
+	}
 	if cmd == nil {
 		s.runDeferred()
 		s.writeError(errUnknownCommand(args))
@@ -153,6 +159,7 @@ const (
 	outcomeSize = int64(unsafe.Sizeof(algorithms.Outcome{}))
 	checkSize   = int64(unsafe.Sizeof(checkItem{}))
 	resultSize  = int64(unsafe.Sizeof(algorithms.Result{}))
+	queuedSize  = int64(unsafe.Sizeof(queuedCmd{}))
 )
 
 // footprint is the bytes the session holds, for maxmemory-clients.
@@ -160,5 +167,6 @@ func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(s.checkPrefix)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
 		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize +
-		int64(cap(q.checks))*checkSize + int64(cap(q.keys)) + int64(cap(q.checkOuts))*resultSize
+		int64(cap(q.checks))*checkSize + int64(cap(q.keys)) + int64(cap(q.checkOuts))*resultSize +
+		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize
 }
