@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -124,3 +126,60 @@ func allReply(t *testing.T, v any) string {
 }
 
 func ints1(v any) string { return strings.Trim(fmtList([]any{v}), "[]") }
+
+// TestE2ECheckNamedReplyCarriesThePolicy: with CLIENT NAMED-REPLY ON, a
+// policy decision's map also names the policy, the mode, the quota per
+// window as the IETF RateLimit-Policy field states it, and whether a
+// shadow policy would have denied.
+func TestE2ECheckNamedReplyCarriesThePolicy(t *testing.T) {
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, &redis.Options{Protocol: 3, DisableIndentity: true, PoolSize: 1})
+	do(t, rdb, "RL.POLICY", "SET", "free", "TOKEN", "10/s", "20")
+	do(t, rdb, "RL.POLICY", "SET", "trial", "FIXED", "1", "90s", "SHADOW")
+	do(t, rdb, "CLIENT", "NAMED-REPLY", "ON")
+	m := do(t, rdb, "RL.CHECK", "free", "u").(map[any]any)
+	want := map[any]any{"allowed": true, "limit": int64(20), "remaining": int64(19), "retry_after_ms": int64(0),
+		"reset_after_ms": int64(100), "policy": "free", "mode": "enforce", "quota": int64(20), "window_s": int64(2),
+		"would_deny": false}
+	if fmtMap(m) != fmtMap(want) {
+		t.Fatalf("named RL.CHECK free = %s; want %s", fmtMap(m), fmtMap(want))
+	}
+	do(t, rdb, "RL.CHECK", "trial", "u")
+	m = do(t, rdb, "RL.CHECK", "trial", "u").(map[any]any)
+	if m["allowed"] != true || m["would_deny"] != true || m["mode"] != "shadow" || m["quota"] != int64(1) || m["window_s"] != int64(90) {
+		t.Fatalf("named RL.CHECK trial over its limit = %s", fmtMap(m))
+	}
+}
+
+// TestE2ECheckInsideATransaction: RL.CHECK queued in MULTI is decided at
+// EXEC with the other decisions and answered in its place.
+func TestE2ECheckInsideATransaction(t *testing.T) {
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
+	do(t, rdb, "RL.POLICY", "SET", "daily", "FIXED", "2", "1d")
+	ctx := context.Background()
+	var c1, c2, c3 *redis.Cmd
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		c1 = p.Do(ctx, "RL.CHECK", "daily", "u")
+		c2 = p.Do(ctx, "RL.TOKEN", "k", "1/s", "1")
+		c3 = p.Do(ctx, "RL.CHECK", "daily", "u", "daily", "v", 1)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ints(t, c1.Val()) + " " + ints(t, c2.Val()) + " " + allReply(t, c3.Val())
+	if want := "[1 2 1 0 57600000] [1 1 0 0 1000] 1 -1 [1 2 0 0 57600000] [1 2 1 0 57600000]"; got != want {
+		t.Fatalf("EXEC = %s; want %s", got, want)
+	}
+}
+
+// fmtMap renders a reply map with sorted keys.
+func fmtMap(m map[any]any) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, fmt.Sprintf("%v=%v", k, v))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}

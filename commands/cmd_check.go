@@ -102,7 +102,7 @@ func (q *deferred) checkKey(prefix, subject []byte) []byte {
 // denial is an admission; policy.Reply). The would-be denials are counted
 // for INFO policies.
 func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
-	if c.mode == policy.ModeEnforce { // the usual case: the decision as it is
+	if c.mode == policy.ModeEnforce && !s.named { // the usual case: the decision as it is
 		if r.Allowed {
 			s.allowed++
 		} else {
@@ -120,7 +120,45 @@ func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
 	} else {
 		s.denied++
 	}
-	s.writeDecision(&out)
+	if !s.named {
+		s.writeDecision(&out)
+		return
+	}
+	s.writeNamedCheck(c, &out, wouldDeny)
+}
+
+// writeNamedCheck writes a policy decision as a named reply (CLIENT
+// NAMED-REPLY ON): the five fields of every decision, then policy, mode
+// (enforce, shadow, unlimited or deny), quota and window_s (the limit as
+// the IETF RateLimit-Policy field states it: quota units per window_s
+// seconds, rounded up) and would_deny (a shadow policy's denial).
+func (s *session) writeNamedCheck(c *checkItem, r *algorithms.Result, wouldDeny bool) {
+	retry := int64(-1)
+	if r.RetryAfter >= 0 {
+		retry = ceilMillis(r.RetryAfter)
+	}
+	quota, window := policy.Quota(c.p.Limit)
+	s.writeMap(10)
+	s.writeBulkString("allowed")
+	s.writeBool(r.Allowed)
+	for i, v := range [4]int64{r.Limit, r.Remaining, retry, ceilMillis(r.ResetAfter)} {
+		s.writeBulkString(decisionFields[i+1])
+		s.writeInt(v)
+	}
+	s.writeBulkString("policy")
+	s.writeBulkString(c.p.Name)
+	s.writeBulkString("mode")
+	s.writeBulkString(c.mode.String())
+	s.writeBulkString("quota")
+	s.writeInt(quota)
+	s.writeBulkString("window_s")
+	secs := window / 1e9
+	if window%1e9 != 0 {
+		secs++
+	}
+	s.writeInt(secs)
+	s.writeBulkString("would_deny")
+	s.writeBool(wouldDeny)
 }
 
 // inspectedKey returns the key RL.INFO reads: "key", or "POLICY policy
