@@ -34,9 +34,9 @@ type session struct {
 	lastRate   []byte
 	lastRateNS int64
 
-	queue deferred    // the batch's deferred work (deferred.go)
-	tx    txState     // MULTI's queue and WATCH's keys (tx.go)
-	call  compat.Call // scratch of EVAL and the string commands (cmd_scripts.go)
+	queue deferred     // the batch's deferred work (deferred.go)
+	tx    txState      // MULTI's queue and WATCH's keys (tx.go)
+	call  *compat.Call // scratch of EVAL and the string commands, made at the first (cmd_scripts.go)
 
 	lastScript *compat.Script // the script EVALSHA found last, tried first
 	named      bool           // CLIENT NAMED-REPLY ON: decisions answer with named fields
@@ -158,5 +158,14 @@ func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
 		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize +
-		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize
+		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize + s.callSize()
+}
+
+// callSize is what the scratch of scripts holds, once made.
+func (s *session) callSize() int64 {
+	if s.call == nil {
+		return 0
+	}
+	return int64(unsafe.Sizeof(compat.Call{})) + int64(cap(s.call.Keys))*int64(unsafe.Sizeof(compat.Key{})) +
+		int64(cap(s.call.Argv))*sliceSize
 }
