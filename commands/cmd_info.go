@@ -22,7 +22,6 @@ func init() {
 	)
 }
 
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"}
 
 // cmdInfo: INFO [section …]
 func cmdInfo(s *session, args [][]byte) {
@@ -30,8 +29,12 @@ func cmdInfo(s *session, args [][]byte) {
 	for _, a := range args[1:] {
 		name := strings.ToLower(string(a))
 		switch name {
-		case "all", "everything", "default":
-			for _, name := range infoSections {
+		case "all", "everything":
+			for _, name := range infoAll {
+				want[name] = true
+			}
+		case "default":
+			for _, name := range infoDefault {
 				want[name] = true
 			}
 		default:
@@ -39,19 +42,23 @@ func cmdInfo(s *session, args [][]byte) {
 		}
 	}
 	if len(want) == 0 {
-		for _, name := range infoSections {
+		for _, name := range infoDefault {
 			want[name] = true
 		}
 	}
 	var b strings.Builder
-	for _, name := range infoSections {
+	for _, name := range infoAll {
 		if !want[name] {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
+		title := strings.ToUpper(name[:1]) + name[1:]
+		if name == "cpu" {
+			title = "CPU"
+		}
+		b.WriteString("# " + title + "\r\n")
 		for _, kv := range s.h.infoSection(s, name) {
 			b.WriteString(kv.Name + ":" + kv.Value + "\r\n")
 		}
@@ -184,6 +191,9 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 			out = append(out, Param{kv[0], kv[1]})
 		}
 		return append(out, Param{"cluster_enabled", "1"})
+	case "commandstats", "errorstats", "latencystats", "cpu":
+		out, _ := h.statsSection(name)
+		return out
 	case "keyspace":
 		n, err := h.ks.DBSize(s.conn.Now())
 		if err != nil || n == 0 {

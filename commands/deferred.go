@@ -50,6 +50,7 @@ const (
 type deferred struct {
 	class deferClass
 	kinds []deferKind
+	cmds  []*command // the command that queued each decision, for its figures
 	reqs  []algorithms.Request
 	outs  []algorithms.Outcome // Decide's scratch, kept between batches
 	blobs [][]byte
@@ -60,6 +61,7 @@ func (s *session) queueDecision(req algorithms.Request, kind deferKind) {
 	q := &s.queue
 	q.class = classDecision
 	q.kinds = append(q.kinds, kind)
+	q.cmds = append(q.cmds, s.curCmd)
 	q.reqs = append(q.reqs, req)
 }
 
@@ -76,7 +78,7 @@ func (s *session) queueForward(blob []byte) {
 func (s *session) unqueue(mark int) {
 	q := &s.queue
 	clear(q.reqs[mark:])
-	q.reqs, q.kinds = q.reqs[:mark], q.kinds[:mark]
+	q.reqs, q.kinds, q.cmds = q.reqs[:mark], q.kinds[:mark], q.cmds[:mark]
 }
 
 // runDeferred carries out the queued work and writes its replies, in
@@ -95,7 +97,7 @@ func (s *session) runDeferred() {
 	}
 	clear(q.reqs) // drop references into the input buffer
 	clear(q.blobs)
-	q.kinds, q.reqs, q.blobs = q.kinds[:0], q.reqs[:0], q.blobs[:0]
+	q.kinds, q.reqs, q.blobs, q.cmds = q.kinds[:0], q.reqs[:0], q.blobs[:0], q.cmds[:0]
 	q.class = classNone
 }
 
@@ -109,8 +111,10 @@ func (s *session) runDecisions() {
 	}
 	out := q.outs[:n]
 	s.decide(q.reqs, out)
+	running := s.curCmd // a command that carries the queue out before its own work
 	for i := 0; i < n; i++ {
 		kind := q.kinds[i]
+		s.cur = s.slotFor(q.cmds[i])
 		if kind == kindAll {
 			j := i + 1
 			for j < n && q.kinds[j] == kindAllMember {
@@ -128,17 +132,14 @@ func (s *session) runDecisions() {
 			s.writeReleased(out[i].Result.Allowed)
 			continue
 		}
-		if out[i].Result.Allowed {
-			s.allowed++
-		} else {
-			s.denied++
-		}
+		s.countDecision(out[i].Result.Allowed)
 		if kind == kindThrottle {
 			s.writeThrottle(&out[i].Result)
 		} else {
 			s.writeDecision(&out[i].Result)
 		}
 	}
+	s.restoreSlot(running)
 }
 
 // decide carries out reqs: through the keyspace, except that a READONLY

@@ -24,6 +24,8 @@ type Handler struct {
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
+	stats     *cmdStats                    // per-command figures (cmdstats.go)
+	errs      errStats                     // error replies by code (errstats.go)
 }
 
 // Transport is what the commands need of the network layer that serves
@@ -50,7 +52,8 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now()}, nil
+	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(),
+		stats: newCmdStats()}, nil
 }
 
 // Attach tells h the transport that serves it, for CLIENT LIST, CLIENT
@@ -91,6 +94,7 @@ func (h *Handler) Close(c *server.Conn) {
 	if !ok {
 		return
 	}
+	s.flushStats()
 	s.publish()
 	h.ended.add(&s.totals)
 }

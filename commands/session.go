@@ -39,6 +39,15 @@ type session struct {
 	// Counters of the batch being run, added to totals once per batch.
 	cmds, errors, allowed, denied int64
 	totals                        totals
+
+	// The batch's per-command counters (cmdstats.go): its slots, the one
+	// of the command running (nil while none is), and when its first
+	// command began (monotime, 0 before it).
+	slots      [statSlots]cmdSlot
+	nslots     int
+	cur        *cmdSlot
+	curCmd     *command
+	batchStart int64
 }
 
 // totals are a session's counters (and, summed, the Handler's), read by
@@ -69,26 +78,35 @@ func newSession(h *Handler, c *server.Conn) *session {
 // deferred).
 func (s *session) exec(args [][]byte) {
 	s.cmds++
+	if s.batchStart == 0 {
+		s.batchStart = monotime()
+	}
 	cmd := s.lookup(args[0])
 	if cmd == nil {
 		s.runDeferred()
 		s.writeError(errUnknownCommand(args))
 		return
 	}
-	if !s.authed && cmd.flags&flagNoAuth == 0 {
+	var reject error
+	switch {
+	case !s.authed && cmd.flags&flagNoAuth == 0:
+		reject = errNoAuth
+	case !cmd.arityOK(len(args)):
+		reject = errWrongArgs(cmd.name)
+	}
+	if reject != nil || s.queue.class != cmd.class {
 		s.runDeferred()
-		s.writeError(errNoAuth)
+	}
+	sl := s.slotFor(cmd) // after runDeferred, which may flush the slots
+	if reject != nil {
+		sl.rejected++
+		s.writeError(reject)
 		return
 	}
-	if !cmd.arityOK(len(args)) {
-		s.runDeferred()
-		s.writeError(errWrongArgs(cmd.name))
-		return
-	}
-	if s.queue.class != cmd.class {
-		s.runDeferred()
-	}
+	s.cur, s.curCmd = sl, cmd
+	sl.calls++
 	cmd.run(s, args)
+	s.cur, s.curCmd = nil, nil
 }
 
 // lookup finds a command, trying first the one the client ran last: a
@@ -108,6 +126,7 @@ func (s *session) lookup(name []byte) *command {
 // and tells the transport what the session holds.
 func (s *session) endBatch() {
 	s.runDeferred()
+	s.flushStats()
 	s.publish()
 	s.conn.SetSessionBytes(s.footprint())
 }
@@ -145,5 +164,5 @@ const (
 func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
-		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize
+		int64(cap(q.reqs))*requestSize + int64(cap(q.cmds))*8 + int64(cap(q.outs))*outcomeSize
 }

@@ -1,0 +1,204 @@
+package commands
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// Per-command figures (INFO commandstats, the metrics endpoint) counted
+// without cost on the hot path.
+//
+// A session counts the commands of the batch in hand in plain fields (a
+// few slots, one per distinct command of the batch). At the end of the
+// batch it adds them to its lane's stripe: one stripe per event loop, so
+// the adds of different loops never touch the same cache line; clients
+// served by goroutines of their own share the stripes by connection id.
+// Readers sum the stripes. The clock is read twice per batch, never per
+// command: every command of a batch is timed with the batch's time, from
+// its first command to its replies being ready (the time its reply
+// waited inside the server), and its share of that time (the batch's time
+// divided among its commands) is what commandstats' usec adds up.
+
+const (
+	statStripes = 16 // lanes beyond this share stripes
+	statSlots   = 8  // distinct commands counted in one batch before the slots are flushed
+	// The latency buckets: 1µs·2^(k/4) for k = 0..84 (1µs … 2.1s, four
+	// per doubling: a percentile read from them is within 19% of the
+	// truth), then +Inf.
+	latPerDoubling = 4
+	latBuckets     = 21*latPerDoubling + 1
+)
+
+// latBounds are the buckets' upper bounds in ns.
+var latBounds = func() [latBuckets]int64 {
+	var b [latBuckets]int64
+	for k := range b {
+		b[k] = int64(math.Round(1000 * math.Pow(2, float64(k)/latPerDoubling)))
+	}
+	return b
+}()
+
+// The command families latency histograms are kept for.
+var families = []string{"decision", "rate-limit", "connection", "generic", "server", "cluster"}
+
+// familyOf returns the index in families of cmd's family: decisions
+// (RL.* that decide, CL.THROTTLE, RL.ALL) apart from the rest of their
+// group.
+func familyOf(cmd *command) int {
+	if cmd.flags&flagDecision != 0 {
+		return 0
+	}
+	for i, f := range families[1:] {
+		if cmd.group == f {
+			return i + 1
+		}
+	}
+	return len(families) - 2 // server
+}
+
+// cmdSlot counts one command within a batch (owner only).
+type cmdSlot struct {
+	cmd                                        *command
+	calls, rejected, failed, allowed, denied int64
+}
+
+// cmdCounters are one command's figures in a stripe, with its latency
+// histogram: counts per bucket (the last one +Inf) and the sum of the
+// observed times.
+type cmdCounters struct {
+	calls, rejected, failed, allowed, denied, nanos atomic.Int64
+	lat                                             [latBuckets + 1]atomic.Int64
+	latSum                                          atomic.Int64 // ns
+}
+
+// stripe is one lane's figures. Padding keeps stripes off each other's
+// cache lines.
+type stripe struct {
+	_    [64]byte
+	cmds []cmdCounters // by command index
+	_    [64]byte
+}
+
+// cmdStats are a Handler's per-command figures.
+type cmdStats struct {
+	stripes [statStripes]stripe
+}
+
+func newCmdStats() *cmdStats {
+	st := &cmdStats{}
+	for i := range st.stripes {
+		st.stripes[i].cmds = make([]cmdCounters, len(commandList))
+	}
+	return st
+}
+
+// epoch anchors monotonic time stamps.
+var epoch = time.Now()
+
+// monotime returns monotonic nanoseconds.
+func monotime() int64 { return int64(time.Since(epoch)) }
+
+// latBucket returns the histogram bucket of a time in ns: the first
+// whose bound is not below it, or latBuckets for longer ones.
+func latBucket(ns int64) int {
+	lo, hi := 0, latBuckets
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if latBounds[m] < ns {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// slotFor returns the batch slot counting cmd, flushing the slots when
+// they are full (owner only).
+func (s *session) slotFor(cmd *command) *cmdSlot {
+	if c := s.cur; c != nil && c.cmd == cmd {
+		return c
+	}
+	for i := 0; i < s.nslots; i++ {
+		if s.slots[i].cmd == cmd {
+			return &s.slots[i]
+		}
+	}
+	if s.nslots == statSlots {
+		s.flushStats()
+		s.batchStart = monotime()
+	}
+	sl := &s.slots[s.nslots]
+	s.nslots++
+	*sl = cmdSlot{cmd: cmd}
+	return sl
+}
+
+// flushStats adds the slots to the session's stripe, with the time since
+// the batch's first command, and empties them (owner only).
+func (s *session) flushStats() {
+	if s.nslots == 0 {
+		return
+	}
+	dur := monotime() - s.batchStart
+	var total int64
+	for i := 0; i < s.nslots; i++ {
+		total += s.slots[i].calls
+	}
+	st := s.h.stats
+	lane := s.conn.Lane()
+	if lane < 0 {
+		lane = int(s.conn.ID())
+	}
+	sp := &st.stripes[lane%statStripes]
+	b := latBucket(dur)
+	for i := 0; i < s.nslots; i++ {
+		sl := &s.slots[i]
+		c := &sp.cmds[sl.cmd.idx]
+		if sl.calls > 0 {
+			c.calls.Add(sl.calls)
+			c.nanos.Add(dur * sl.calls / total)
+			c.lat[b].Add(sl.calls)
+			c.latSum.Add(dur * sl.calls)
+		}
+		if sl.rejected > 0 {
+			c.rejected.Add(sl.rejected)
+		}
+		if sl.failed > 0 {
+			c.failed.Add(sl.failed)
+		}
+		if sl.allowed > 0 {
+			c.allowed.Add(sl.allowed)
+		}
+		if sl.denied > 0 {
+			c.denied.Add(sl.denied)
+		}
+	}
+	s.nslots, s.cur, s.batchStart = 0, nil, 0
+}
+
+// countDecision counts a decision, for the session's totals and the
+// command whose slot is current.
+func (s *session) countDecision(allowed bool) {
+	if allowed {
+		s.allowed++
+		if s.cur != nil {
+			s.cur.allowed++
+		}
+		return
+	}
+	s.denied++
+	if s.cur != nil {
+		s.cur.denied++
+	}
+}
+
+// restoreSlot makes cmd's slot current again after the queue was carried
+// out in the middle of it (nil: none is).
+func (s *session) restoreSlot(cmd *command) {
+	s.cur = nil
+	if cmd != nil {
+		s.cur = s.slotFor(cmd)
+	}
+}
