@@ -22,7 +22,6 @@ func init() {
 	)
 }
 
-
 // cmdInfo: INFO [section …]
 func cmdInfo(s *session, args [][]byte) {
 	want := map[string]bool{}

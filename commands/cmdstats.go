@@ -59,7 +59,7 @@ func familyOf(cmd *command) int {
 
 // cmdSlot counts one command within a batch (owner only).
 type cmdSlot struct {
-	cmd                                        *command
+	cmd                                      *command
 	calls, rejected, failed, allowed, denied int64
 }
 
