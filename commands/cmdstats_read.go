@@ -29,8 +29,12 @@ type Histogram struct {
 	Sum    time.Duration // of the observed times
 }
 
-// LatencyBuckets is the number of bounded latency buckets.
-const LatencyBuckets = latBuckets
+// LatencyBuckets is the number of bounded latency buckets, and
+// LatencyPerDoubling the number of them per doubling of the bound.
+const (
+	LatencyBuckets     = latBuckets
+	LatencyPerDoubling = latPerDoubling
+)
 
 // LatencyBound returns the upper bound of bucket k < LatencyBuckets.
 func LatencyBound(k int) time.Duration { return time.Duration(latBounds[k]) }

@@ -104,7 +104,9 @@ func (h *Handler) Close(c *server.Conn) {
 func (h *Handler) conns(self *session, fn func(s *session)) {
 	t := h.transport.Load()
 	if t == nil {
-		fn(self)
+		if self != nil {
+			fn(self)
+		}
 		return
 	}
 	t.Conns(func(c *server.Conn) {

@@ -42,6 +42,7 @@ type config struct {
 	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
 	policies       []string
 	grpcBind       string
+	metricsBind    string // Prometheus /metrics, /healthz, /readyz (empty: off)
 	grpcReflection bool
 	rls            rls.Config // grpc-batch, grpc-unknown-domain, grpc-headers, grpc-count-over-limit
 }
@@ -219,6 +220,9 @@ var settings = []setting{
 	// Rules files (envoyproxy/ratelimit's YAML) and directories of them.
 	{"policies", func(c *config, a []string) error { return listArg(a, &c.policies) },
 		func(c *config) string { return strings.Join(c.policies, " ") }},
+	// Prometheus's scrape endpoint and the probes (observe.go).
+	{"metrics-bind", func(c *config, a []string) error { return addrArg(a, &c.metricsBind) },
+		func(c *config) string { return c.metricsBind }},
 	// The Envoy RLS v3 gRPC front end (policies.go).
 	{"grpc-bind", func(c *config, a []string) error { return addrArg(a, &c.grpcBind) },
 		func(c *config) string { return c.grpcBind }},

@@ -91,6 +91,14 @@ func run(cfg config) error {
 	}
 	defer lock.Unlock()
 
+	// The metrics endpoint answers /healthz and /readyz from here on,
+	// while the state loads.
+	obs, err := startMetrics(log, cfg)
+	if err != nil {
+		return err
+	}
+	defer obs.stop()
+
 	st := store.New(cfg.shards)
 	var ks commands.Keyspace = st
 	var node *cluster.Node
@@ -167,6 +175,9 @@ func run(cfg config) error {
 		return err
 	}
 	cmds.Attach(srv)
+	if err := obs.attach(cmds, node); err != nil {
+		return err
+	}
 	// The event loops are the store's deciders; with one, a pipeline's run
 	// holds all of its shards at once (0: a goroutine per client).
 	st.SetDeciders(srv.EventLoops())
