@@ -3,7 +3,6 @@ package commands
 import (
 	"math"
 	"sync/atomic"
-	"time"
 )
 
 // Per-command figures (INFO commandstats, the metrics endpoint) counted
@@ -14,9 +13,10 @@ import (
 // batch it adds them to its lane's stripe: one stripe per event loop, so
 // the adds of different loops never touch the same cache line; clients
 // served by goroutines of their own share the stripes by connection id.
-// Readers sum the stripes. The clock is read twice per batch, never per
-// command: every command of a batch is timed with the batch's time, from
-// its first command to its replies being ready (the time its reply
+// Readers sum the stripes. The clock is read once more per batch, at its
+// end, never per command: every command of a batch is timed with the
+// batch's time, from the transport's read of it (Conn.Now) to its replies
+// being ready (the time its reply
 // waited inside the server), and its share of that time (the batch's time
 // divided among its commands) is what commandstats' usec adds up.
 
@@ -67,9 +67,9 @@ type cmdSlot struct {
 // histogram: counts per bucket (the last one +Inf) and the sum of the
 // observed times.
 type cmdCounters struct {
-	calls, rejected, failed, allowed, denied, nanos atomic.Int64
-	lat                                             [latBuckets + 1]atomic.Int64
-	latSum                                          atomic.Int64 // ns
+	rejected, failed, allowed, denied, nanos atomic.Int64
+	lat                                      [latBuckets + 1]atomic.Int64 // their sum is the calls
+	latSum                                   atomic.Int64                 // ns
 }
 
 // stripe is one lane's figures. Padding keeps stripes off each other's
@@ -92,12 +92,6 @@ func newCmdStats() *cmdStats {
 	}
 	return st
 }
-
-// epoch anchors monotonic time stamps.
-var epoch = time.Now()
-
-// monotime returns monotonic nanoseconds.
-func monotime() int64 { return int64(time.Since(epoch)) }
 
 // latBucket returns the histogram bucket of a time in ns: the first
 // whose bound is not below it, or latBuckets for longer ones.
@@ -127,7 +121,7 @@ func (s *session) slotFor(cmd *command) *cmdSlot {
 	}
 	if s.nslots == statSlots {
 		s.flushStats()
-		s.batchStart = monotime()
+		s.batchStart = s.h.clock.realNow()
 	}
 	sl := &s.slots[s.nslots]
 	s.nslots++
@@ -141,7 +135,7 @@ func (s *session) flushStats() {
 	if s.nslots == 0 {
 		return
 	}
-	dur := monotime() - s.batchStart
+	dur := max(s.h.clock.realNow()-s.batchStart, 0) // DEBUG CLOCK may have moved between the two reads
 	var total int64
 	for i := 0; i < s.nslots; i++ {
 		total += s.slots[i].calls
@@ -157,7 +151,6 @@ func (s *session) flushStats() {
 		sl := &s.slots[i]
 		c := &sp.cmds[sl.cmd.idx]
 		if sl.calls > 0 {
-			c.calls.Add(sl.calls)
 			c.nanos.Add(dur * sl.calls / total)
 			c.lat[b].Add(sl.calls)
 			c.latSum.Add(dur * sl.calls)

@@ -96,7 +96,6 @@ func (h *Handler) commandStat(i int) CommandStat {
 	cs := CommandStat{Name: cmd.name, Family: families[familyOf(cmd)]}
 	for j := range h.stats.stripes {
 		c := &h.stats.stripes[j].cmds[i]
-		cs.Calls += c.calls.Load()
 		cs.Rejected += c.rejected.Load()
 		cs.Failed += c.failed.Load()
 		cs.Allowed += c.allowed.Load()
@@ -107,6 +106,7 @@ func (h *Handler) commandStat(i int) CommandStat {
 		}
 		cs.Latency.Sum += time.Duration(c.latSum.Load())
 	}
+	cs.Calls = cs.Latency.Count()
 	return cs
 }
 

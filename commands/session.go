@@ -41,8 +41,8 @@ type session struct {
 	totals                        totals
 
 	// The batch's per-command counters (cmdstats.go): its slots, the one
-	// of the command running (nil while none is), and when its first
-	// command began (monotime, 0 before it).
+	// of the command running (nil while none is), and when the batch
+	// began (Clock.batchStart, 0 before its first command).
 	slots      [statSlots]cmdSlot
 	nslots     int
 	cur        *cmdSlot
@@ -79,7 +79,7 @@ func newSession(h *Handler, c *server.Conn) *session {
 func (s *session) exec(args [][]byte) {
 	s.cmds++
 	if s.batchStart == 0 {
-		s.batchStart = monotime()
+		s.batchStart = s.h.clock.batchStart(s.conn.Now())
 	}
 	cmd := s.lookup(args[0])
 	if cmd == nil {
