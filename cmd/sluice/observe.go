@@ -44,7 +44,7 @@ func startMetrics(log *slog.Logger, cfg config) (*observer, error) {
 			log.Error("the metrics endpoint failed", "err", err)
 		}
 	}()
-	log.Info("metrics endpoint listening", "addr", ln.Addr().String())
+	log.Info("metrics endpoint listening", "url", "http://"+ln.Addr().String()+"/metrics")
 	return o, nil
 }
 
