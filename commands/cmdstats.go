@@ -146,6 +146,9 @@ func (s *session) flushStats() {
 		lane = int(s.conn.ID())
 	}
 	sp := &st.stripes[lane%statStripes]
+	if s.h.slowlog.slow(dur) {
+		s.h.slowlog.add(s, dur, total)
+	}
 	b := latBucket(dur)
 	for i := 0; i < s.nslots; i++ {
 		sl := &s.slots[i]

@@ -26,6 +26,7 @@ type Handler struct {
 	ended     totals                       // the counters of sessions that have closed
 	stats     *cmdStats                    // per-command figures (cmdstats.go)
 	errs      errStats                     // error replies by code (errstats.go)
+	slowlog   slowlog                      // SLOWLOG (slowlog.go)
 }
 
 // Transport is what the commands need of the network layer that serves
@@ -52,8 +53,10 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(),
-		stats: newCmdStats()}, nil
+	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), stats: newCmdStats()}
+	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
+	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
+	return h, nil
 }
 
 // Attach tells h the transport that serves it, for CLIENT LIST, CLIENT

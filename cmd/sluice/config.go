@@ -190,6 +190,19 @@ var settings = []setting{
 		func(c *config) string { return yesNo(c.cluster.Fsync) }},
 	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
 	// bytes per logged unit, 16 per lease holder.
+	// SLOWLOG: batches at least this slow (µs; -1: none), and the entries kept.
+	{"slowlog-log-slower-than", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, -1, 1<<31-1, &n)
+		c.commands.SlowlogSlowerThan = int64(n)
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.SlowlogSlowerThan, 10) }},
+	{"slowlog-max-len", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 0, 1<<31-1, &n)
+		c.commands.SlowlogMaxLen = int64(n)
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.SlowlogMaxLen, 10) }},
 	{"log-max-limit", func(c *config, a []string) error {
 		var n int
 		err := intArg(a, 1, 100_000_000, &n)

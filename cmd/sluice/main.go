@@ -157,7 +157,8 @@ func run(cfg config) error {
 		ccfg.Params = append(ccfg.Params, commands.Param{Name: s.name, Value: s.get(&cfg)})
 	}
 	// Redis tools (redis-benchmark) ask for this; sluice has no append-only file.
-	ccfg.Params = append(ccfg.Params, commands.Param{Name: "appendonly", Value: "no"})
+	ccfg.Params = append(ccfg.Params, commands.Param{Name: "appendonly", Value: "no"},
+		commands.Param{Name: "databases", Value: "1"}) // one database: exporters need not scan db1…db15
 	ccfg.Info = []commands.Param{
 		{Name: "config_file", Value: cfg.file},
 		{Name: "shards", Value: strconv.Itoa(st.Shards())},
