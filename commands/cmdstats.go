@@ -108,25 +108,34 @@ func latBucket(ns int64) int {
 	return lo
 }
 
-// slotFor returns the batch slot counting cmd, flushing the slots when
-// they are full (owner only).
-func (s *session) slotFor(cmd *command) *cmdSlot {
-	if c := s.cur; c != nil && c.cmd == cmd {
-		return c
+// slotFor returns the index of the batch slot counting cmd, flushing the
+// slots when they are full (owner only). The session refers to slots by
+// index plus one (0: none), not by pointer: an integer store costs no
+// write barrier on the per-command path.
+func (s *session) slotFor(cmd *command) int {
+	if l := s.last; l != 0 && s.slots[l-1].cmd == cmd {
+		return l - 1
 	}
+	return s.findSlot(cmd)
+}
+
+// findSlot is slotFor's search, out of line so that slotFor inlines.
+func (s *session) findSlot(cmd *command) int {
 	for i := 0; i < s.nslots; i++ {
 		if s.slots[i].cmd == cmd {
-			return &s.slots[i]
+			s.last = i + 1
+			return i
 		}
 	}
 	if s.nslots == statSlots {
 		s.flushStats()
 		s.batchStart = s.h.clock.realNow()
 	}
-	sl := &s.slots[s.nslots]
+	i := s.nslots
 	s.nslots++
-	*sl = cmdSlot{cmd: cmd}
-	return sl
+	s.slots[i] = cmdSlot{cmd: cmd}
+	s.last = i + 1
+	return i
 }
 
 // flushStats adds the slots to the session's stripe, with the time since
@@ -171,7 +180,7 @@ func (s *session) flushStats() {
 			c.denied.Add(sl.denied)
 		}
 	}
-	s.nslots, s.cur, s.batchStart = 0, nil, 0
+	s.nslots, s.cur, s.last, s.batchStart = 0, 0, 0, 0
 }
 
 // countDecision counts a decision, for the session's totals and the
@@ -179,22 +188,22 @@ func (s *session) flushStats() {
 func (s *session) countDecision(allowed bool) {
 	if allowed {
 		s.allowed++
-		if s.cur != nil {
-			s.cur.allowed++
+		if s.cur != 0 {
+			s.slots[s.cur-1].allowed++
 		}
 		return
 	}
 	s.denied++
-	if s.cur != nil {
-		s.cur.denied++
+	if s.cur != 0 {
+		s.slots[s.cur-1].denied++
 	}
 }
 
-// restoreSlot makes cmd's slot current again after the queue was carried
-// out in the middle of it (nil: none is).
-func (s *session) restoreSlot(cmd *command) {
-	s.cur = nil
-	if cmd != nil {
-		s.cur = s.slotFor(cmd)
+// restoreSlot makes the slot of command cmd (its index plus one; 0: none)
+// current again after the queue was carried out in the middle of it.
+func (s *session) restoreSlot(cmd int) {
+	s.cur = 0
+	if cmd != 0 {
+		s.cur = s.slotFor(commandList[cmd-1]) + 1
 	}
 }

@@ -50,7 +50,7 @@ const (
 type deferred struct {
 	class deferClass
 	kinds []deferKind
-	cmds  []*command // the command that queued each decision, for its figures
+	cmds  []uint16 // the index of the command that queued each decision, for its figures
 	reqs  []algorithms.Request
 	outs  []algorithms.Outcome // Decide's scratch, kept between batches
 	blobs [][]byte
@@ -61,7 +61,7 @@ func (s *session) queueDecision(req algorithms.Request, kind deferKind) {
 	q := &s.queue
 	q.class = classDecision
 	q.kinds = append(q.kinds, kind)
-	q.cmds = append(q.cmds, s.curCmd)
+	q.cmds = append(q.cmds, uint16(s.curCmd-1))
 	q.reqs = append(q.reqs, req)
 }
 
@@ -114,7 +114,7 @@ func (s *session) runDecisions() {
 	running := s.curCmd // a command that carries the queue out before its own work
 	for i := 0; i < n; i++ {
 		kind := q.kinds[i]
-		s.cur = s.slotFor(q.cmds[i])
+		s.cur = s.slotFor(commandList[q.cmds[i]]) + 1
 		if kind == kindAll {
 			j := i + 1
 			for j < n && q.kinds[j] == kindAllMember {

@@ -25,8 +25,8 @@ func (s *session) writeError(err error) {
 	s.conn.Out = appendError(s.conn.Out, err)
 	s.errors++
 	s.h.errs.count(s.conn.Out[at:])
-	if s.cur != nil {
-		s.cur.failed++
+	if s.cur != 0 {
+		s.slots[s.cur-1].failed++
 	}
 }
 

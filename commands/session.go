@@ -45,8 +45,9 @@ type session struct {
 	// began (Clock.batchStart, 0 before its first command).
 	slots      [statSlots]cmdSlot
 	nslots     int
-	cur        *cmdSlot
-	curCmd     *command
+	cur        int // the running command's slot, plus one (0: none)
+	last       int // the slot found last, tried first, plus one
+	curCmd     int // the running command's index in commandList, plus one
 	batchStart int64
 }
 
@@ -99,14 +100,14 @@ func (s *session) exec(args [][]byte) {
 	}
 	sl := s.slotFor(cmd) // after runDeferred, which may flush the slots
 	if reject != nil {
-		sl.rejected++
+		s.slots[sl].rejected++
 		s.writeError(reject)
 		return
 	}
-	s.cur, s.curCmd = sl, cmd
-	sl.calls++
+	s.cur, s.curCmd = sl+1, cmd.idx+1
+	s.slots[sl].calls++
 	cmd.run(s, args)
-	s.cur, s.curCmd = nil, nil
+	s.cur, s.curCmd = 0, 0
 }
 
 // lookup finds a command, trying first the one the client ran last: a
@@ -164,5 +165,5 @@ const (
 func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
-		int64(cap(q.reqs))*requestSize + int64(cap(q.cmds))*8 + int64(cap(q.outs))*outcomeSize
+		int64(cap(q.reqs))*requestSize + int64(cap(q.cmds))*2 + int64(cap(q.outs))*outcomeSize
 }
