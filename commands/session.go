@@ -127,7 +127,8 @@ func (s *session) lookup(name []byte) *command {
 // and tells the transport what the session holds.
 func (s *session) endBatch() {
 	s.runDeferred()
-	s.flushStats()
+	s.syncLog()
+	s.flushStats() // after the log's sync: a batch's time includes it
 	s.publish()
 	s.conn.SetSessionBytes(s.footprint())
 }
