@@ -17,8 +17,8 @@ func init() {
 			summary: "Reports the server's state: server, clients, memory, stats, keyspace.", complexity: "O(1), keyspace O(N)",
 			arguments: []argDoc{{name: "section", typ: "string", optional: true, multiple: true}}},
 		&command{name: "config", arity: -2, flags: flagAdmin, run: cmdConfig, group: "server", since: "0.1.0",
-			summary: "CONFIG GET parameter [parameter …]: reads the running configuration.", complexity: "O(N)",
-			subs: []string{"get", "help"}},
+			summary: "CONFIG GET parameter [parameter …]: reads the running configuration; CONFIG RESETSTAT zeroes the statistics.", complexity: "O(N)",
+			subs: []string{"get", "resetstat", "help"}},
 	)
 }
 
@@ -302,11 +302,18 @@ func cmdConfig(s *session, args [][]byte) {
 		}
 	case equalFold(args[1], "get"):
 		s.writeError(errWrongArgs("config|get"))
+	case equalFold(args[1], "resetstat") && len(args) == 2:
+		s.h.resetStats()
+		s.writeOK()
+	case equalFold(args[1], "resetstat"):
+		s.writeError(errWrongArgs("config|resetstat"))
 	case equalFold(args[1], "help") && len(args) == 2:
 		help := []string{
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern>",
 			"    Return parameters matching the glob-like <pattern> and their values.",
+			"RESETSTAT",
+			"    Reset statistics reported by the INFO command.",
 			"HELP",
 			"    Print this help.",
 		}

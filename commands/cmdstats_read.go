@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"sync/atomic"
 	"time"
 )
 
@@ -122,4 +123,31 @@ func (h *Handler) FamilyLatency() []Histogram {
 		out[familyOf(cmd)].Add(&cs.Latency)
 	}
 	return out
+}
+
+// resetStats zeroes the per-command figures, the error replies by code and
+// the commands, errors and decisions totals (CONFIG RESETSTAT). Counts
+// that batches in hand add while it runs may survive it, as a batch's
+// counts reach the stripes at its end.
+func (h *Handler) resetStats() {
+	for j := range h.stats.stripes {
+		for i := range h.stats.stripes[j].cmds {
+			c := &h.stats.stripes[j].cmds[i]
+			for _, v := range []*atomic.Int64{&c.rejected, &c.failed, &c.allowed, &c.denied, &c.nanos, &c.latSum} {
+				v.Store(0)
+			}
+			for k := range c.lat {
+				c.lat[k].Store(0)
+			}
+		}
+	}
+	h.errs.reset()
+	zero := func(t *totals) {
+		t.cmds.Store(0)
+		t.errors.Store(0)
+		t.allowed.Store(0)
+		t.denied.Store(0)
+	}
+	zero(&h.ended)
+	h.conns(nil, func(s *session) { zero(&s.totals) })
 }

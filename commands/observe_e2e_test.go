@@ -170,3 +170,23 @@ func TestSlowlogLogsSlowBatches(t *testing.T) {
 		t.Fatalf("SLOWLOG LEN = %v after RESET with the log off", n)
 	}
 }
+
+func TestConfigResetstatZeroesTheStatistics(t *testing.T) {
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
+	statsWorkload(t, rdb, true)
+	if got := do(t, rdb, "CONFIG", "RESETSTAT"); got != "OK" {
+		t.Fatalf("CONFIG RESETSTAT = %v", got)
+	}
+	// As in Redis, the CONFIG RESETSTAT call itself is counted after it.
+	if l := infoLine(t, rdb, "commandstats", "cmdstat_"); !strings.HasPrefix(l, "cmdstat_config:calls=1,") {
+		t.Errorf("INFO commandstats after RESETSTAT: %q; want CONFIG's own call alone", l)
+	}
+	info := do(t, rdb, "INFO", "errorstats", "stats").(string)
+	if strings.Contains(info, "errorstat_") || !strings.Contains(info, "decisions_denied:0\r\n") {
+		t.Errorf("INFO after RESETSTAT:\n%s", info)
+	}
+	if got := doErr(t, rdb, "CONFIG", "RESETSTAT", "x"); got != "ERR wrong number of arguments for 'config|resetstat' command" {
+		t.Errorf("CONFIG RESETSTAT x: %q", got)
+	}
+}
