@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,7 +30,7 @@ func TestRedisExporterScrapesWithoutErrors(t *testing.T) {
 
 	web := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	cmd := exec.Command(bin, "--redis.addr", "redis://"+p.addr, "--web.listen-address", web)
-	var log strings.Builder
+	var log lockedBuffer // written by exec's copying goroutine, read here
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -88,4 +89,22 @@ func grepLines(body, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// lockedBuffer is a strings.Builder safe for one writer and one reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
