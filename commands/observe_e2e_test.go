@@ -190,3 +190,39 @@ func TestConfigResetstatZeroesTheStatistics(t *testing.T) {
 		t.Errorf("CONFIG RESETSTAT x: %q", got)
 	}
 }
+
+// fieldNames returns the names of a CLIENT INFO line's fields, in order.
+func fieldNames(line string) []string {
+	var names []string
+	for _, f := range strings.Fields(line) {
+		names = append(names, f[:strings.IndexByte(f, '=')])
+	}
+	return names
+}
+
+func TestClientInfoPrintsEveryFieldRedisPrints(t *testing.T) {
+	theirs := fieldNames(do(t, startRedis(t), "CLIENT", "INFO").(string))
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
+	do(t, rdb, "PING")
+	line := do(t, rdb, "CLIENT", "INFO").(string)
+	ours := fieldNames(line)
+	// Redis's fields appear in Redis's order (sluice adds Redis 7.2's
+	// lib-name and lib-ver).
+	i := 0
+	for _, name := range ours {
+		if i < len(theirs) && name == theirs[i] {
+			i++
+		}
+	}
+	if i != len(theirs) {
+		t.Fatalf("CLIENT INFO lacks Redis's %q or has it out of order:\nsluice %s\nRedis  %v", theirs[i], line, theirs)
+	}
+	if !strings.Contains(line, " cmd=ping ") {
+		t.Errorf("CLIENT INFO: %q; want cmd=ping, the command of the batch before", line)
+	}
+	// go-redis parses it into its ClientInfo.
+	if info, err := rdb.ClientInfo(context.Background()).Result(); err != nil || info.ID == 0 {
+		t.Fatalf("go-redis ClientInfo: %+v, %v", info, err)
+	}
+}

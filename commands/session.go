@@ -26,8 +26,9 @@ type session struct {
 
 	resp3    atomic.Bool
 	authed   bool
-	readonly bool     // READONLY: peeks answered from this node's own state
-	prevCmd  *command // the command run last, looked up first
+	readonly bool                    // READONLY: peeks answered from this node's own state
+	prevCmd  *command                // the command run last, looked up first
+	shown    atomic.Pointer[command] // prevCmd as of the last batch's end, for CLIENT LIST's cmd=
 
 	// The last rate parsed and its interval (see rate).
 	lastRate   []byte
@@ -129,6 +130,9 @@ func (s *session) endBatch() {
 	s.runDeferred()
 	s.syncLog()
 	s.flushStats() // after the log's sync: a batch's time includes it
+	if p := s.prevCmd; p != nil && p != s.shown.Load() {
+		s.shown.Store(p)
+	}
 	s.publish()
 	s.conn.SetSessionBytes(s.footprint())
 }
