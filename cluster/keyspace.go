@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 )
 
 // The commands package's Keyspace, replicated: every operation is carried
@@ -65,6 +66,38 @@ func (n *Node) TTL(now int64, key []byte) (int64, error) {
 	return n.one(now, op{code: opTTL, keys: [][]byte{key}})
 }
 
+// Version returns key's state version (WATCH), linearizably (through the
+// log).
+func (n *Node) Version(now int64, key []byte) (uint64, error) {
+	v, err := n.one(now, op{code: opVersion, keys: [][]byte{key}})
+	return uint64(v), err
+}
+
+// Transact carries out a transaction (EXEC) as one operation of one log
+// entry: the leader's FSM checks the watched versions and carries out reqs
+// in one store.Transact call, at the entry's instant, on every replica.
+func (n *Node) Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome) (bool, error) {
+	ops := make([]op, 1, 1+len(reqs))
+	ops[0] = op{code: opTx, watches: watches, count: len(reqs)}
+	for i := range reqs {
+		ops = append(ops, op{code: opDecide, req: reqs[i]})
+	}
+	rs, err := n.submit(now, ops)
+	if err != nil {
+		return false, err
+	}
+	if len(rs) != len(ops) {
+		return false, errUnknown("the leader's reply was short")
+	}
+	if rs[0].out.Err != nil || rs[0].n != 1 {
+		return false, rs[0].out.Err
+	}
+	for i := range reqs {
+		out[i] = rs[1+i].out
+	}
+	return true, nil
+}
+
 // Info returns key's state for RL.INFO, linearizably (through the log).
 func (n *Node) Info(now int64, key []byte) (algorithms.KeyInfo, error) {
 	rs, err := n.submit(now, []op{{code: opInfo, keys: [][]byte{key}}})
@@ -75,6 +108,34 @@ func (n *Node) Info(now int64, key []byte) (algorithms.KeyInfo, error) {
 		return algorithms.KeyInfo{}, errUnknown("the leader's reply was short")
 	}
 	return rs[0].info, rs[0].out.Err
+}
+
+// Exec carries out a known script or a string command through the log
+// (commands.Scripter) and leaves its reply in c.Reply.
+func (n *Node) Exec(now int64, xop compat.Op, keys [][]byte, c *compat.Call) {
+	rs, err := n.submit(now, []op{{code: opExec, xop: xop, keys: keys, argv: c.Argv}})
+	switch {
+	case err != nil:
+		c.Reply = compat.ErrorReply(errors.New(replyLine(err)))
+	case len(rs) != 1 || !rs[0].exec:
+		c.Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
+	default:
+		c.Reply = rs[0].reply
+	}
+}
+
+// replyLine is err's text as a reply line: with its Redis error code, or
+// ERR.
+func replyLine(err error) string {
+	text := err.Error()
+	i := 0
+	for i < len(text) && text[i] >= 'A' && text[i] <= 'Z' {
+		i++
+	}
+	if i > 0 && (i == len(text) || text[i] == ' ') {
+		return text
+	}
+	return "ERR " + text
 }
 
 // LocalInfo returns key's state from this node's own replica, as of its

@@ -50,7 +50,7 @@ const (
 type deferred struct {
 	class deferClass
 	kinds []deferKind
-	cmds  []uint16 // the index of the command that queued each decision, for its figures
+	cmds  []uint16 // the command that queued each decision (its index plus one; 0: none), for its figures
 	reqs  []algorithms.Request
 	outs  []algorithms.Outcome // Decide's scratch, kept between batches
 	blobs [][]byte
@@ -61,7 +61,7 @@ func (s *session) queueDecision(req algorithms.Request, kind deferKind) {
 	q := &s.queue
 	q.class = classDecision
 	q.kinds = append(q.kinds, kind)
-	q.cmds = append(q.cmds, uint16(s.curCmd-1))
+	q.cmds = append(q.cmds, uint16(s.curCmd))
 	q.reqs = append(q.reqs, req)
 }
 
@@ -85,6 +85,9 @@ func (s *session) unqueue(mark int) {
 // order, then empties the queue.
 func (s *session) runDeferred() {
 	q := &s.queue
+	if s.tx.active {
+		return // the queue holds the transaction's decisions until EXEC (tx.go)
+	}
 	if len(q.kinds) == 0 {
 		q.class = classNone
 		return
@@ -95,6 +98,11 @@ func (s *session) runDeferred() {
 	case classForward:
 		s.runForwards()
 	}
+	q.reset()
+}
+
+// reset empties the queue, keeping its memory.
+func (q *deferred) reset() {
 	clear(q.reqs) // drop references into the input buffer
 	clear(q.blobs)
 	q.kinds, q.reqs, q.blobs, q.cmds = q.kinds[:0], q.reqs[:0], q.blobs[:0], q.cmds[:0]
@@ -105,19 +113,36 @@ func (s *session) runDeferred() {
 // keyspace and writes their replies.
 func (s *session) runDecisions() {
 	q := &s.queue
-	n := len(q.reqs)
+	out := s.outcomes(len(q.reqs))
+	s.decide(q.reqs, out)
+	s.writeOutcomes(q.kinds, q.cmds, out)
+}
+
+// outcomes returns the queue's scratch for n outcomes.
+func (s *session) outcomes(n int) []algorithms.Outcome {
+	q := &s.queue
 	if cap(q.outs) < n {
 		q.outs = make([]algorithms.Outcome, n, 2*n)
 	}
-	out := q.outs[:n]
-	s.decide(q.reqs, out)
+	return q.outs[:n]
+}
+
+// writeOutcomes writes the replies of decision items of these kinds,
+// queued by these commands (queue.cmds), whose outcomes are out: one reply
+// per item, one for a whole RL.ALL group. Each item's decision and error
+// count for the command that queued it.
+func (s *session) writeOutcomes(kinds []deferKind, cmds []uint16, out []algorithms.Outcome) {
 	running := s.curCmd // a command that carries the queue out before its own work
+	n := len(kinds)
 	for i := 0; i < n; i++ {
-		kind := q.kinds[i]
-		s.cur = s.slotFor(commandList[q.cmds[i]]) + 1
+		kind := kinds[i]
+		s.cur = 0
+		if c := cmds[i]; c != 0 {
+			s.cur = s.slotFor(commandList[c-1]) + 1
+		}
 		if kind == kindAll {
 			j := i + 1
-			for j < n && q.kinds[j] == kindAllMember {
+			for j < n && kinds[j] == kindAllMember {
 				j++
 			}
 			s.writeAll(out[i:j])

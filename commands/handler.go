@@ -18,6 +18,7 @@ import (
 type Handler struct {
 	cfg   Config
 	ks    Keyspace
+	tx    Transactor // ks, if it carries out transactions; else nil
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
@@ -56,6 +57,9 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), stats: newCmdStats()}
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
+	if tr, ok := ks.(Transactor); ok {
+		h.tx = tr
+	}
 	return h, nil
 }
 
