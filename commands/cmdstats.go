@@ -22,7 +22,7 @@ import (
 
 const (
 	statStripes = 16 // lanes beyond this share stripes
-	statSlots   = 8  // distinct commands counted in one batch before the slots are flushed
+	statSlots   = 4  // distinct commands counted in one batch before the slots are flushed
 	// The latency buckets: 1µs·2^(k/4) for k = 0..84 (1µs … 2.1s, four
 	// per doubling: a percentile read from them is within 19% of the
 	// truth), then +Inf.
@@ -60,7 +60,7 @@ func familyOf(cmd *command) int {
 // cmdSlot counts one command within a batch (owner only).
 type cmdSlot struct {
 	cmd                                      *command
-	calls, rejected, failed, allowed, denied int64
+	calls, rejected, failed, allowed, denied int32 // within one batch
 }
 
 // cmdCounters are one command's figures in a stripe, with its latency
@@ -147,7 +147,7 @@ func (s *session) flushStats() {
 	dur := max(s.h.clock.realNow()-s.batchStart, 0) // DEBUG CLOCK may have moved between the two reads
 	var total int64
 	for i := 0; i < s.nslots; i++ {
-		total += s.slots[i].calls
+		total += int64(s.slots[i].calls)
 	}
 	st := s.h.stats
 	lane := s.conn.Lane()
@@ -163,21 +163,21 @@ func (s *session) flushStats() {
 		sl := &s.slots[i]
 		c := &sp.cmds[sl.cmd.idx]
 		if sl.calls > 0 {
-			c.nanos.Add(dur * sl.calls / total)
-			c.lat[b].Add(sl.calls)
-			c.latSum.Add(dur * sl.calls)
+			c.nanos.Add(dur * int64(sl.calls) / total)
+			c.lat[b].Add(int64(sl.calls))
+			c.latSum.Add(dur * int64(sl.calls))
 		}
 		if sl.rejected > 0 {
-			c.rejected.Add(sl.rejected)
+			c.rejected.Add(int64(sl.rejected))
 		}
 		if sl.failed > 0 {
-			c.failed.Add(sl.failed)
+			c.failed.Add(int64(sl.failed))
 		}
 		if sl.allowed > 0 {
-			c.allowed.Add(sl.allowed)
+			c.allowed.Add(int64(sl.allowed))
 		}
 		if sl.denied > 0 {
-			c.denied.Add(sl.denied)
+			c.denied.Add(int64(sl.denied))
 		}
 	}
 	s.nslots, s.cur, s.last, s.batchStart = 0, 0, 0, 0
