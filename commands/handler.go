@@ -25,6 +25,9 @@ type Handler struct {
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
+	stats     *cmdStats                    // per-command figures (cmdstats.go)
+	errs      errStats                     // error replies by code (errstats.go)
+	slowlog   slowlog                      // SLOWLOG (slowlog.go)
 }
 
 // Transport is what the commands need of the network layer that serves
@@ -51,7 +54,9 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now()}
+	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), stats: newCmdStats()}
+	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
+	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
 	if tr, ok := ks.(Transactor); ok {
 		h.tx = tr
 	}
@@ -96,6 +101,7 @@ func (h *Handler) Close(c *server.Conn) {
 	if !ok {
 		return
 	}
+	s.flushStats()
 	s.publish()
 	h.ended.add(&s.totals)
 }
@@ -105,7 +111,9 @@ func (h *Handler) Close(c *server.Conn) {
 func (h *Handler) conns(self *session, fn func(s *session)) {
 	t := h.transport.Load()
 	if t == nil {
-		fn(self)
+		if self != nil {
+			fn(self)
+		}
 		return
 	}
 	t.Conns(func(c *server.Conn) {

@@ -27,8 +27,9 @@ type session struct {
 
 	resp3    atomic.Bool
 	authed   bool
-	readonly bool     // READONLY: peeks answered from this node's own state
-	prevCmd  *command // the command run last, looked up first
+	readonly bool                    // READONLY: peeks answered from this node's own state
+	prevCmd  *command                // the command run last, looked up first
+	shown    atomic.Pointer[command] // prevCmd as of the last batch's end, for CLIENT LIST's cmd=
 
 	// The last rate parsed and its interval (see rate).
 	lastRate   []byte
@@ -45,6 +46,16 @@ type session struct {
 	// Counters of the batch being run, added to totals once per batch.
 	cmds, errors, allowed, denied int64
 	totals                        totals
+
+	// The batch's per-command counters (cmdstats.go): its slots, the one
+	// of the command running (nil while none is), and when the batch
+	// began (Clock.batchStart, 0 before its first command).
+	slots      [statSlots]cmdSlot
+	nslots     int
+	cur        int // the running command's slot, plus one (0: none)
+	last       int // the slot found last, tried first, plus one
+	curCmd     int // the running command's index in commandList, plus one
+	batchStart int64
 }
 
 // totals are a session's counters (and, summed, the Handler's), read by
@@ -75,6 +86,9 @@ func newSession(h *Handler, c *server.Conn) *session {
 // deferred).
 func (s *session) exec(args [][]byte) {
 	s.cmds++
+	if s.batchStart == 0 {
+		s.batchStart = s.h.clock.batchStart(s.conn.Now())
+	}
 	cmd := s.lookup(args[0])
 	if s.tx.active {
 		s.queueTx(cmd, args)
@@ -85,20 +99,26 @@ func (s *session) exec(args [][]byte) {
 		s.writeError(errUnknownCommand(args))
 		return
 	}
-	if !s.authed && cmd.flags&flagNoAuth == 0 {
+	var reject error
+	switch {
+	case !s.authed && cmd.flags&flagNoAuth == 0:
+		reject = errNoAuth
+	case !cmd.arityOK(len(args)):
+		reject = errWrongArgs(cmd.name)
+	}
+	if reject != nil || s.queue.class != cmd.class {
 		s.runDeferred()
-		s.writeError(errNoAuth)
+	}
+	sl := s.slotFor(cmd) // after runDeferred, which may flush the slots
+	if reject != nil {
+		s.slots[sl].rejected++
+		s.writeError(reject)
 		return
 	}
-	if !cmd.arityOK(len(args)) {
-		s.runDeferred()
-		s.writeError(errWrongArgs(cmd.name))
-		return
-	}
-	if s.queue.class != cmd.class {
-		s.runDeferred()
-	}
+	s.cur, s.curCmd = sl+1, cmd.idx+1
+	s.slots[sl].calls++
 	cmd.run(s, args)
+	s.cur, s.curCmd = 0, 0
 }
 
 // lookup finds a command, trying first the one the client ran last: a
@@ -119,6 +139,10 @@ func (s *session) lookup(name []byte) *command {
 func (s *session) endBatch() {
 	s.runDeferred()
 	s.syncLog()
+	s.flushStats() // after the log's sync: a batch's time includes it
+	if p := s.prevCmd; p != nil && p != s.shown.Load() {
+		s.shown.Store(p)
+	}
 	s.publish()
 	s.conn.SetSessionBytes(s.footprint())
 }
@@ -157,7 +181,7 @@ const (
 func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
-		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize +
+		int64(cap(q.reqs))*requestSize + int64(cap(q.cmds))*2 + int64(cap(q.outs))*outcomeSize +
 		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize + s.callSize()
 }
 
