@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"unsafe"
+
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/policy"
 )
@@ -56,7 +58,8 @@ func cmdCheck(s *session, args [][]byte) {
 		return
 	}
 	limit, mode := p.Resolve(nil)
-	s.queue.checks = append(s.queue.checks, checkItem{p: p, mode: mode})
+	c := s.checks()
+	c.items = append(c.items, checkItem{p: p, mode: mode})
 	s.queueDecision(algorithms.Request{Key: s.checkKeyOf(p, limit.Algo, args[2]), Limit: limit, N: n}, kindCheck)
 }
 
@@ -76,25 +79,70 @@ func (s *session) checkPolicy(snap *policy.Snapshot, name []byte) (*policy.Polic
 // checkKeyOf returns subject's state key under p in the queue's key arena,
 // with the prefix of the policy used last kept in the session.
 func (s *session) checkKeyOf(p *policy.Policy, algo algorithms.Algo, subject []byte) []byte {
-	if p != s.checkPol {
-		s.checkPol = p
-		s.checkPrefix = policy.AppendCheckKey(s.checkPrefix[:0], p.Name, algo, nil)
+	c := s.checks()
+	if p != c.pol {
+		c.pol = p
+		c.prefix = policy.AppendCheckKey(c.prefix[:0], p.Name, algo, nil)
 	}
-	return s.queue.checkKey(s.checkPrefix, subject)
+	return c.key(c.prefix, subject)
 }
 
 // checkKey builds the state key prefix+subject in the queue's key arena
 // and returns it. The arena is emptied with the queue; when it is full a
 // larger one replaces it, and the keys already handed out stay in the old
 // one, so they remain valid until the queue is carried out.
-func (q *deferred) checkKey(prefix, subject []byte) []byte {
+func (c *checkState) key(prefix, subject []byte) []byte {
 	need := len(prefix) + len(subject)
-	if cap(q.keys)-len(q.keys) < need {
-		q.keys = make([]byte, 0, max(2*cap(q.keys), need, 4096))
+	if cap(c.keys)-len(c.keys) < need {
+		c.keys = make([]byte, 0, max(2*cap(c.keys), need, 4096))
 	}
-	start := len(q.keys)
-	q.keys = append(append(q.keys, prefix...), subject...)
-	return q.keys[start:len(q.keys):len(q.keys)]
+	start := len(c.keys)
+	c.keys = append(append(c.keys, prefix...), subject...)
+	return c.keys[start:len(c.keys):len(c.keys)]
+}
+
+// checkState is RL.CHECK's part of a session's deferred queue, made at a
+// connection's first RL.CHECK so that other connections do not carry it.
+// Only the connection's owner touches it.
+type checkState struct {
+	// items holds one item per queued kindCheck, kindCheckAll and
+	// kindCheckAllMember decision, in queue order; next is the one the
+	// next reply takes (an EXEC writes its replies in slices).
+	items []checkItem
+	next  int
+	// keys holds the state keys the queued requests point into.
+	keys []byte
+	// outs is writeCheckAll's scratch, kept between batches.
+	outs []algorithms.Result
+	// pol is the policy used last and prefix its state keys' prefix
+	// (pol:<name>:<algo>:): a pipeline mostly repeats one policy. A policy
+	// changed by RL.POLICY SET is another pointer, so the prefix follows.
+	pol    *policy.Policy
+	prefix []byte
+}
+
+// checks returns the session's RL.CHECK state, making it at the first use.
+func (s *session) checks() *checkState {
+	if s.queue.chk == nil {
+		s.queue.chk = &checkState{}
+	}
+	return s.queue.chk
+}
+
+// reset empties what the queue's items held, keeping the memory and the
+// prefix of the last policy.
+func (c *checkState) reset() {
+	clear(c.items)
+	c.items, c.next, c.keys = c.items[:0], 0, c.keys[:0]
+}
+
+// size is the bytes c holds, for the session's footprint; 0 if not made.
+func (c *checkState) size() int64 {
+	if c == nil {
+		return 0
+	}
+	return int64(unsafe.Sizeof(*c)) + int64(cap(c.items))*int64(unsafe.Sizeof(checkItem{})) + int64(cap(c.keys)) +
+		int64(cap(c.outs))*int64(unsafe.Sizeof(algorithms.Result{})) + int64(cap(c.prefix))
 }
 
 // writeCheck writes a policy decision's reply: the shared five fields of

@@ -51,7 +51,8 @@ func (s *session) checkAll(pairs [][]byte, n int64) {
 			if shadow {
 				g = 0
 			}
-			s.queue.checks = append(s.queue.checks, checkItem{p: p, mode: mode, slot: int32(i / 2)})
+			c := s.checks()
+			c.items = append(c.items, checkItem{p: p, mode: mode, slot: int32(i / 2)})
 			s.queueDecision(algorithms.Request{Key: s.checkKeyOf(p, limit.Algo, pairs[i+1]), Limit: limit, N: n, Group: g}, kind)
 			kind = kindCheckAllMember
 		}
@@ -69,18 +70,18 @@ func (s *session) writeCheckAll(outs []algorithms.Outcome, items []checkItem) {
 			return
 		}
 	}
-	q := &s.queue
-	q.checkOuts = append(q.checkOuts[:0], make([]algorithms.Result, len(outs))...)
+	c := s.checks()
+	c.outs = append(c.outs[:0], make([]algorithms.Result, len(outs))...)
 	for i := range outs {
 		r, wouldDeny := policy.Reply(items[i].mode, items[i].p.Limit, outs[i].Result)
 		if wouldDeny {
 			s.h.shadowDenied.Add(1)
 		}
-		q.checkOuts[items[i].slot] = r
+		c.outs[items[i].slot] = r
 	}
 	denied := int64(-1)
-	for i := range q.checkOuts {
-		if !q.checkOuts[i].Allowed {
+	for i := range c.outs {
+		if !c.outs[i].Allowed {
 			denied = int64(i)
 			break
 		}
@@ -102,8 +103,8 @@ func (s *session) writeCheckAll(outs []algorithms.Outcome, items []checkItem) {
 		s.writeBool(denied < 0)
 		s.writeInt(denied)
 	}
-	s.writeArray(len(q.checkOuts))
-	for i := range q.checkOuts {
-		s.writeDecision(&q.checkOuts[i])
+	s.writeArray(len(c.outs))
+	for i := range c.outs {
+		s.writeDecision(&c.outs[i])
 	}
 }

@@ -24,6 +24,11 @@ type Config struct {
 	// with its size.
 	AllMaxLimits   int64
 	AllMaxLogUnits int64
+	// SlowlogSlowerThan is slowlog-log-slower-than: SLOWLOG logs the
+	// batches that took at least this many microseconds (negative: none);
+	// SlowlogMaxLen is slowlog-max-len, the entries it keeps.
+	SlowlogSlowerThan int64
+	SlowlogMaxLen     int64
 	// Logger receives the commands' log lines. nil: slog.Default().
 	Logger *slog.Logger
 	// Params are the resolved settings that CONFIG GET reports.
@@ -75,10 +80,11 @@ const (
 type Param struct{ Name, Value string }
 
 // DefaultConfig returns the defaults: no password, no DEBUG, RL.LOG's and
-// RL.ACQUIRE's limits at most 10000, and RL.ALL at most 10000 limits and
-// 1,000,000 logged units.
+// RL.ACQUIRE's limits at most 10000, RL.ALL at most 10000 limits and
+// 1,000,000 logged units, and Redis's slow log (10000 µs, 128 entries).
 func DefaultConfig() Config {
-	return Config{Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000}
+	return Config{Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000,
+		SlowlogSlowerThan: 10000, SlowlogMaxLen: 128}
 }
 
 // Validate reports the first setting that cannot work.
@@ -92,6 +98,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("commands: AllMaxLimits %d: want at least 1", c.AllMaxLimits)
 	case c.AllMaxLogUnits < 1:
 		return fmt.Errorf("commands: AllMaxLogUnits %d: want at least 1", c.AllMaxLogUnits)
+	case c.SlowlogMaxLen < 0:
+		return fmt.Errorf("commands: SlowlogMaxLen %d: want at least 0", c.SlowlogMaxLen)
 	}
 	return nil
 }

@@ -53,17 +53,13 @@ const (
 type deferred struct {
 	class deferClass
 	kinds []deferKind
+	cmds  []uint16 // the command that queued each decision (its index plus one; 0: none), for its figures
 	reqs  []algorithms.Request
 	outs  []algorithms.Outcome // Decide's scratch, kept between batches
 	blobs [][]byte
-	// checks holds one item per kindCheck, kindCheckAll and
-	// kindCheckAllMember decision, in queue order, and checkNext the next
-	// one a reply takes; keys holds the state keys their requests point
-	// into (cmd_check.go).
-	checks    []checkItem
-	checkNext int
-	keys      []byte
-	checkOuts []algorithms.Result // writeCheckAll's scratch, kept between batches
+	// chk is RL.CHECK's part of the queue, made at the first RL.CHECK
+	// (cmd_check.go).
+	chk *checkState
 }
 
 // queueDecision adds a decision to the queue.
@@ -71,6 +67,7 @@ func (s *session) queueDecision(req algorithms.Request, kind deferKind) {
 	q := &s.queue
 	q.class = classDecision
 	q.kinds = append(q.kinds, kind)
+	q.cmds = append(q.cmds, uint16(s.curCmd))
 	q.reqs = append(q.reqs, req)
 }
 
@@ -87,7 +84,7 @@ func (s *session) queueForward(blob []byte) {
 func (s *session) unqueue(mark int) {
 	q := &s.queue
 	clear(q.reqs[mark:])
-	q.reqs, q.kinds = q.reqs[:mark], q.kinds[:mark]
+	q.reqs, q.kinds, q.cmds = q.reqs[:mark], q.kinds[:mark], q.cmds[:mark]
 }
 
 // runDeferred carries out the queued work and writes its replies, in
@@ -114,9 +111,10 @@ func (s *session) runDeferred() {
 func (q *deferred) reset() {
 	clear(q.reqs) // drop references into the input buffer
 	clear(q.blobs)
-	clear(q.checks)
-	q.kinds, q.reqs, q.blobs = q.kinds[:0], q.reqs[:0], q.blobs[:0]
-	q.checks, q.checkNext, q.keys = q.checks[:0], 0, q.keys[:0]
+	q.kinds, q.reqs, q.blobs, q.cmds = q.kinds[:0], q.reqs[:0], q.blobs[:0], q.cmds[:0]
+	if q.chk != nil {
+		q.chk.reset()
+	}
 	q.class = classNone
 }
 
@@ -126,7 +124,7 @@ func (s *session) runDecisions() {
 	q := &s.queue
 	out := s.outcomes(len(q.reqs))
 	s.decide(q.reqs, out)
-	s.writeOutcomes(q.kinds, out)
+	s.writeOutcomes(q.kinds, q.cmds, out)
 }
 
 // outcomes returns the queue's scratch for n outcomes.
@@ -138,12 +136,19 @@ func (s *session) outcomes(n int) []algorithms.Outcome {
 	return q.outs[:n]
 }
 
-// writeOutcomes writes the replies of decision items of these kinds, whose
-// outcomes are out: one reply per item, one for a whole RL.ALL group.
-func (s *session) writeOutcomes(kinds []deferKind, out []algorithms.Outcome) {
+// writeOutcomes writes the replies of decision items of these kinds,
+// queued by these commands (queue.cmds), whose outcomes are out: one reply
+// per item, one for a whole RL.ALL group. Each item's decision and error
+// count for the command that queued it.
+func (s *session) writeOutcomes(kinds []deferKind, cmds []uint16, out []algorithms.Outcome) {
+	running := s.curCmd // a command that carries the queue out before its own work
 	n := len(kinds)
 	for i := 0; i < n; i++ {
 		kind := kinds[i]
+		s.cur = 0
+		if c := cmds[i]; c != 0 {
+			s.cur = s.slotFor(commandList[c-1]) + 1
+		}
 		if kind == kindAll {
 			j := i + 1
 			for j < n && kinds[j] == kindAllMember {
@@ -158,20 +163,20 @@ func (s *session) writeOutcomes(kinds []deferKind, out []algorithms.Outcome) {
 			for j < n && kinds[j] == kindCheckAllMember {
 				j++
 			}
-			q := &s.queue
-			s.writeCheckAll(out[i:j], q.checks[q.checkNext:q.checkNext+j-i])
-			q.checkNext += j - i
+			c := s.queue.chk
+			s.writeCheckAll(out[i:j], c.items[c.next:c.next+j-i])
+			c.next += j - i
 			i = j - 1
 			continue
 		}
 		if kind == kindCheck {
-			q := &s.queue
-			c := &q.checks[q.checkNext]
-			q.checkNext++
+			c := s.queue.chk
+			item := &c.items[c.next]
+			c.next++
 			if out[i].Err != nil {
 				s.writeError(out[i].Err)
 			} else {
-				s.writeCheck(c, &out[i].Result)
+				s.writeCheck(item, &out[i].Result)
 			}
 			continue
 		}
@@ -183,17 +188,14 @@ func (s *session) writeOutcomes(kinds []deferKind, out []algorithms.Outcome) {
 			s.writeReleased(out[i].Result.Allowed)
 			continue
 		}
-		if out[i].Result.Allowed {
-			s.allowed++
-		} else {
-			s.denied++
-		}
+		s.countDecision(out[i].Result.Allowed)
 		if kind == kindThrottle {
 			s.writeThrottle(&out[i].Result)
 		} else {
 			s.writeDecision(&out[i].Result)
 		}
 	}
+	s.restoreSlot(running)
 }
 
 // decide carries out reqs: through the keyspace, except that a READONLY

@@ -26,6 +26,9 @@ type Handler struct {
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
+	stats     *cmdStats                    // per-command figures (cmdstats.go)
+	errs      errStats                     // error replies by code (errstats.go)
+	slowlog   slowlog                      // SLOWLOG (slowlog.go)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).
@@ -59,7 +62,9 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Policies == nil {
 		cfg.Policies = policy.NewRegistry()
 	}
-	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now()}
+	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), stats: newCmdStats()}
+	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
+	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
 	if tr, ok := ks.(Transactor); ok {
 		h.tx = tr
 	}
@@ -104,6 +109,7 @@ func (h *Handler) Close(c *server.Conn) {
 	if !ok {
 		return
 	}
+	s.flushStats()
 	s.publish()
 	h.ended.add(&s.totals)
 }
@@ -113,7 +119,9 @@ func (h *Handler) Close(c *server.Conn) {
 func (h *Handler) conns(self *session, fn func(s *session)) {
 	t := h.transport.Load()
 	if t == nil {
-		fn(self)
+		if self != nil {
+			fn(self)
+		}
 		return
 	}
 	t.Conns(func(c *server.Conn) {

@@ -91,6 +91,14 @@ func run(cfg config) error {
 	}
 	defer lock.Unlock()
 
+	// The metrics endpoint answers /healthz and /readyz from here on,
+	// while the state loads.
+	obs, err := startMetrics(log, cfg)
+	if err != nil {
+		return err
+	}
+	defer obs.stop()
+
 	st := store.New(cfg.shards)
 	var ks commands.Keyspace = st
 	var _ commands.Transactor = st // MULTI/EXEC need it of every keyspace
@@ -156,6 +164,8 @@ func run(cfg config) error {
 	for _, s := range settings {
 		ccfg.Params = append(ccfg.Params, commands.Param{Name: s.name, Value: s.get(&cfg)})
 	}
+	// One database: exporters need not scan db1…db15.
+	ccfg.Params = append(ccfg.Params, commands.Param{Name: "databases", Value: "1"})
 	ccfg.Info = []commands.Param{
 		{Name: "config_file", Value: cfg.file},
 		{Name: "shards", Value: strconv.Itoa(st.Shards())},
@@ -178,6 +188,9 @@ func run(cfg config) error {
 		return err
 	}
 	cmds.Attach(srv)
+	if err := obs.attach(cmds, node); err != nil {
+		return err
+	}
 	// The event loops are the store's deciders; with one, a pipeline's run
 	// holds all of its shards at once (0: a goroutine per client).
 	st.SetDeciders(srv.EventLoops())
