@@ -191,6 +191,8 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 			out = append(out, Param{kv[0], kv[1]})
 		}
 		return append(out, Param{"cluster_enabled", "1"})
+	case "policies":
+		return h.policiesInfo()
 	case "commandstats", "errorstats", "latencystats", "cpu":
 		out, _ := h.statsSection(name)
 		return out

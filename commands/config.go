@@ -3,6 +3,8 @@ package commands
 import (
 	"fmt"
 	"log/slog"
+
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // Config is the commands' configuration. Start from DefaultConfig and
@@ -45,6 +47,23 @@ type Config struct {
 	AppendOnly AppendOnly
 	// Shutdowner carries out SHUTDOWN; nil refuses it.
 	Shutdowner Shutdowner
+	// Policies holds the named policies RL.CHECK decides with and
+	// RL.POLICY changes, and the rules files' policies (read-only here).
+	// nil: New gives the Handler an empty registry of its own.
+	Policies *policy.Registry
+	// Rules reloads the rules files (RL.POLICY RELOAD) and reports their
+	// state (INFO policies); nil: no rules files on this server.
+	Rules RulesFiles
+}
+
+// RulesFiles is the rules files' loader (--policies), as the commands see
+// it. Safe for concurrent use.
+type RulesFiles interface {
+	// Reload reads the files again at instant now (unix ns) and installs
+	// them, or keeps the rules in force and returns why they were refused.
+	Reload(now int64) error
+	// Status returns what INFO policies shows of the files.
+	Status() policy.WatchStatus
 }
 
 // DebugMode is enable-debug-command, with Redis's values.

@@ -23,12 +23,15 @@ const (
 type deferKind uint8
 
 const (
-	kindDecision  deferKind = iota // the five fields of every RL.* decision
-	kindThrottle                   // CL.THROTTLE: redis-cell's five integers, in seconds
-	kindRelease                    // RL.RELEASE: 1 if a lease was released, else 0
-	kindAll                        // the first request of an RL.ALL group: the whole group's reply
-	kindAllMember                  // the group's other requests, answered with the first
-	kindForward                    // a forwarded submission: its encoded results, or its error
+	kindDecision       deferKind = iota // the five fields of every RL.* decision
+	kindThrottle                        // CL.THROTTLE: redis-cell's five integers, in seconds
+	kindRelease                         // RL.RELEASE: 1 if a lease was released, else 0
+	kindAll                             // the first request of an RL.ALL group: the whole group's reply
+	kindAllMember                       // the group's other requests, answered with the first
+	kindForward                         // a forwarded submission: its encoded results, or its error
+	kindCheck                           // RL.CHECK: the five fields, after its policy's mode (checks)
+	kindCheckAll                        // the first request of an RL.CHECK of several pairs: the whole reply
+	kindCheckAllMember                  // its other requests, answered with the first
 )
 
 // deferred is one queue of deferred work, tagged by kind.
@@ -54,6 +57,9 @@ type deferred struct {
 	reqs  []algorithms.Request
 	outs  []algorithms.Outcome // Decide's scratch, kept between batches
 	blobs [][]byte
+	// chk is RL.CHECK's part of the queue, made at the first RL.CHECK
+	// (cmd_check.go).
+	chk *checkState
 }
 
 // queueDecision adds a decision to the queue.
@@ -106,6 +112,9 @@ func (q *deferred) reset() {
 	clear(q.reqs) // drop references into the input buffer
 	clear(q.blobs)
 	q.kinds, q.reqs, q.blobs, q.cmds = q.kinds[:0], q.reqs[:0], q.blobs[:0], q.cmds[:0]
+	if q.chk != nil {
+		q.chk.reset()
+	}
 	q.class = classNone
 }
 
@@ -147,6 +156,28 @@ func (s *session) writeOutcomes(kinds []deferKind, cmds []uint16, out []algorith
 			}
 			s.writeAll(out[i:j])
 			i = j - 1
+			continue
+		}
+		if kind == kindCheckAll {
+			j := i + 1
+			for j < n && kinds[j] == kindCheckAllMember {
+				j++
+			}
+			c := s.queue.chk
+			s.writeCheckAll(out[i:j], c.items[c.next:c.next+j-i])
+			c.next += j - i
+			i = j - 1
+			continue
+		}
+		if kind == kindCheck {
+			c := s.queue.chk
+			item := &c.items[c.next]
+			c.next++
+			if out[i].Err != nil {
+				s.writeError(out[i].Err)
+			} else {
+				s.writeCheck(item, &out[i].Result)
+			}
 			continue
 		}
 		if out[i].Err != nil {

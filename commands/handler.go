@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/server"
 )
 
@@ -28,6 +29,10 @@ type Handler struct {
 	stats     *cmdStats                    // per-command figures (cmdstats.go)
 	errs      errStats                     // error replies by code (errstats.go)
 	slowlog   slowlog                      // SLOWLOG (slowlog.go)
+
+	// shadowDenied counts the decisions of shadow policies that would
+	// have been denied (INFO policies).
+	shadowDenied atomic.Int64
 }
 
 // Transport is what the commands need of the network layer that serves
@@ -53,6 +58,9 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Policies == nil {
+		cfg.Policies = policy.NewRegistry()
 	}
 	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), stats: newCmdStats()}
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)

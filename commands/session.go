@@ -182,7 +182,7 @@ func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
 		int64(cap(q.reqs))*requestSize + int64(cap(q.cmds))*2 + int64(cap(q.outs))*outcomeSize +
-		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize + s.callSize()
+		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize + s.callSize() + q.chk.size()
 }
 
 // callSize is what the scratch of scripts holds, once made.

@@ -173,6 +173,10 @@ func run(cfg config) error {
 	ccfg.Logger, ccfg.Stats = log, storeStats{st}
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(node), persisterOf(saver), stop
 	ccfg.AppendOnly = appendOnlyOf(aof, log)
+	ccfg.Policies = rules
+	if loader != nil {
+		ccfg.Rules = loader.w
+	}
 	cmds, err := commands.New(ccfg, ks, clock)
 	if err != nil {
 		return err
