@@ -29,6 +29,7 @@ type Handler struct {
 	stats     *cmdStats                    // per-command figures (cmdstats.go)
 	errs      errStats                     // error replies by code (errstats.go)
 	slowlog   slowlog                      // SLOWLOG (slowlog.go)
+	top       topKeys                      // the heaviest keys (topkeys.go, RL.TOP)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).
@@ -65,6 +66,7 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), stats: newCmdStats()}
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
+	h.top.k = cfg.TopKeys
 	if tr, ok := ks.(Transactor); ok {
 		h.tx = tr
 	}
