@@ -16,11 +16,13 @@ type Source interface {
 	CommandStats() []commands.CommandStat
 	FamilyLatency() []commands.Histogram
 	ErrorStats() []commands.ErrorStat
+	TopKeys(denied bool, window, n int) []commands.TopEntry
 }
 
 // Labels are bounded: command names (the registered commands), outcomes
 // (two), families (commands.Families), error codes (at most 128, as INFO
-// errorstats tracks them) and Raft roles. No key or subject is ever a
+// errorstats tracks them), Raft roles, and the top keys' lists (two) and
+// ranks (TopRanks). No key or subject is ever a
 // label.
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("sluice_"+name, help, labels, nil)
@@ -72,9 +74,25 @@ var (
 	dRaftContact = desc("raft_last_contact_seconds", "Seconds since a follower last heard from the leader (0 on the leader).")
 
 	dInfo = desc("build_info", "1, labelled with the version.", "version")
+
+	dTopCount = desc("top_keys_count", "Approximate: decisions (list=decisions) or denials (list=denied) of the rank-th key "+
+		"over the minute in progress and the one before (RL.TOP WINDOW 1m); the true count is within "+
+		"sluice_top_keys_count_error below. Keys are never labels: RL.TOP names them.", "list", "rank")
+	dTopErr = desc("top_keys_count_error", "The most sluice_top_keys_count overstates the rank-th key's true count.", "list", "rank")
 )
 
 var raftRoles = []string{"leader", "follower", "candidate", "shutdown"}
+
+// TopRanks is how many of the top keys the endpoint exports per list.
+const TopRanks = 10
+
+// rankLabels are the values of the rank label.
+var rankLabels = func() (out [TopRanks]string) {
+	for i := range out {
+		out[i] = strconv.Itoa(i + 1)
+	}
+	return out
+}()
 
 // Collector is a prometheus.Collector of a Source's figures, read at each
 // scrape: nothing is counted on the command path for it.
@@ -89,7 +107,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		dClients, dConnections, dRejectedConn, dProtoErrors, dPanics, dEvictedConns, dNetIn, dNetOut, dClientMem,
 		dKeys, dKsBytes, dMaxMemory, dExpired, dEvicted, dOOM, dSweepKeys, dSweepRm, dSweepTime,
 		dSnapInProgress, dSnapLast, dSnapAge, dSnapDuration, dSnapOK, dSnaps,
-		dRaftRole, dRaftTerm, dRaftCommit, dRaftApplied, dRaftLast, dRaftEntries, dRaftPerEnt, dRaftContact, dInfo} {
+		dRaftRole, dRaftTerm, dRaftCommit, dRaftApplied, dRaftLast, dRaftEntries, dRaftPerEnt, dRaftContact, dInfo,
+		dTopCount, dTopErr} {
 		ch <- d
 	}
 }
@@ -119,6 +138,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, e := range c.src.ErrorStats() {
 		counter(dErrors, float64(e.Count), e.Code)
+	}
+	for _, list := range []string{"denied", "decisions"} {
+		for _, e := range c.src.TopKeys(list == "denied", 0, TopRanks) {
+			gauge(dTopCount, float64(e.Count), list, rankLabels[e.Rank-1])
+			gauge(dTopErr, float64(e.Err), list, rankLabels[e.Rank-1])
+		}
 	}
 	f := c.src.Figures()
 	t := f.Transport
