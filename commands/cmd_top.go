@@ -16,7 +16,8 @@ func init() {
 		summary: "Lists the keys (and RL.CHECK's policy and subject pairs) denied, or decided, most often in " +
 			"the last window, with counts and their error bounds.",
 		arguments: []argDoc{
-			{name: "list", typ: "oneof", optional: true, token: "DENIED|DECISIONS"},
+			{name: "denied", typ: "pure-token", token: "DENIED", optional: true},
+			{name: "decisions", typ: "pure-token", token: "DECISIONS", optional: true},
 			{name: "count", typ: "integer", token: "COUNT", optional: true},
 			{name: "window", typ: "string", token: "WINDOW", optional: true},
 		},
