@@ -30,6 +30,7 @@ type Handler struct {
 	errs      errStats                     // error replies by code (errstats.go)
 	slowlog   slowlog                      // SLOWLOG (slowlog.go)
 	top       topKeys                      // the heaviest keys (topkeys.go, RL.TOP)
+	polStats  policyStats                  // decisions by policy (policystats.go)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).

@@ -17,12 +17,13 @@ type Source interface {
 	FamilyLatency() []commands.Histogram
 	ErrorStats() []commands.ErrorStat
 	TopKeys(denied bool, window, n int) []commands.TopEntry
+	PolicyStats() []commands.PolicyStat
 }
 
 // Labels are bounded: command names (the registered commands), outcomes
 // (two), families (commands.Families), error codes (at most 128, as INFO
-// errorstats tracks them), Raft roles, and the top keys' lists (two) and
-// ranks (TopRanks). No key or subject is ever a
+// errorstats tracks them), Raft roles, policy names (at most 256 and
+// "_other"), and the top keys' lists (two) and ranks (TopRanks). No key or subject is ever a
 // label.
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("sluice_"+name, help, labels, nil)
@@ -75,6 +76,10 @@ var (
 
 	dInfo = desc("build_info", "1, labelled with the version.", "version")
 
+	dPolicyDecisions = desc("policy_decisions_total", "RL.CHECK's decisions by policy and outcome (allowed, denied) as replied: "+
+		"a shadow policy admits. Policies past the first 256 count as policy=\"_other\".", "policy", "outcome")
+	dPolicyShadow = desc("policy_shadow_would_deny_total", "Decisions a shadow policy admitted that its limit denied, by policy.", "policy")
+
 	dTopCount = desc("top_keys_count", "Approximate: decisions (list=decisions) or denials (list=denied) of the rank-th key "+
 		"over the minute in progress and the one before (RL.TOP WINDOW 1m); the true count is within "+
 		"sluice_top_keys_count_error below. Keys are never labels: RL.TOP names them.", "list", "rank")
@@ -108,7 +113,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		dKeys, dKsBytes, dMaxMemory, dExpired, dEvicted, dOOM, dSweepKeys, dSweepRm, dSweepTime,
 		dSnapInProgress, dSnapLast, dSnapAge, dSnapDuration, dSnapOK, dSnaps,
 		dRaftRole, dRaftTerm, dRaftCommit, dRaftApplied, dRaftLast, dRaftEntries, dRaftPerEnt, dRaftContact, dInfo,
-		dTopCount, dTopErr} {
+		dTopCount, dTopErr, dPolicyDecisions, dPolicyShadow} {
 		ch <- d
 	}
 }
@@ -138,6 +143,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, e := range c.src.ErrorStats() {
 		counter(dErrors, float64(e.Count), e.Code)
+	}
+	for _, p := range c.src.PolicyStats() {
+		counter(dPolicyDecisions, float64(p.Allowed), p.Name, "allowed")
+		counter(dPolicyDecisions, float64(p.Denied), p.Name, "denied")
+		counter(dPolicyShadow, float64(p.ShadowWouldDeny), p.Name)
 	}
 	for _, list := range []string{"denied", "decisions"} {
 		for _, e := range c.src.TopKeys(list == "denied", 0, TopRanks) {
