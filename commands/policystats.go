@@ -27,7 +27,7 @@ const (
 
 // polSlot counts one policy's decisions within a batch (owner only).
 type polSlot struct {
-	p                           *policy.Policy
+	p                          *policy.Policy
 	allowed, denied, wouldDeny int64
 }
 
