@@ -124,7 +124,7 @@ func cmdAuth(s *session, args [][]byte) {
 	user, pass := []byte("default"), args[1]
 	if len(args) == 3 {
 		user, pass = args[1], args[2]
-	} else if s.h.cfg.Password == "" {
+	} else if s.h.requirepass() == "" {
 		s.writeError(errNoPassSet)
 		return
 	}
@@ -142,7 +142,7 @@ func (s *session) authenticate(user, pass []byte) error {
 	if string(user) != "default" {
 		return errWrongPass
 	}
-	want := s.h.cfg.Password
+	want := s.h.requirepass()
 	if want != "" && subtle.ConstantTimeCompare(pass, []byte(want)) != 1 {
 		return errWrongPass
 	}

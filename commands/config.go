@@ -34,8 +34,13 @@ type Config struct {
 	TopKeys int
 	// Logger receives the commands' log lines. nil: slog.Default().
 	Logger *slog.Logger
-	// Params are the resolved settings that CONFIG GET reports.
+	// Params are the resolved settings that CONFIG GET reports, unless
+	// Settings is set.
 	Params []Param
+	// Settings are the running configuration that CONFIG GET reads and
+	// CONFIG SET and CONFIG REWRITE change; nil: CONFIG GET reads Params,
+	// CONFIG SET and REWRITE are refused.
+	Settings Settings
 	// Info adds lines to INFO's server section (shards, config file).
 	Info []Param
 	// Stats reports the key space's figures for INFO memory and INFO

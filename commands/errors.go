@@ -45,6 +45,12 @@ var (
 	errNoCluster          = replyError("This instance has cluster support disabled")
 	errOutOfRangePositive = replyError("value is out of range, must be positive")
 
+	// CONFIG SET and CONFIG REWRITE (config_set.go), in Redis's words.
+	errNoSettings   = replyError("CONFIG SET is not available on this server")
+	// ErrNoConfigFile is CONFIG REWRITE's answer when the server was started
+	// without a config file (Settings.Rewrite returns it).
+	ErrNoConfigFile = replyError("The server is running without a config file")
+
 	// RL.TOP (cmd_top.go).
 	errTopOff    = replyError("top keys are not kept on this server (start it with --top-keys 64)")
 	errTopWindow = replyError("WINDOW must be 1m, 5m or 1h")

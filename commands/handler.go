@@ -31,6 +31,7 @@ type Handler struct {
 	slowlog   slowlog                      // SLOWLOG (slowlog.go)
 	top       topKeys                      // the heaviest keys (topkeys.go, RL.TOP)
 	polStats  policyStats                  // decisions by policy (policystats.go)
+	password  atomic.Pointer[string]       // requirepass in force (config_set.go)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).
@@ -68,6 +69,7 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
 	h.top.k = cfg.TopKeys
+	h.SetPassword(cfg.Password)
 	if tr, ok := ks.(Transactor); ok {
 		h.tx = tr
 	}

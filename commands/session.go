@@ -75,7 +75,7 @@ func newSession(h *Handler, c *server.Conn) *session {
 	return &session{
 		h:        h,
 		conn:     c,
-		authed:   h.cfg.Password == "",
+		authed:   h.requirepass() == "",
 		lastRate: make([]byte, 0, 32),
 	}
 }

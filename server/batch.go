@@ -32,7 +32,7 @@ func (c *Conn) runBatch() {
 	h := c.srv.h
 	c.now = c.srv.clock.Now()
 	c.lastBatch.Store(c.now)
-	lim := &c.srv.cfg.Limits
+	lim := c.srv.live.limits.Load()
 	for c.start < c.end && !c.closing && !c.waiting {
 		buf := c.in[c.start:c.end]
 		args, used, err := readCommandFrom(buf, c.args, &c.scratch, lim, c.unauth, &c.rs)
@@ -119,7 +119,7 @@ func (c *Conn) roomToRead() error {
 		c.start = 0
 		return c.settle(0)
 	}
-	limit := c.srv.cfg.QueryBufferLimit
+	limit := int(c.srv.live.queryBuf.Load())
 	if len(c.in) >= limit {
 		return errProtoQueryBufLimit
 	}
@@ -148,7 +148,6 @@ func (c *Conn) shrinkIn() {
 func (c *Conn) serve() {
 	defer c.srv.removeConn(c)
 	defer c.conn.Close()
-	timeout := c.srv.cfg.IdleTimeout
 	for !c.closing && !c.killed.Load() {
 		if err := c.roomToRead(); err == errClientEvicted {
 			return
@@ -157,7 +156,7 @@ func (c *Conn) serve() {
 			c.flush()
 			return
 		}
-		if timeout > 0 {
+		if timeout := c.srv.idleTimeout(); timeout > 0 {
 			c.conn.SetReadDeadline(time.Now().Add(timeout))
 		}
 		n, err := c.conn.Read(c.in[c.end:])
@@ -193,7 +192,7 @@ func (c *Conn) flush() bool {
 	if len(c.Out) == 0 {
 		return true
 	}
-	if t := c.srv.cfg.IdleTimeout; t > 0 && !c.panicked {
+	if t := c.srv.idleTimeout(); t > 0 && !c.panicked {
 		c.conn.SetWriteDeadline(time.Now().Add(t)) // a client that reads no replies is idle too
 	}
 	n, err := c.conn.Write(c.Out)

@@ -143,7 +143,7 @@ func (l *eventLoop) run() {
 	last := monotonic()
 	for {
 		wait := -1
-		if l.srv.cfg.IdleTimeout > 0 {
+		if l.srv.idleTimeout() > 0 {
 			wait = int(loopCheckEvery / time.Millisecond)
 		}
 		n, err := unix.EpollWait(l.epfd, l.events, wait)
@@ -219,7 +219,7 @@ func (l *eventLoop) finish() {
 // closeIdle closes the clients that have neither sent nor taken a byte for
 // the idle timeout.
 func (l *eventLoop) closeIdle() {
-	t := int64(l.srv.cfg.IdleTimeout)
+	t := int64(l.srv.idleTimeout())
 	if t <= 0 {
 		return
 	}

@@ -61,8 +61,14 @@ var readyRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 // ready; it is stopped when the test ends.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startArgv(t, append([]string{"--port", "0", "--bind", "127.0.0.1"}, args...))
+}
+
+// startArgv runs the server with exactly argv, as start does.
+func startArgv(t *testing.T, argv []string) *proc {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binPath, append([]string{"--port", "0", "--bind", "127.0.0.1"}, args...)...)
+	p.cmd = exec.Command(binPath, argv...)
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
