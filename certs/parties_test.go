@@ -2,83 +2,24 @@ package certs
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/certs/certstest"
 )
 
-// A throwaway PKI for the tests: CAs and certificates made with
-// crypto/x509 at run time (nothing is committed), and an echo server.
+// The parties of the tests: each has its files (made by certstest) in a
+// directory of its own; and an echo server.
 
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
+// newCA and the CA type are certstest's.
+type testCA = certstest.CA
 
-var serials = big.NewInt(1000)
-
-func nextSerial() *big.Int { serials.Add(serials, big.NewInt(1)); return new(big.Int).Set(serials) }
-
-func newCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: nextSerial(), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue makes a certificate for 127.0.0.1 meant for servers and clients
-// (usages empty), or for the given usages; it returns its PEM, its key's
-// PEM and its serial number.
-func (ca *testCA) issue(t testing.TB, cn string, usages ...x509.ExtKeyUsage) (certPEM, keyPEM []byte, serial *big.Int) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(usages) == 0 {
-		usages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-	}
-	serial = nextSerial()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), serial
-}
+func newCA(t testing.TB, name string) *testCA { return certstest.NewCA(t, name) }
 
 // node is one party's files in a directory of its own.
 type node struct {
@@ -102,16 +43,7 @@ func newNode(t testing.TB, issuer *testCA, trusted ...*testCA) *node {
 // rotate writes a new certificate and key from issuer, and the bundle.
 func (n *node) rotate(t testing.TB, issuer *testCA, trusted ...*testCA) {
 	t.Helper()
-	c, k, serial := issuer.issue(t, "node")
-	var bundle []byte
-	for _, ca := range trusted {
-		bundle = append(bundle, ca.pem...)
-	}
-	o := n.opts()
-	writeFile(t, o.CertFile, c)
-	writeFile(t, o.KeyFile, k)
-	writeFile(t, o.CAFile, bundle)
-	n.serial = serial
+	n.serial = certstest.WriteFiles(t, n.dir, "node", issuer, trusted...).Serial
 }
 
 func writeFile(t testing.TB, path string, b []byte) {

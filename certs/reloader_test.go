@@ -61,14 +61,14 @@ func TestCertificateForServersOnlyIsRefusedAsAClient(t *testing.T) {
 	srv := mustNew(t, newNode(t, ca, ca).opts())
 	addr := echoServer(t, srv.PeerServerConfig())
 	n := newNode(t, ca, ca)
-	c, k, _ := ca.issue(t, "server only", x509.ExtKeyUsageServerAuth)
+	c, k, _ := ca.Issue(t, "server only", x509.ExtKeyUsageServerAuth)
 	writeFile(t, n.opts().CertFile, c)
 	writeFile(t, n.opts().KeyFile, k)
 	if _, err := dial(addr, mustNew(t, n.opts()).ClientConfig()); err == nil {
 		t.Fatal("a certificate meant for servers only was accepted as a client's")
 	}
 	// tls-client-cert-file gives the outgoing side a pair of its own.
-	cc, ck, _ := ca.issue(t, "client only", x509.ExtKeyUsageClientAuth)
+	cc, ck, _ := ca.Issue(t, "client only", x509.ExtKeyUsageClientAuth)
 	o := n.opts()
 	o.ClientCertFile, o.ClientKeyFile = filepath.Join(n.dir, "client.crt"), filepath.Join(n.dir, "client.key")
 	writeFile(t, o.ClientCertFile, cc)
@@ -251,7 +251,7 @@ func TestHalfRotatedFilesKeepTheCertificateInForce(t *testing.T) {
 	cli := mustNew(t, newNode(t, ca, ca).opts()).ClientConfig()
 	before := sn.serial
 
-	c, k, serial := ca.issue(t, "node")
+	c, k, serial := ca.Issue(t, "node")
 	writeFile(t, sn.opts().CertFile, c)
 	tried, err := srv.Poll()
 	if !tried || !errors.Is(err, ErrKeyMismatch) || !strings.Contains(err.Error(), sn.opts().CertFile) ||
@@ -284,8 +284,8 @@ func TestHalfRotatedFilesKeepTheCertificateInForce(t *testing.T) {
 
 func TestLoadErrorsNameTheFile(t *testing.T) {
 	ca := newCA(t, "group CA")
-	otherCert, _, _ := ca.issue(t, "other")
-	_, otherKey, _ := ca.issue(t, "other")
+	otherCert, _, _ := ca.Issue(t, "other")
+	_, otherKey, _ := ca.Issue(t, "other")
 	encrypted := []byte("-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIBAA==\n-----END ENCRYPTED PRIVATE KEY-----\n")
 	legacy := []byte("-----BEGIN EC PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00112233445566778899AABBCCDDEEFF\n\nMIIBAA==\n-----END EC PRIVATE KEY-----\n")
 	for _, tc := range []struct {

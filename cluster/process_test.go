@@ -77,6 +77,7 @@ type proc struct {
 	advPort  int // where peers dial this node's raft port (a proxy, or raftPort)
 	dir      string
 	logPath  string
+	always   []string // flags every start passes (TLS files)
 	cmd      *exec.Cmd
 	exited   chan struct{}
 }
@@ -89,6 +90,7 @@ func (p *proc) start(extra ...string) {
 		"--raft-bind", fmt.Sprintf("%s:%d", p.raftIP, p.raftPort),
 		"--raft-advertise", fmt.Sprintf("%s:%d", p.raftIP, p.advPort),
 		"--dir", p.dir, "--loglevel", "warning"}
+	args = append(args, p.always...)
 	args = append(args, extra...)
 	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -157,6 +159,12 @@ func (p *proc) info(field string) string {
 // can cut it off; each node's Raft traffic uses its own loopback address
 // (127.0.0.11, .12, .13) so that the proxies can tell who is calling.
 func startProcGroup(t *testing.T, withProxies bool) ([]*proc, []*proxy) {
+	return startProcGroupWith(t, withProxies, nil)
+}
+
+// startProcGroupWith is startProcGroup with flags that each node passes at
+// every start (always(p), if not nil).
+func startProcGroupWith(t *testing.T, withProxies bool, always func(p *proc) []string) ([]*proc, []*proxy) {
 	bin := buildSluice(t)
 	base := t.TempDir()
 	var ps []*proc
@@ -170,6 +178,9 @@ func startProcGroup(t *testing.T, withProxies bool) ([]*proc, []*proxy) {
 			px := startProxy(t, ip, fmt.Sprintf("%s:%d", ip, p.raftPort))
 			p.advPort = px.port
 			proxies = append(proxies, px)
+		}
+		if always != nil {
+			p.always = always(p)
 		}
 		ps = append(ps, p)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-rl/sluice/certs"
 	"github.com/sluice-rl/sluice/cluster"
 )
 
@@ -49,6 +50,15 @@ type config struct {
 	join          string
 	raftAllow     []string
 	raftFsync     string
+
+	// TLS, with Redis's option names (tls.go). Only the Raft port uses it
+	// so far (tls-replication yes).
+	tlsCertFile, tlsKeyFile             string
+	tlsClientCertFile, tlsClientKeyFile string
+	tlsCAFile                           string
+	tlsReplication                      string
+	tlsProtocols, tlsCiphers            string
+	tlsCiphersuites                     string
 }
 
 func defaultConfig() config {
@@ -69,6 +79,7 @@ func defaultConfig() config {
 		save:             300,
 		bootstrap:        "no",
 		raftFsync:        "yes",
+		tlsReplication:   "no",
 		logMaxLimit:      10000,
 
 		// All clients' buffers together, as Redis's maxmemory-clients (which
@@ -183,6 +194,42 @@ var settings = []setting{
 		func(c *config) string { return strings.Join(c.raftAllow, " ") }},
 	{"raft-fsync", func(c *config, a []string) error { return enumArg(a, &c.raftFsync, "yes", "no") },
 		func(c *config) string { return c.raftFsync }},
+	{"tls-cert-file", func(c *config, a []string) error { return stringArg(a, &c.tlsCertFile) },
+		func(c *config) string { return c.tlsCertFile }},
+	{"tls-key-file", func(c *config, a []string) error { return stringArg(a, &c.tlsKeyFile) },
+		func(c *config) string { return c.tlsKeyFile }},
+	{"tls-client-cert-file", func(c *config, a []string) error { return stringArg(a, &c.tlsClientCertFile) },
+		func(c *config) string { return c.tlsClientCertFile }},
+	{"tls-client-key-file", func(c *config, a []string) error { return stringArg(a, &c.tlsClientKeyFile) },
+		func(c *config) string { return c.tlsClientKeyFile }},
+	{"tls-ca-cert-file", func(c *config, a []string) error { return stringArg(a, &c.tlsCAFile) },
+		func(c *config) string { return c.tlsCAFile }},
+	{"tls-replication", func(c *config, a []string) error { return enumArg(a, &c.tlsReplication, "yes", "no") },
+		func(c *config) string { return c.tlsReplication }},
+	{"tls-protocols", func(c *config, a []string) error {
+		if len(a) == 0 {
+			return errors.New("wrong number of arguments")
+		}
+		v := strings.Join(a, " ") // tls-protocols TLSv1.2 TLSv1.3, quoted or not
+		if _, _, err := certs.ParseProtocols(v); err != nil {
+			return err
+		}
+		c.tlsProtocols = v
+		return nil
+	}, func(c *config) string { return c.tlsProtocols }},
+	{"tls-ciphers", func(c *config, a []string) error {
+		if err := stringArg(a, &c.tlsCiphers); err != nil {
+			return err
+		}
+		_, err := certs.ParseCiphers(c.tlsCiphers)
+		return err
+	}, func(c *config) string { return c.tlsCiphers }},
+	{"tls-ciphersuites", func(c *config, a []string) error {
+		if err := stringArg(a, &c.tlsCiphersuites); err != nil {
+			return err
+		}
+		return certs.CheckCiphersuites(c.tlsCiphersuites)
+	}, func(c *config) string { return c.tlsCiphersuites }},
 	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
 	// bytes per logged unit, 16 per lease holder.
 	{"log-max-limit", func(c *config, a []string) error { return intArg(a, 1, 100_000_000, &c.logMaxLimit) },

@@ -173,3 +173,35 @@ func TestReplicationFlags(t *testing.T) {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
 }
+
+func TestTLSFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sluice.conf")
+	text := "tls-cert-file /etc/tls/tls.crt\ntls-protocols \"TLSv1.2 TLSv1.3\"\ntls-ciphers DEFAULT:!MEDIUM\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseArgs([]string{file, "--tls-key-file", "/etc/tls/tls.key", "--tls-ca-cert-file", "/etc/tls/ca.crt",
+		"--tls-replication", "yes", "--tls-ciphersuites", "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.tlsCertFile != "/etc/tls/tls.crt" || c.tlsKeyFile != "/etc/tls/tls.key" || c.tlsCAFile != "/etc/tls/ca.crt" ||
+		c.tlsReplication != "yes" || c.tlsProtocols != "TLSv1.2 TLSv1.3" || c.tlsCiphers != "DEFAULT:!MEDIUM" {
+		t.Fatalf("config = %+v", c)
+	}
+	if c, err := parseArgs([]string{"--tls-protocols", "TLSv1.3"}); err != nil || c.tlsProtocols != "TLSv1.3" {
+		t.Fatalf("--tls-protocols TLSv1.3: %+v, %v", c, err)
+	}
+	for _, argv := range [][]string{
+		{"--tls-protocols", "TLSv1", "TLSv1.3"},
+		{"--tls-protocols"},
+		{"--tls-protocols", "SSLv3"},
+		{"--tls-ciphers", "RC4-SHA"},
+		{"--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"},
+		{"--tls-replication", "maybe"},
+	} {
+		if _, err := parseArgs(argv); err == nil {
+			t.Errorf("parseArgs(%q) accepted it", argv)
+		}
+	}
+}

@@ -99,6 +99,14 @@ func run(cfg config) error {
 	}
 	defer lock.Unlock()
 
+	tlsr, err := loadTLS(log, cfg)
+	if err != nil {
+		return err
+	}
+	if tlsr != nil {
+		defer tlsr.Stop()
+	}
+
 	st := store.New(cfg.shards)
 	var ks commands.Keyspace = st
 	var node *cluster.Node
@@ -116,8 +124,7 @@ func run(cfg config) error {
 		if announce == "" {
 			announce = net.JoinHostPort(cfg.bind[0], strconv.Itoa(cfg.port))
 		}
-		var err error
-		node, err = cluster.Open(cluster.Config{
+		ccfg := cluster.Config{
 			ID:            cfg.nodeID,
 			RaftBind:      cfg.raftBind,
 			RaftAdvertise: cfg.raftAdvertise,
@@ -130,7 +137,14 @@ func run(cfg config) error {
 			Fsync:         cfg.raftFsync == "yes",
 			Password:      cfg.requirepass,
 			Logger:        log,
-		}, st)
+		}
+		if tlsr != nil {
+			// The RESP connections between nodes (forwarding, RAFT.JOIN,
+			// RAFT.MEMBERS) stay plaintext until clients can use TLS.
+			ccfg.RaftServerTLS, ccfg.RaftClientTLS = tlsr.PeerServerConfig(), tlsr.ClientConfig()
+		}
+		var err error
+		node, err = cluster.Open(ccfg, st)
 		if err != nil {
 			return err
 		}
@@ -216,11 +230,15 @@ func run(cfg config) error {
 	// how the process ends.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	hup := make(chan os.Signal, 1) // reloads the TLS certificates; as Redis, never stops the server
+	signal.Notify(hup, syscall.SIGHUP)
 	var end stopping
 	for waiting := true; waiting; {
 		select {
 		case s := <-sig:
 			stop.Signal(s.String())
+		case <-hup:
+			reloadTLS(log, tlsr)
 		case err := <-errs:
 			if err != nil && !errors.Is(err, net.ErrClosed) {
 				log.Error("listener failed; shutting down", "err", err)
