@@ -195,14 +195,13 @@ func globIndexShiftAnd(pattern []byte, p, end, n int, str []byte, nocase bool, l
 			steps += 64
 			p++
 		case '[':
-			var next int
+			set, next := globClassSet(pattern, p+1, nocase)
 			for c := range masks {
-				var ok bool
-				if next, ok = globClass(pattern, p+1, byte(c), nocase); ok {
+				if set[c>>6]&(1<<(c&63)) != 0 {
 					masks[c] |= 1 << k
 				}
 			}
-			steps += 512 * (next - p) // 256 evaluations of the class
+			steps += 512 * (next - p) // counted as 256 evaluations of the class (it costs less)
 			p = next
 		default:
 			next, _ := globOne(pattern, p, 0, false)
@@ -297,6 +296,59 @@ func globClass(pattern []byte, p int, c byte, nocase bool) (next int, ok bool) {
 			}
 		}
 	}
+}
+
+// globClassSet is globClass for every byte at once: the set of bytes the
+// class whose body starts at pattern[p] matches (bit c of word c>>6), and
+// where the element after the class starts. Where a class ends does not
+// depend on the byte matched, so one walk over the class serves all 256.
+func globClassSet(pattern []byte, p int, nocase bool) (set [4]uint64, next int) {
+	add := func(c byte) { set[c>>6] |= 1 << (c & 63) }
+	not := p < len(pattern) && pattern[p] == '^'
+	if not {
+		p++
+	}
+	for ; next == 0; p++ {
+		switch rest := len(pattern) - p; {
+		case rest >= 2 && pattern[p] == '\\':
+			p++
+			add(pattern[p])
+		case rest >= 1 && pattern[p] == ']':
+			next = p + 1
+		case rest == 0:
+			next = p
+		case rest >= 3 && pattern[p+1] == '-':
+			start, end := int(int8(pattern[p])), int(int8(pattern[p+2]))
+			if start > end {
+				start, end = end, start
+			}
+			if nocase {
+				start, end = ctolower(start), ctolower(end)
+			}
+			for c := 0; c < 256; c++ {
+				x := int(int8(c))
+				if nocase {
+					x = ctolower(x)
+				}
+				if x >= start && x <= end {
+					add(byte(c))
+				}
+			}
+			p += 2
+		default:
+			add(pattern[p])
+			if nocase {
+				add(lower(pattern[p]))
+				add(upper(lower(pattern[p])))
+			}
+		}
+	}
+	if not {
+		for i := range set {
+			set[i] = ^set[i]
+		}
+	}
+	return set, next
 }
 
 // ctolower is glibc's tolower in the C locale for a signed char value:

@@ -383,3 +383,23 @@ func BenchmarkMatch(b *testing.B) {
 		})
 	}
 }
+
+// TestClassSetMatchesClass checks globClassSet against globClass for every
+// byte, over random classes made of class syntax, letters of both cases
+// and bytes ≥ 0x80, with and without case.
+func TestClassSetMatchesClass(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	for i := 0; i < 20000; i++ {
+		pat := append([]byte{'['}, randGlob(r, "^\\\\-]aZz0[\x80\xff", 8)...)
+		for _, nocase := range []bool{false, true} {
+			set, next := globClassSet(pat, 1, nocase)
+			for c := 0; c < 256; c++ {
+				wantNext, want := globClass(pat, 1, byte(c), nocase)
+				if got := set[c>>6]&(1<<(c&63)) != 0; got != want || next != wantNext {
+					t.Fatalf("class %q, byte %#x, nocase %v: set says %v (next %d); globClass %v (next %d)",
+						pat, c, nocase, got, next, want, wantNext)
+				}
+			}
+		}
+	}
+}
