@@ -44,11 +44,15 @@ type tlsListener struct {
 	done   chan struct{}
 	slots  chan struct{} // a token per handshake in progress
 	once   sync.Once
+
+	mu       sync.Mutex
+	inFlight map[net.Conn]struct{} // connections in their handshake; Close closes them
+	closed   bool
 }
 
 func newTLSListener(inner net.Listener, cfg *tls.Config, filter *peerFilter) *tlsListener {
 	l := &tlsListener{inner: inner, cfg: cfg, filter: filter, ready: make(chan net.Conn),
-		done: make(chan struct{}), slots: make(chan struct{}, maxHandshakes)}
+		done: make(chan struct{}), slots: make(chan struct{}, maxHandshakes), inFlight: map[net.Conn]struct{}{}}
 	go l.acceptLoop()
 	return l
 }
@@ -81,12 +85,30 @@ func (l *tlsListener) acceptLoop() {
 
 func (l *tlsListener) handshake(c net.Conn) {
 	defer func() { <-l.slots }()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		c.Close()
+		return
+	}
+	l.inFlight[c] = struct{}{}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.inFlight, c)
+		l.mu.Unlock()
+	}()
 	tc := tls.Server(c, l.cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
 		c.Close()
+		select {
+		case <-l.done:
+			return // closed by Close, not refused
+		default:
+		}
 		l.filter.refuse("raft: refused a connection without a valid certificate from the group's CA (mutual TLS)",
 			c.RemoteAddr(), err)
 		return
@@ -112,6 +134,12 @@ func (l *tlsListener) Close() error {
 	l.once.Do(func() {
 		close(l.done)
 		err = l.inner.Close()
+		l.mu.Lock()
+		l.closed = true
+		for c := range l.inFlight {
+			c.Close() // its handshake fails at once
+		}
+		l.mu.Unlock()
 	})
 	return err
 }
