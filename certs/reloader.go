@@ -32,9 +32,10 @@ type Reloader struct {
 	p    params
 	cur  atomic.Pointer[material]
 
-	mu    sync.Mutex // one load at a time; guards seen and tried
-	seen  [32]byte   // fingerprint of what the last attempt read
-	tried bool
+	mu      sync.Mutex // one load at a time; guards seen, tried and inForce
+	seen    [32]byte   // fingerprint of what the last attempt read
+	tried   bool
+	inForce [32]byte // fingerprint of the material in force
 
 	run  sync.Mutex // guards stop and done
 	stop chan struct{}
@@ -133,7 +134,7 @@ func (r *Reloader) Poll() (tried bool, err error) {
 
 // loadLocked parses what read returned and stores it. It requires r.mu.
 func (r *Reloader) loadLocked(contents [][]byte, fp [32]byte, readErr error) (bool, error) {
-	changed := !r.tried || fp != r.seen
+	first := !r.tried
 	r.seen, r.tried = fp, true
 	if readErr != nil {
 		return false, readErr
@@ -142,7 +143,9 @@ func (r *Reloader) loadLocked(contents [][]byte, fp [32]byte, readErr error) (bo
 	if err != nil {
 		return false, err
 	}
+	changed := first || fp != r.inForce
 	r.cur.Store(m)
+	r.inForce = fp
 	return changed, nil
 }
 

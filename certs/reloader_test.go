@@ -326,3 +326,23 @@ func TestLoadErrorsNameTheFile(t *testing.T) {
 func certOf(o Options) string { return o.CertFile }
 func keyOf(o Options) string  { return o.KeyFile }
 func caOf(o Options) string   { return o.CAFile }
+
+// Reload reports a change against the certificate in force, not against
+// the last attempt: files that went bad and came back are no change.
+func TestReloadReportsChangesAgainstTheCertificateInForce(t *testing.T) {
+	ca := newCA(t, "group CA")
+	n := newNode(t, ca, ca)
+	r := mustNew(t, n.opts())
+	good, _ := os.ReadFile(n.opts().KeyFile)
+	if changed, err := r.Reload(); changed || err != nil {
+		t.Fatalf("Reload of the same files = %v, %v; want no change", changed, err)
+	}
+	writeFile(t, n.opts().KeyFile, []byte("garbage"))
+	if _, err := r.Reload(); !errors.Is(err, ErrNoKey) {
+		t.Fatalf("Reload with a broken key: %v", err)
+	}
+	writeFile(t, n.opts().KeyFile, good)
+	if changed, err := r.Reload(); changed || err != nil {
+		t.Fatalf("Reload after the key came back = %v, %v; want no change", changed, err)
+	}
+}

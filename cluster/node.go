@@ -97,6 +97,9 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	if (cfg.RaftServerTLS == nil) != (cfg.RaftClientTLS == nil) {
 		return nil, errors.New("cluster: the Raft port's mutual TLS needs both a server and a client configuration")
 	}
+	if cfg.RaftServerTLS != nil && cfg.Transport != nil {
+		return nil, errors.New("cluster: the Raft port's TLS applies to the TCP transport, not to Config.Transport")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
