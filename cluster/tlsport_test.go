@@ -218,8 +218,14 @@ func startTLSNode(t *testing.T, id string, r *certs.Reloader, bootstrap Bootstra
 		Logger: quiet, LeaderWait: 2 * time.Second, RaftServerTLS: r.PeerServerConfig(), RaftClientTLS: r.ClientConfig(),
 		Logs: raft.NewInmemStore(), Stable: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore(),
 		RaftConfig: func(c *raft.Config) {
-			fastRaft(c)
-			c.TrailingLogs = 1 // a snapshot leaves one entry: a joiner needs InstallSnapshot
+			// Slower than fastRaft: TLS handshakes under -race on a busy
+			// 2-core machine can take longer than its 150 ms timeouts.
+			c.HeartbeatTimeout = time.Second
+			c.ElectionTimeout = time.Second
+			c.LeaderLeaseTimeout = 500 * time.Millisecond
+			c.CommitTimeout = 5 * time.Millisecond
+			c.SnapshotThreshold = 1 << 30 // snapshots only when the test asks
+			c.TrailingLogs = 1            // a snapshot leaves one entry: a joiner needs InstallSnapshot
 		},
 	}, store.New(4))
 	if err != nil {
@@ -276,11 +282,33 @@ func TestMutualTLSGroupElectsAppendsAndInstallsSnapshots(t *testing.T) {
 	waitFor(t, 15*time.Second, func() bool { return len(n1.node.raft.GetConfiguration().Configuration().Servers) == 3 })
 
 	// Leadership moves by a TimeoutNow RPC over mutual TLS.
-	if err := n1.node.Transfer("n2"); err != nil {
-		t.Fatal(err)
+	nodes := []*tlsNode{n1, n2, n3}
+	readyLeader := func() *tlsNode {
+		var ld *tlsNode
+		waitFor(t, 15*time.Second, func() bool {
+			for _, tn := range nodes {
+				if tn.node.Ready() {
+					ld = tn
+					return true
+				}
+			}
+			return false
+		})
+		return ld
 	}
-	waitFor(t, 10*time.Second, n2.node.Ready)
-	for _, tn := range []*tlsNode{n1, n2, n3} {
+	ld := readyLeader()
+	var moved error
+	for try := 0; try < 5; try++ { // a busy machine may elect another leader meanwhile
+		if moved = ld.node.Transfer(""); moved == nil {
+			break
+		}
+		ld = readyLeader()
+	}
+	if moved != nil {
+		t.Fatalf("leadership transfer: %v", moved)
+	}
+	waitFor(t, 15*time.Second, func() bool { l := readyLeader(); return l != ld })
+	for _, tn := range nodes {
 		if _, err := take(tn.client(t), "k", 100); err != nil {
 			t.Fatalf("a decision through %s: %v", tn.id, err)
 		}
@@ -289,7 +317,7 @@ func TestMutualTLSGroupElectsAppendsAndInstallsSnapshots(t *testing.T) {
 	if err != nil || v[2] != int64(100-23) {
 		t.Fatalf("a peek through n3 = %v, %v; want remaining %d", v, err, 100-23)
 	}
-	for _, kv := range n2.node.InfoReplication() {
+	for _, kv := range ld.node.InfoReplication() {
 		if kv[0] == "raft_tls" && kv[1] != "yes" {
 			t.Fatalf("INFO replication raft_tls:%s", kv[1])
 		}
@@ -302,11 +330,11 @@ func TestMutualTLSGroupElectsAppendsAndInstallsSnapshots(t *testing.T) {
 		r  *certs.Reloader
 	}{{"n4", pki(t, other, ca)}, {"n5", pki(t, ca, other)}} {
 		tn := startTLSNode(t, bad.id, bad.r, NoBootstrap, "")
-		err := n2.node.Join(tn.id, tn.raftAddr, tn.addr)
+		err := readyLeader().node.Join(tn.id, tn.raftAddr, tn.addr)
 		if err == nil || !strings.Contains(err.Error(), "mutual TLS") {
 			t.Fatalf("RAFT.JOIN of %s (no valid certificate): %v; want a refusal", tn.id, err)
 		}
-		if got := len(n2.node.raft.GetConfiguration().Configuration().Servers); got != 3 {
+		if got := len(readyLeader().node.raft.GetConfiguration().Configuration().Servers); got != 3 {
 			t.Fatalf("after refusing %s the configuration has %d servers", tn.id, got)
 		}
 		if tn.node.raft.State() == raft.Leader || tn.stat("term") != 0 {
