@@ -5,7 +5,7 @@ BIN     := bin/sluice
 PORT    ?= 6380
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build run cluster test deps vet race fuzz soak bench clean
+.PHONY: all build run cluster test deps vet race fuzz soak bench bench-rls clean
 
 all: build
 
@@ -42,9 +42,10 @@ deps:
 	fi
 	$(GO) mod download
 
-## vet: go vet over the whole module
+## vet: go vet over the whole module, and the layering check (.ci/layers: imports follow the README's diagram)
 vet:
 	$(GO) vet ./...
+	.ci/layers
 
 ## race: every test, with the race detector (fuzz targets run their seed corpora)
 race:
@@ -67,10 +68,16 @@ SOAK ?= 10m
 soak:
 	$(GO) test ./cluster -run TestProcessSoak -v -soak $(SOAK) -timeout 2h
 
-## bench: sluice vs Redis + Lua, side by side; rewrites bench/RESULTS.md (BENCH=full: everything, into bench/full/RESULTS.md)
+## bench: sluice vs Redis + Lua, side by side, then sluice's Envoy rate limit service vs envoyproxy/ratelimit + Redis
+## over gRPC (built once into the user cache directory from the Go module proxy; skipped with a message if it cannot be);
+## rewrites bench/RESULTS.md (BENCH=full: everything, into bench/full/RESULTS.md)
 BENCH_MD = $(if $(filter full,$(BENCH)),bench/full/RESULTS.md,bench/RESULTS.md)
 bench:
 	BENCH=$(BENCH) $(GO) run ./bench -md $(BENCH_MD)
+
+## bench-rls: only the Envoy RLS v3 comparison, into its section of bench/RESULTS.md
+bench-rls:
+	$(GO) run ./bench -rls only -md bench/RESULTS.md
 
 clean:
 	rm -rf bin

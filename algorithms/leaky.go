@@ -6,9 +6,8 @@ package algorithms
 // it tells each admitted caller how long to wait before acting, so that
 // admitted work leaves at exactly the rate.
 //
-// The zero value is not a valid bucket; the edge validates Interval ≥ 1 and
-// Capacity ≥ 1. Capacity×Interval saturates at MaxInt64, so no parameters
-// can make the arithmetic wrap.
+// The zero value is not a valid bucket; the edge validates Interval ≥ 1,
+// Capacity ≥ 1 and RefillFits, as for TokenBucket.
 type LeakyBucket struct {
 	Interval int64 // ns per unit
 	Capacity int64 // units the queue holds

@@ -13,7 +13,9 @@ func wait(limit, remaining int64, retry, reset time.Duration) Result {
 
 const sec = time.Second
 
-func TestLeakyIssueExample(t *testing.T) {
+// TestLeakyQueuesFourCallsAtOneInstant: 1/s, capacity 3, four calls at
+// one instant: three are queued one second apart, the fourth is denied.
+func TestLeakyQueuesFourCallsAtOneInstant(t *testing.T) {
 	// 1/s, capacity 3, four calls at one instant:
 	// [1,3,2,0,1000] [1,3,1,1000,2000] [1,3,0,2000,3000] [0,3,0,1000,3000]
 	runScript(t, &leakyLimiter{b: LeakyBucket{Interval: int64(sec), Capacity: 3}}, []step{

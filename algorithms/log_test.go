@@ -143,3 +143,72 @@ func BenchmarkLogTake(b *testing.B) {
 		_, s = log.Take(s, now, 1)
 	}
 }
+
+// TestLogDraftDecidesLikeTakesInARow: decisions taken on one draft at one
+// instant, then applied once, give the results and the entries that the
+// same decisions give as Takes one after another, whatever their limits,
+// windows and costs, and the base ring is not written before Apply.
+func TestLogDraftDecidesLikeTakesInARow(t *testing.T) {
+	rng := newRand(35)
+	for trial := 0; trial < 2000; trial++ {
+		var s LogState
+		now := t0
+		for k := int(rng.int63n(40)); k > 0; k-- { // a history: units logged over 3 s
+			now += rng.int63n(int64(100 * ms))
+			_, s = SlidingLog{Limit: 50, Window: int64(3 * sec)}.Take(s, now, 1+rng.int63n(3))
+		}
+		now += rng.int63n(int64(2 * sec))
+		seq := s.Clone()
+		base := s.Clone()
+		d := NewLogDraft(s)
+		for m := 1 + int(rng.int63n(12)); m > 0; m-- {
+			l := SlidingLog{Limit: 1 + rng.int63n(60), Window: int64(1+int(rng.int63n(4))) * int64(sec)}
+			n := rng.int63n(8) - 2
+			want, next := l.Take(seq, now, n)
+			seq = next
+			got := l.Decide(&d, now, n)
+			if got != want {
+				t.Fatalf("trial %d: Decide(n=%d, %+v) = %s; Take gave %s", trial, n, l, fmtResult(got), fmtResult(want))
+			}
+			if !slices.Equal(s.Ring, base.Ring) {
+				t.Fatalf("trial %d: Decide wrote into the base ring", trial)
+			}
+		}
+		applied := d.Apply(60)
+		if got, want := applied.Entries(nil), seq.Entries(nil); !slices.Equal(got, want) {
+			t.Fatalf("trial %d: applied draft holds %v; Takes in a row %v", trial, got, want)
+		}
+		if applied.Count == 0 && applied.Ring != nil {
+			t.Fatalf("trial %d: an empty draft applied to %+v; want the zero state", trial, applied)
+		}
+	}
+}
+
+// TestLogGrowsWithinTheRingsCapacity: a ring whose backing array has room
+// grows (and shrinks) in place, its entries in order, allocating nothing:
+// what lets a keyspace give a log its room before building it.
+func TestLogGrowsWithinTheRingsCapacity(t *testing.T) {
+	log := SlidingLog{Limit: 1000, Window: int64(sec)}
+	backing := make([]int64, 0, 1000)
+	s := LogState{Ring: backing}
+	now := t0
+	for i := 0; i < 900; i++ {
+		now += int64(ms) / 10
+		allocs := testing.AllocsPerRun(1, func() { _, s = log.Take(s, now, 1) })
+		_, s = log.Take(s, now, -1) // AllocsPerRun runs it twice
+		if allocs != 0 || &s.Ring[:1][0] != &backing[:1][0] {
+			t.Fatalf("unit %d: %v allocations, ring of %d in the same array: %v", i, allocs, len(s.Ring), &s.Ring[:1][0] == &backing[:1][0])
+		}
+	}
+	if s.Count != 900 || s.Entries(nil)[899] != now {
+		t.Fatalf("after 900 units: %d entries, newest %d; want 900, %d", s.Count, s.Entries(nil)[899], now)
+	}
+	d := NewLogDraft(s)
+	log.Decide(&d, now+int64(2*sec), 1) // everything left: the ring is mostly empty
+	if want := d.RingLen(log.Limit); want >= int64(len(s.Ring)) {
+		t.Fatalf("RingLen after the log emptied = %d; want less than %d", want, len(s.Ring))
+	}
+	if s = d.Apply(log.Limit); s.Count != 1 || &s.Ring[:1][0] != &backing[:1][0] {
+		t.Fatalf("shrunk log: %+v; want one entry in the same array", s.Count)
+	}
+}

@@ -22,8 +22,9 @@ type step struct {
 	want Result
 }
 
-// runScript plays steps against l and checks every reply and that the
-// state expires exactly when the reply says it is back to its initial state.
+// runScript, the package's one script runner, plays steps against l and
+// checks every reply; a token bucket's peeks must also hand back the state
+// as it stands.
 func runScript(t *testing.T, l limiter, steps []step) {
 	t.Helper()
 	for i, st := range steps {
@@ -32,16 +33,23 @@ func runScript(t *testing.T, l limiter, steps []step) {
 		if got != st.want {
 			t.Fatalf("step %d: take(t0+%v, n=%d) = %s; want %s", i, st.at, st.n, fmtResult(got), fmtResult(st.want))
 		}
+		if tl, ok := l.(*tokenLimiter); ok && tl.peekMoved {
+			t.Fatalf("step %d: a peek (n=0) handed back a changed state", i)
+		}
 	}
 }
 
 type tokenLimiter struct {
-	b TokenBucket
-	s TokenState
+	b         TokenBucket
+	s         TokenState
+	peekMoved bool // a peek's state was not the stored one at the same instant
 }
 
 func (l *tokenLimiter) take(now, n int64) Result {
 	r, s := l.b.Take(l.s, now, n)
+	if n == 0 && s != usedState(l.s, now, l.b) {
+		l.peekMoved = true
+	}
 	if r.Allowed && n != 0 {
 		l.s = s
 	}

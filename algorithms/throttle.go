@@ -17,7 +17,8 @@ package algorithms
 // divides microseconds as floats for remaining; this divides nanoseconds as
 // integers.
 //
-// The zero value is not valid; the edge validates Interval ≥ 1, Limit ≥ 1.
+// The zero value is not valid; the edge validates Interval ≥ 1, Limit ≥ 1
+// and RefillFits(Limit, Interval).
 type CellThrottle struct {
 	Interval int64 // ns per unit: the emission interval
 	Limit    int64 // max_burst + 1

@@ -3,12 +3,27 @@ package algorithms
 // TokenBucket is a token bucket in GCRA form: a full bucket holds Capacity
 // tokens and one token comes back every Interval nanoseconds.
 //
-// The zero value is not a valid bucket; the edge validates Interval ≥ 1 and
-// Capacity ≥ 1 before building one. Capacity×Interval saturates at MaxInt64,
-// so no parameters can make the arithmetic wrap.
+// The zero value is not a valid bucket; the edge validates Interval ≥ 1,
+// Capacity ≥ 1 and RefillFits before building one. (Beyond MaxRefill the
+// arithmetic saturates rather than wraps, but Limit would then overstate
+// the bucket and the state's expiry could saturate before its reset.)
 type TokenBucket struct {
 	Interval int64 // ns per token
 	Capacity int64 // tokens in a full bucket
+}
+
+// MaxRefill is the longest time, in nanoseconds, that a token bucket may
+// take to fill from empty, or a leaky bucket's queue to drain from full:
+// Capacity × Interval is at most 2^62 ns, about 146 years. A state then
+// ends at most that long after now, which int64 nanoseconds hold for any
+// now before the year 2116, so that a state's reset after (ResetAfter) and
+// the instant it expires always agree.
+const MaxRefill = 1 << 62
+
+// RefillFits reports whether a bucket of capacity units, one every
+// interval nanoseconds (both ≥ 1), fills within MaxRefill.
+func RefillFits(capacity, interval int64) bool {
+	return capacity >= 1 && interval >= 1 && capacity <= MaxRefill/interval
 }
 
 // TokenState is a bucket's whole state: its theoretical arrival time (TAT),

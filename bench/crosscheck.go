@@ -23,9 +23,10 @@ type crossRun struct {
 	rps     float64
 }
 
-// crossCheck runs redis-benchmark against fresh servers, the figure of
-// issue 2: RL.TOKEN on sluice and INCR on Redis, 50 connections, pipeline
-// 16, a million requests over 100000 random keys.
+// crossCheck runs redis-benchmark against fresh servers, as a second
+// opinion on the load generator's figures: RL.TOKEN on sluice and INCR on
+// Redis, 50 connections, pipeline 16, a million requests over 100000 random
+// keys.
 func crossCheck(ctx context.Context, targets map[string]*target, log io.Writer) []crossRun {
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {

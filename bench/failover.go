@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // A failover trial: clients on the followers of a fresh group send one
@@ -64,8 +66,8 @@ func (p *prober) run(stop <-chan struct{}, deadline time.Time) {
 			conn.Close()
 		}
 	}()
-	req := appendCommand(nil, "RL.TOKEN", p.key, "1000", "1000000", "1")
-	var v value
+	req := resp.AppendCommand(nil, "RL.TOKEN", p.key, "1000", "1000000", "1")
+	var v resp.Value
 	for time.Now().Before(deadline) {
 		select {
 		case <-stop:
@@ -85,7 +87,7 @@ func (p *prober) run(stop <-chan struct{}, deadline time.Time) {
 		conn.SetDeadline(ev.sent.Add(probeTimeout))
 		_, err := conn.Write(req)
 		if err == nil {
-			err = readValue(br, &v)
+			err = resp.Read(br, &v)
 		}
 		ev.got = time.Now()
 		switch {
@@ -93,13 +95,13 @@ func (p *prober) run(stop <-chan struct{}, deadline time.Time) {
 			ev.what = "connection: " + err.Error()
 			conn.Close()
 			conn = nil
-		case v.isError():
-			ev.what = errorKind(string(v.text))
+		case v.IsError():
+			ev.what = errorKind(string(v.Text))
 		default:
 			allowed, bad := checkDecision(workload{capacity: 1_000_000}, &v)
 			ev.admitted = bad == "" && allowed == 1
 			if !ev.admitted {
-				ev.what = "not admitted: " + describe(&v)
+				ev.what = "not admitted: " + v.String()
 			}
 		}
 		p.record(ev)

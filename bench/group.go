@@ -171,11 +171,11 @@ func (m *member) info(timeout time.Duration) (replInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v.isError() || v.kind != '$' {
-		return nil, fmt.Errorf("INFO replication at %s: %s", m.resp, describe(v))
+	if v.IsError() || v.Kind != '$' {
+		return nil, fmt.Errorf("INFO replication at %s: %s", m.resp, v.String())
 	}
 	out := replInfo{}
-	for _, line := range strings.Split(string(v.text), "\n") {
+	for _, line := range strings.Split(string(v.Text), "\n") {
 		if k, val, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
 			out[k] = val
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // The load itself: closed-loop connections, each writing a batch of depth
@@ -115,7 +116,7 @@ type worker struct {
 	out     []byte
 	key     []byte
 	now     []byte
-	v       value
+	v       resp.Value
 	rng     *rand.Rand
 	zipf    *rand.Zipf
 	t       tally
@@ -185,7 +186,7 @@ func (w *worker) run() {
 		var arrived time.Time
 		reads := w.cc.reads
 		for i := 0; i < n; i++ {
-			if err := readValue(w.r, &w.v); err != nil {
+			if err := resp.Read(w.r, &w.v); err != nil {
 				w.lost(n-i, "connection: read: "+err.Error())
 				return
 			}
@@ -204,7 +205,7 @@ func (w *worker) run() {
 				} else if allowed == 0 {
 					w.t.denied++
 				}
-			case w.sha != "" && w.v.isError() && hasPrefix(w.v.text, "NOSCRIPT"):
+			case w.sha != "" && w.v.IsError() && hasPrefix(w.v.Text, "NOSCRIPT"):
 				w.t.nosc++ // not a decision: the script is loaded again below
 				reload = true
 			default:
@@ -242,15 +243,15 @@ func (w *worker) lost(n int, why string) {
 // loadScript loads the scenario's script on this connection (after
 // NOSCRIPT: the server lost its script cache).
 func (w *worker) loadScript() error {
-	w.scratch = appendCommand(w.scratch[:0], "SCRIPT", "LOAD", w.l.sc.lua)
+	w.scratch = resp.AppendCommand(w.scratch[:0], "SCRIPT", "LOAD", w.l.sc.lua)
 	if _, err := w.conn.Write(w.scratch); err != nil {
 		return err
 	}
-	if err := readValue(w.r, &w.v); err != nil {
+	if err := resp.Read(w.r, &w.v); err != nil {
 		return err
 	}
-	if w.v.kind != '$' || string(w.v.text) != w.sha {
-		return fmt.Errorf("want the script's SHA1 %s, got %s", w.sha, describe(&w.v))
+	if w.v.Kind != '$' || string(w.v.Text) != w.sha {
+		return fmt.Errorf("want the script's SHA1 %s, got %s", w.sha, w.v.String())
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // The Lua limiters, run by a real redis-server, as scripts of instants: the
@@ -26,7 +28,7 @@ func evalsha(t *testing.T, srv *server, args ...string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return describe(v)
+	return v.String()
 }
 
 func TestLuaTokenBucket(t *testing.T) {
@@ -61,7 +63,7 @@ func TestLuaTokenBucket(t *testing.T) {
 	// Both keys live for twice the fill time: floor(2/1*2) = 4 s.
 	for _, key := range []string{"b.tokens", "b.ts"} {
 		v, err := srv.call(time.Second, "TTL", key)
-		if err != nil || !v.isInt() || v.num < 3 || v.num > 4 {
+		if err != nil || !v.IsInt() || v.Num < 3 || v.Num > 4 {
 			t.Fatalf("TTL %s = %v, %v; want 4 s (twice the time to fill)", key, describeOrNil(v), err)
 		}
 	}
@@ -91,14 +93,14 @@ func TestLuaFixedWindow(t *testing.T) {
 		}
 	}
 	v, err := srv.call(time.Second, "TTL", "w")
-	if err != nil || !v.isInt() || v.num < 9 || v.num > 10 {
+	if err != nil || !v.IsInt() || v.Num < 9 || v.Num > 10 {
 		t.Fatalf("TTL = %v, %v; want the window's 10 s, set by the first hit only", describeOrNil(v), err)
 	}
 }
 
-func describeOrNil(v *value) string {
+func describeOrNil(v *resp.Value) string {
 	if v == nil {
 		return "no reply"
 	}
-	return describe(v)
+	return v.String()
 }

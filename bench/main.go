@@ -1,17 +1,20 @@
 // Command bench measures sluice against Redis running the Lua rate limiters
-// people deploy today, side by side, over loopback TCP. It imports nothing of
-// sluice: it builds ./cmd/sluice from the tree (or drives a running server)
-// and speaks RESP to it.
+// people deploy today, side by side, over loopback TCP, and sluice's Envoy
+// rate limit service against envoyproxy/ratelimit + Redis over gRPC. It
+// imports nothing of sluice: it builds ./cmd/sluice from the tree (or
+// drives a running server) and speaks RESP and gRPC to it.
 //
 //	go run ./bench                       # the quick run (about a minute and a half)
 //	BENCH=full go run ./bench            # everything: depths, cardinalities, zipf, cores
 //	go run ./bench -scenarios sluice-token,redis-lua-token -P 1,16 -c 50 -d 5s
 //	go run ./bench -sluice 127.0.0.1:6380 -redis 127.0.0.1:6379
+//	go run ./bench -sluice-bin /tmp/sluice-old -scenarios sluice-token -P 1,16   # a binary built elsewhere
 //	go run ./bench -md bench/RESULTS.md  # also write the report and the chart
 //	go run ./bench -redis off -scenarios sluice-token,group-token,group-token-follower -P 16,1
 //	                                     # a fresh 3-node group (-cluster 3) per round vs one node
 //	go run ./bench -failover 7           # kill -9 the leader of a fresh group, 7 times
 //	go run ./bench -recovery 5           # restart a follower of a group of 100,000 keys, 5 times
+//	go run ./bench -rls only             # Envoy RLS v3: sluice vs envoyproxy/ratelimit + Redis, over gRPC
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +42,7 @@ const (
 // options are the command line.
 type options struct {
 	sluice, redis     string
+	sluiceBin         string
 	plan              string
 	scenarios, depths string
 	conns             int
@@ -56,6 +61,7 @@ type options struct {
 	crossCheck        bool
 	cluster           int // nodes of the groups the group scenarios and trials start
 	trials            trialOptions
+	rls               rlsOptions
 }
 
 func main() {
@@ -93,24 +99,47 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	rep, err := bench(ctx, o, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "bench:", err)
-		if ctx.Err() != nil {
-			return 130
-		}
-		return 1
-	}
-	rep.printText(stdout)
-	if o.md != "" {
-		if err := rep.writeMarkdown(o.md); err != nil {
+	failed := int64(0)
+	if o.rls.mode != "only" {
+		rep, err := bench(ctx, o, stderr)
+		if err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
+			if ctx.Err() != nil {
+				return 130
+			}
 			return 1
 		}
-		fmt.Fprintln(stderr, "bench: wrote", o.md)
+		rep.printText(stdout)
+		if o.md != "" {
+			if err := rep.writeMarkdown(o.md); err != nil {
+				fmt.Fprintln(stderr, "bench:", err)
+				return 1
+			}
+			fmt.Fprintln(stderr, "bench: wrote", o.md)
+		}
+		failed += rep.errorCount()
 	}
-	if n := rep.errorCount(); n > 0 {
-		fmt.Fprintf(stderr, "bench: %d requests failed their checks (see the problems above)\n", n)
+	if o.rls.wanted(o.plan) {
+		rrep, err := runRLS(ctx, o, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			if ctx.Err() != nil {
+				return 130
+			}
+			return 1
+		}
+		rrep.printText(stdout)
+		if o.md != "" {
+			if err := rrep.writeMarkdown(o.md); err != nil {
+				fmt.Fprintln(stderr, "bench:", err)
+				return 1
+			}
+			fmt.Fprintln(stderr, "bench: wrote the RLS comparison into", o.md)
+		}
+		failed += rrep.errorCount()
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "bench: %d requests failed their checks (see the problems above)\n", failed)
 		return 1
 	}
 	return 0
@@ -121,6 +150,7 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.sluice, "sluice", "", "address of a running sluice (default: build ./cmd/sluice and start a fresh one per run)")
+	fs.StringVar(&o.sluiceBin, "sluice-bin", "", "a sluice binary to start instead of building ./cmd/sluice (to compare two builds with the same plan)")
 	fs.StringVar(&o.redis, "redis", "", `address of a running Redis (default: start redis-server per run if on PATH; "off" to skip Redis)`)
 	fs.StringVar(&o.plan, "plan", "", "quick, full or custom (default: $BENCH, else quick; -scenarios or -P alone mean custom)")
 	fs.StringVar(&o.scenarios, "scenarios", "sluice-ping,sluice-token,redis-lua-token,redis-incr", "custom plan: scenarios, of "+scenarioNames())
@@ -143,6 +173,7 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.crossCheck, "redis-benchmark", true, "quick and full plans: also run redis-benchmark on the same servers, if installed")
 	fs.IntVar(&o.cluster, "cluster", 3, "nodes of the replicated group bench starts on loopback for every round of a group-* scenario, and for -failover and -recovery")
 	o.trials.flags(fs)
+	o.rls.flags(fs)
 	if err := fs.Parse(argv); err != nil {
 		return nil, err
 	}
@@ -199,8 +230,13 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-gomaxprocs %d: want 0 or more", o.procs)
 	case o.cluster < 1 || o.cluster > maxGroupSize:
 		return nil, fmt.Errorf("-cluster %d: want 1 to %d nodes", o.cluster, maxGroupSize)
+	case o.sluiceBin != "" && o.sluice != "":
+		return nil, fmt.Errorf("-sluice-bin and -sluice: give a binary to start or a running server, not both")
 	}
 	if err := o.trials.check(o.cluster); err != nil {
+		return nil, err
+	}
+	if err := o.rls.check(); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -285,18 +321,12 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 	if o.sluice != "" {
 		targets["sluice"] = &target{kind: "sluice", addr: o.sluice}
 	} else {
-		wd, err := os.Getwd()
+		bin, err := sluiceBinary(ctx, o, tmp, log)
 		if err != nil {
 			return nil, nil, err
 		}
-		root, err := moduleRoot(wd)
-		if err != nil {
-			return nil, nil, err
-		}
-		fmt.Fprintln(log, "bench: building ./cmd/sluice from", root)
-		bin, err := buildSluice(ctx, root, tmp)
-		if err != nil {
-			return nil, nil, err
+		if o.sluiceBin != "" {
+			notes = append(notes, "sluice: the binary "+bin+" (-sluice-bin), not built from this tree.")
 		}
 		targets["sluice"] = &target{kind: "sluice", bin: bin, dir: tmp}
 		for name, t := range groupTargets(bin, tmp, o.cluster) {
@@ -333,6 +363,32 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 	}
 	notes = append(notes, "CPUs: "+cpus.describe()+".")
 	return targets, notes, nil
+}
+
+// sluiceBinary returns the sluice binary to start: -sluice-bin, or
+// ./cmd/sluice of the source tree built into dir.
+func sluiceBinary(ctx context.Context, o *options, dir string, log io.Writer) (string, error) {
+	if o.sluiceBin != "" {
+		bin, err := filepath.Abs(o.sluiceBin)
+		if err != nil {
+			return "", err
+		}
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("-sluice-bin: %w", err)
+		}
+		fmt.Fprintln(log, "bench: starting", bin)
+		return bin, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	root, err := moduleRoot(wd)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintln(log, "bench: building ./cmd/sluice from", root)
+	return buildSluice(ctx, root, dir)
 }
 
 // commandLine is how the run was invoked, for the report.

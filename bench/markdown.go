@@ -43,17 +43,23 @@ func (rep *report) writeMarkdown(path string) error {
 // spliceSection replaces the generated section of doc with section, or adds
 // it: to a new file under a title, to a file without one at the end.
 func spliceSection(doc []byte, section string) []byte {
-	block := sectionBegin + "\n" + section + sectionEnd + "\n"
+	return spliceBlock(doc, sectionBegin, sectionEnd, section)
+}
+
+// spliceBlock replaces what lies between the markers begin and end in doc
+// with section, or adds the block as spliceSection does.
+func spliceBlock(doc []byte, begin, end, section string) []byte {
+	block := begin + "\n" + section + end + "\n"
 	if len(bytes.TrimSpace(doc)) == 0 {
 		return []byte("# Benchmark results\n\n" + block)
 	}
-	i := bytes.Index(doc, []byte(sectionBegin))
-	j := bytes.Index(doc, []byte(sectionEnd))
+	i := bytes.Index(doc, []byte(begin))
+	j := bytes.Index(doc, []byte(end))
 	if i < 0 || j < i {
 		out := append(bytes.TrimRight(doc, "\n"), "\n\n"...)
 		return append(out, block...)
 	}
-	rest := doc[j+len(sectionEnd):]
+	rest := doc[j+len(end):]
 	rest = bytes.TrimPrefix(rest, []byte("\n"))
 	out := append([]byte{}, doc[:i]...)
 	out = append(out, block...)
@@ -130,7 +136,7 @@ func (rep *report) markdown(chart string) string {
 		fmt.Fprintf(&b, "### Chart\n\n![throughput and p99 against pipeline depth](%s)\n\n", chart)
 	}
 	if len(rep.cross) > 0 {
-		b.WriteString("### redis-benchmark cross-check (same session, fresh servers)\n\n")
+		b.WriteString("### redis-benchmark cross-check (the same bench run, fresh servers)\n\n")
 		for _, c := range rep.cross {
 			cmd := c.command
 			if cmd == "" {

@@ -2,65 +2,39 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // Unit tests of the generator's parts: the reply reader, the request
 // templates, the checks, the report's section splicing and the chart.
 
-func parse(t *testing.T, s string) *value {
+// parse reads one reply.
+func parse(t *testing.T, s string) *resp.Value {
 	t.Helper()
-	v := new(value)
-	if err := readValue(bufio.NewReader(strings.NewReader(s)), v); err != nil {
-		t.Fatalf("readValue(%q): %v", s, err)
+	v := new(resp.Value)
+	if err := resp.Read(bufio.NewReader(strings.NewReader(s)), v); err != nil {
+		t.Fatalf("resp.Read(%q): %v", s, err)
 	}
 	return v
 }
 
-func TestReadValue(t *testing.T) {
-	cases := map[string]string{
-		"+PONG\r\n":                            "+PONG",
-		"-ERR x y\r\n":                         "-ERR x y",
-		":-12\r\n":                             ":-12",
-		"$3\r\nabc\r\n":                        `"abc"`,
-		"$-1\r\n":                              "null bulk",
-		"*-1\r\n":                              "null array",
-		"*2\r\n:1\r\n*1\r\n$0\r\n\r\n":         `*2[:1 *1[""]]`,
-		"%1\r\n+a\r\n:1\r\n":                   "%1[+a :1]",
-		"_\r\n":                                "null",
-		"|1\r\n+ttl\r\n:3\r\n:7\r\n":           ":7",
-		"!5\r\nERR x\r\n":                      `-ERR x`,
-		"*5\r\n:1\r\n:2\r\n:3\r\n:4\r\n:5\r\n": "*5[:1 :2 :3 :4 :5]",
-	}
-	for in, want := range cases {
-		if got := describe(parse(t, in)); got != want {
-			t.Errorf("describe(read(%q)) = %s; want %s", in, got, want)
-		}
-	}
-	for _, bad := range []string{"?x\r\n", ":1x\r\n", "$5\r\nab\r\n", "*2\r\n:1\r\n", "$2\r\nabcd", "+no crlf\n",
-		"$99999999999\r\n", strings.Repeat("*1\r\n", 20) + ":1\r\n"} {
-		if err := readValue(bufio.NewReader(strings.NewReader(bad)), new(value)); err == nil {
-			t.Errorf("readValue(%q) = nil error; want a failure", bad)
-		}
-	}
-}
-
-// TestReadValueReuses checks that reading replies of a known shape does not
-// allocate: the generator must not be what limits throughput.
-func TestReadValueReuses(t *testing.T) {
+// TestReadingAndCheckingRepliesDoesNotAllocate: reading and checking
+// replies of a known shape does not allocate: the generator must not be
+// what limits throughput.
+func TestReadingAndCheckingRepliesDoesNotAllocate(t *testing.T) {
 	reply := "*5\r\n:1\r\n:100\r\n:99\r\n:0\r\n:100\r\n"
 	src := strings.NewReader("")
 	r := bufio.NewReader(src)
-	v := new(value)
+	v := new(resp.Value)
 	allocs := testing.AllocsPerRun(100, func() {
 		src.Reset(reply)
 		r.Reset(src)
-		if err := readValue(r, v); err != nil {
+		if err := resp.Read(r, v); err != nil {
 			t.Fatal(err)
 		}
 		if _, bad := checkDecision(testWorkload, v); bad != "" {
@@ -72,28 +46,12 @@ func TestReadValueReuses(t *testing.T) {
 	}
 }
 
-func FuzzReadValue(f *testing.F) {
-	for _, s := range []string{"+OK\r\n", "*2\r\n:1\r\n$1\r\nx\r\n", "%1\r\n+a\r\n_\r\n", "$-1\r\n", "|1\r\n+a\r\n+b\r\n+c\r\n"} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		v := new(value)
-		r := bufio.NewReader(bytes.NewReader(b))
-		for i := 0; i < 4; i++ { // several replies in a row, reusing v
-			if readValue(r, v) != nil {
-				return
-			}
-			describe(v)
-		}
-	})
-}
-
 func TestTemplate(t *testing.T) {
 	sc := findScenario("redis-lua-token")
 	tmpl := compileTemplate(sc.args(testWorkload, "abc"), len(sc.prefix)+keyDigits)
 	key := appendKey(nil, sc.prefix, 42)
 	got := string(tmpl.encode(nil, key, []byte("1700000000")))
-	want := string(appendCommand(nil, "EVALSHA", "abc", "2", "rl.{tk:000000000042}.tokens", "rl.{tk:000000000042}.timestamp",
+	want := string(resp.AppendCommand(nil, "EVALSHA", "abc", "2", "rl.{tk:000000000042}.tokens", "rl.{tk:000000000042}.timestamp",
 		"10", "100", "1700000000", "1"))
 	if got != want {
 		t.Fatalf("encode = %q;\nwant %q", got, want)
@@ -101,7 +59,7 @@ func TestTemplate(t *testing.T) {
 	tk := findScenario("sluice-token")
 	tmpl = compileTemplate(tk.args(testWorkload, ""), len(tk.prefix)+keyDigits)
 	got = string(tmpl.encode(nil, appendKey(nil, tk.prefix, 999_999_999_999), nil))
-	if want := string(appendCommand(nil, "RL.TOKEN", "tk:999999999999", "10", "100", "1")); got != want {
+	if want := string(resp.AppendCommand(nil, "RL.TOKEN", "tk:999999999999", "10", "100", "1")); got != want {
 		t.Fatalf("encode = %q; want %q", got, want)
 	}
 }
@@ -274,31 +232,4 @@ func TestCPUPlacement(t *testing.T) {
 	if !strings.Contains(off.describe(), "not pinned (-pin off)") {
 		t.Errorf("describe: %q", off.describe())
 	}
-}
-
-// atoi accepts exactly what strconv.ParseInt accepts in base 10 without a
-// '+', and returns the same value.
-func TestAtoi(t *testing.T) {
-	for _, s := range []string{"0", "-0", "7", "-7", "1234567890", "9223372036854775807", "-9223372036854775808",
-		"9223372036854775808", "-9223372036854775809", "99999999999999999999", "", "-", "+1", "1x", " 1", "00012",
-		"18446744073709551615", "-18446744073709551616"} {
-		checkAtoi(t, s)
-	}
-}
-
-func checkAtoi(t *testing.T, s string) {
-	t.Helper()
-	got, ok := atoi([]byte(s))
-	want, err := strconv.ParseInt(s, 10, 64)
-	wantOK := err == nil && !strings.HasPrefix(s, "+")
-	if ok != wantOK || (ok && got != want) {
-		t.Errorf("atoi(%q) = %d, %v; strconv says %d, %v", s, got, ok, want, err)
-	}
-}
-
-func FuzzAtoi(f *testing.F) {
-	for _, s := range []string{"0", "-12", "9223372036854775807", "-9223372036854775808", "1e3"} {
-		f.Add(s)
-	}
-	f.Fuzz(checkAtoi)
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // A recovery trial: a fresh group is loaded with keys, optionally every
@@ -88,7 +90,7 @@ func recoveryTrial(ctx context.Context, cfg groupConfig, keys int, snapshot bool
 	res.loadedRate = float64(keys) / time.Since(t).Seconds()
 	if snapshot {
 		for _, m := range g.members {
-			if v, err := (&server{addr: m.resp}).call(time.Minute, "RAFT.SNAPSHOT"); err != nil || v.isError() {
+			if v, err := (&server{addr: m.resp}).call(time.Minute, "RAFT.SNAPSHOT"); err != nil || v.IsError() {
 				return nil, fmt.Errorf("RAFT.SNAPSHOT on %s: %v %s", m.id, err, describeMaybe(v))
 			}
 		}
@@ -184,11 +186,11 @@ func recoveryTrial(ctx context.Context, cfg groupConfig, keys int, snapshot bool
 	return res, nil
 }
 
-func describeMaybe(v *value) string {
+func describeMaybe(v *resp.Value) string {
 	if v == nil {
 		return ""
 	}
-	return describe(v)
+	return v.String()
 }
 
 // The sentinel: one decision written after everything else.
@@ -198,16 +200,16 @@ func sentinelCmd(n int) []string {
 
 // sentinelSays reports whether v is the sentinel's state after its one
 // decision: admitted (a take) or seen (a peek), 99 of 100 left.
-func sentinelSays(v *value) bool {
+func sentinelSays(v *resp.Value) bool {
 	allowed, bad := checkDecision(workload{capacity: 100}, v)
-	return bad == "" && allowed == 1 && v.elems[2].num == 99
+	return bad == "" && allowed == 1 && v.Elems[2].Num == 99
 }
 
 // peeker reads the sentinel from one node's own replica (READONLY).
 type peeker struct {
 	conn net.Conn
 	br   *bufio.Reader
-	v    value
+	v    resp.Value
 }
 
 func newPeeker(addr string) (*peeker, error) {
@@ -216,19 +218,19 @@ func newPeeker(addr string) (*peeker, error) {
 		return nil, err
 	}
 	p := &peeker{conn: conn, br: bufio.NewReader(conn)}
-	if err := p.do("READONLY"); err != nil || p.v.kind != '+' {
+	if err := p.do("READONLY"); err != nil || p.v.Kind != '+' {
 		conn.Close()
-		return nil, fmt.Errorf("READONLY: %v %s", err, describe(&p.v))
+		return nil, fmt.Errorf("READONLY: %v %s", err, p.v.String())
 	}
 	return p, nil
 }
 
 func (p *peeker) do(args ...string) error {
 	p.conn.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := p.conn.Write(appendCommand(nil, args...)); err != nil {
+	if _, err := p.conn.Write(resp.AppendCommand(nil, args...)); err != nil {
 		return err
 	}
-	return readValue(p.br, &p.v)
+	return resp.Read(p.br, &p.v)
 }
 
 // sentinel reports whether the node's replica has the sentinel's decision.
@@ -307,24 +309,24 @@ func loadRange(addr string, lo, hi int) error {
 	defer conn.Close()
 	br := bufio.NewReaderSize(conn, 64<<10)
 	var out []byte
-	var v value
+	var v resp.Value
 	w := workload{capacity: 100}
 	for k := lo; k < hi; k += loadBatch {
 		n := min(loadBatch, hi-k)
 		out = out[:0]
 		for i := 0; i < n; i++ {
-			out = appendCommand(out, "RL.TOKEN", string(appendKey(nil, "rk:", uint64(k+i))), "1/h", "100", "1")
+			out = resp.AppendCommand(out, "RL.TOKEN", string(appendKey(nil, "rk:", uint64(k+i))), "1/h", "100", "1")
 		}
 		conn.SetDeadline(time.Now().Add(30 * time.Second))
 		if _, err := conn.Write(out); err != nil {
 			return err
 		}
 		for i := 0; i < n; i++ {
-			if err := readValue(br, &v); err != nil {
+			if err := resp.Read(br, &v); err != nil {
 				return err
 			}
 			if allowed, bad := checkDecision(w, &v); bad != "" || allowed != 1 {
-				return fmt.Errorf("loading rk:%d: want an admitted decision, got %s", k+i, describe(&v))
+				return fmt.Errorf("loading rk:%d: want an admitted decision, got %s", k+i, v.String())
 			}
 		}
 	}
@@ -342,20 +344,20 @@ func scanCount(addr string, limit int) (int64, error) {
 	br := bufio.NewReaderSize(conn, 64<<10)
 	cursor := "0"
 	var n int64
-	var v value
+	var v resp.Value
 	for i := 0; i < limit/1000+100; i++ {
 		conn.SetDeadline(time.Now().Add(30 * time.Second))
-		if _, err := conn.Write(appendCommand(nil, "SCAN", cursor, "COUNT", "10000")); err != nil {
+		if _, err := conn.Write(resp.AppendCommand(nil, "SCAN", cursor, "COUNT", "10000")); err != nil {
 			return 0, err
 		}
-		if err := readValue(br, &v); err != nil {
+		if err := resp.Read(br, &v); err != nil {
 			return 0, err
 		}
-		if v.kind != '*' || len(v.elems) != 2 || v.elems[0].kind != '$' || v.elems[1].kind != '*' {
-			return 0, fmt.Errorf("SCAN: want [cursor, keys], got %s", describe(&v))
+		if v.Kind != '*' || len(v.Elems) != 2 || v.Elems[0].Kind != '$' || v.Elems[1].Kind != '*' {
+			return 0, fmt.Errorf("SCAN: want [cursor, keys], got %s", v.String())
 		}
-		n += int64(len(v.elems[1].elems))
-		cursor = string(v.elems[0].text)
+		n += int64(len(v.Elems[1].Elems))
+		cursor = string(v.Elems[0].Text)
 		if cursor == "0" {
 			return n, nil
 		}

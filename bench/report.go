@@ -308,3 +308,11 @@ func groupDigits(v float64) string {
 	}
 	return b.String()
 }
+
+// clip cuts s to n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

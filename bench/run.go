@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/bench/internal/proc"
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // One run: a scenario at one setting, on a fresh server when bench starts
@@ -134,10 +135,10 @@ func loadScript(srv *server, src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if v.kind != '$' || string(v.text) != scriptSHA(src) {
-		return "", fmt.Errorf("SCRIPT LOAD: want %s, got %s", scriptSHA(src), describe(v))
+	if v.Kind != '$' || string(v.Text) != scriptSHA(src) {
+		return "", fmt.Errorf("SCRIPT LOAD: want %s, got %s", scriptSHA(src), v.String())
 	}
-	return string(v.text), nil
+	return string(v.Text), nil
 }
 
 // probe sends one request of the scenario and reports why the scenario
@@ -147,7 +148,7 @@ func probe(srv *server, l *load) string {
 	now := strconv.AppendInt(nil, time.Now().Unix(), 10)
 	v, err := srv.send(5*time.Second, l.tmpl.encode(nil, appendKey(nil, l.sc.prefix, 0), now))
 	if err == nil && isUnknownCommand(v) {
-		return "the server does not have the command: " + describe(v)
+		return "the server does not have the command: " + v.String()
 	}
 	return ""
 }
@@ -159,6 +160,6 @@ func selfCPU() (time.Duration, error) {
 
 // isUnknownCommand reports whether an error reply says the server lacks the
 // command (Redis's wording, which sluice shares).
-func isUnknownCommand(v *value) bool {
-	return v.isError() && strings.HasPrefix(string(v.text), "ERR unknown command")
+func isUnknownCommand(v *resp.Value) bool {
+	return v.IsError() && strings.HasPrefix(string(v.Text), "ERR unknown command")
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // The scenarios: one command shape each, sent to one server, with the check
@@ -41,7 +43,7 @@ type scenario struct {
 	args func(w workload, sha string) []string
 	// check validates one reply: allowed is 1 or 0 for a decision, -1 for
 	// other commands; problem is empty when the reply is right.
-	check func(w workload, v *value) (allowed int8, problem string)
+	check func(w workload, v *resp.Value) (allowed int8, problem string)
 }
 
 var scenarios = []*scenario{
@@ -134,15 +136,15 @@ func scriptSHA(src string) string {
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
 
-func checkPong(_ workload, v *value) (int8, string) {
-	if v.kind == '+' && string(v.text) == "PONG" {
+func checkPong(_ workload, v *resp.Value) (int8, string) {
+	if v.Kind == '+' && string(v.Text) == "PONG" {
 		return -1, ""
 	}
 	return -1, wrong("+PONG", v)
 }
 
-func checkIncr(_ workload, v *value) (int8, string) {
-	if v.isInt() && v.num > 0 {
+func checkIncr(_ workload, v *resp.Value) (int8, string) {
+	if v.IsInt() && v.Num > 0 {
 		return -1, ""
 	}
 	return -1, wrong("a positive integer", v)
@@ -150,18 +152,18 @@ func checkIncr(_ workload, v *value) (int8, string) {
 
 // checkDecision checks the five-integer reply of an RL.* decision (RESP2):
 // allowed, limit, remaining, retry_after_ms, reset_after_ms.
-func checkDecision(w workload, v *value) (int8, string) {
+func checkDecision(w workload, v *resp.Value) (int8, string) {
 	const want = "[allowed 0|1, limit, 0<=remaining<=limit, retry_after_ms, reset_after_ms>=0]"
-	if v.kind != '*' || len(v.elems) != 5 {
+	if v.Kind != '*' || len(v.Elems) != 5 {
 		return -1, wrong(want, v)
 	}
-	e := v.elems
+	e := v.Elems
 	for i := range e {
-		if !e[i].isInt() {
+		if !e[i].IsInt() {
 			return -1, wrong(want, v)
 		}
 	}
-	allowed, limit, remaining, retry, reset := e[0].num, e[1].num, e[2].num, e[3].num, e[4].num
+	allowed, limit, remaining, retry, reset := e[0].Num, e[1].Num, e[2].Num, e[3].Num, e[4].Num
 	switch {
 	case allowed != 0 && allowed != 1, limit != w.capacity, remaining < 0 || remaining > limit, reset < 0:
 		return -1, wrong(want, v)
@@ -176,12 +178,12 @@ func checkDecision(w workload, v *value) (int8, string) {
 }
 
 // checkLuaToken checks {allowed, tokens left} of token_bucket.lua.
-func checkLuaToken(w workload, v *value) (int8, string) {
+func checkLuaToken(w workload, v *resp.Value) (int8, string) {
 	const want = "[allowed 0|1, 0<=tokens<=capacity]"
-	if v.kind != '*' || len(v.elems) != 2 || !v.elems[0].isInt() || !v.elems[1].isInt() {
+	if v.Kind != '*' || len(v.Elems) != 2 || !v.Elems[0].IsInt() || !v.Elems[1].IsInt() {
 		return -1, wrong(want, v)
 	}
-	allowed, left := v.elems[0].num, v.elems[1].num
+	allowed, left := v.Elems[0].Num, v.Elems[1].Num
 	if (allowed != 0 && allowed != 1) || left < 0 || left > w.capacity {
 		return -1, wrong(want, v)
 	}
@@ -189,12 +191,12 @@ func checkLuaToken(w workload, v *value) (int8, string) {
 }
 
 // checkLuaFixed checks {allowed, count} of fixed_window.lua.
-func checkLuaFixed(w workload, v *value) (int8, string) {
+func checkLuaFixed(w workload, v *resp.Value) (int8, string) {
 	const want = "[allowed 0|1, count>=cost]"
-	if v.kind != '*' || len(v.elems) != 2 || !v.elems[0].isInt() || !v.elems[1].isInt() {
+	if v.Kind != '*' || len(v.Elems) != 2 || !v.Elems[0].IsInt() || !v.Elems[1].IsInt() {
 		return -1, wrong(want, v)
 	}
-	allowed, count := v.elems[0].num, v.elems[1].num
+	allowed, count := v.Elems[0].Num, v.Elems[1].Num
 	if (allowed != 0 && allowed != 1) || count < w.cost || (allowed == 1) != (count <= w.capacity) {
 		return -1, wrong(want, v)
 	}
@@ -203,11 +205,11 @@ func checkLuaFixed(w workload, v *value) (int8, string) {
 
 // wrong describes a reply that failed its check. Error replies are quoted
 // as they are; other replies say what was expected.
-func wrong(want string, v *value) string {
-	if v.isError() {
-		return "error reply: " + describe(v)
+func wrong(want string, v *resp.Value) string {
+	if v.IsError() {
+		return "error reply: " + v.String()
 	}
-	return "wrong reply: want " + want + ", got " + describe(v)
+	return "wrong reply: want " + want + ", got " + v.String()
 }
 
 // template is a command compiled into literal RESP bytes with holes for the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/bench/internal/proc"
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // Starting, finding and stopping the servers under test, and reading their
@@ -157,7 +158,7 @@ func (s *server) waitReady(ctx context.Context, limit time.Duration) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if v, err := s.call(time.Second, "PING"); err == nil && v.kind == '+' {
+		if v, err := s.call(time.Second, "PING"); err == nil && v.Kind == '+' {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -212,12 +213,12 @@ func (s *server) forget() {
 }
 
 // call runs one command on a new connection and returns its reply.
-func (s *server) call(timeout time.Duration, args ...string) (*value, error) {
-	return s.send(timeout, appendCommand(nil, args...))
+func (s *server) call(timeout time.Duration, args ...string) (*resp.Value, error) {
+	return s.send(timeout, resp.AppendCommand(nil, args...))
 }
 
 // send writes one encoded request on a new connection and returns the reply.
-func (s *server) send(timeout time.Duration, req []byte) (*value, error) {
+func (s *server) send(timeout time.Duration, req []byte) (*resp.Value, error) {
 	conn, err := net.DialTimeout("tcp", s.addr, timeout)
 	if err != nil {
 		return nil, err
@@ -227,8 +228,8 @@ func (s *server) send(timeout time.Duration, req []byte) (*value, error) {
 	if _, err := conn.Write(req); err != nil {
 		return nil, err
 	}
-	v := new(value)
-	if err := readValue(bufio.NewReader(conn), v); err != nil {
+	v := new(resp.Value)
+	if err := resp.Read(bufio.NewReader(conn), v); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -237,20 +238,20 @@ func (s *server) send(timeout time.Duration, req []byte) (*value, error) {
 // dbsize returns DBSIZE, or -1 if the server does not answer it.
 func (s *server) dbsize() int64 {
 	v, err := s.call(30*time.Second, "DBSIZE")
-	if err != nil || !v.isInt() {
+	if err != nil || !v.IsInt() {
 		return -1
 	}
-	return v.num
+	return v.Num
 }
 
 // version returns the server's version as INFO reports it.
 func (s *server) version() string {
 	v, err := s.call(5*time.Second, "INFO", "server")
-	if err != nil || v.isError() {
+	if err != nil || v.IsError() {
 		return "unknown"
 	}
 	for _, field := range []string{"sluice_version:", "redis_version:"} {
-		if val := infoField(v.text, field); val != "" {
+		if val := infoField(v.Text, field); val != "" {
 			return val
 		}
 	}
@@ -279,10 +280,10 @@ func localPID(addr string) int {
 	}
 	s := &server{addr: addr}
 	v, err := s.call(5*time.Second, "INFO", "server")
-	if err != nil || v.isError() {
+	if err != nil || v.IsError() {
 		return 0
 	}
-	pid, err := strconv.Atoi(infoField(v.text, "process_id:"))
+	pid, err := strconv.Atoi(infoField(v.Text, "process_id:"))
 	if err != nil {
 		return 0
 	}

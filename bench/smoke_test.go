@@ -166,6 +166,34 @@ func TestSmokeCommandLine(t *testing.T) {
 	}
 }
 
+// TestSmokePrebuiltBinary: -sluice-bin starts the binary given instead of
+// building the tree's, and the report says so; -sluice-bin with -sluice,
+// or a binary that is not there, is refused.
+func TestSmokePrebuiltBinary(t *testing.T) {
+	bin := sluiceTarget(t).bin
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-sluice-bin", bin, "-redis", "off", "-scenarios", "sluice-token", "-P", "1",
+		"-c", "2", "-d", "200ms", "-warmup", "0s"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "bench: starting "+bin) || strings.Contains(stderr.String(), "building") {
+		t.Errorf("stderr does not say it starts the binary given:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "(-sluice-bin), not built from this tree") {
+		t.Errorf("the report does not name the binary:\n%s", stdout.String())
+	}
+	for _, argv := range [][]string{
+		{"-sluice-bin", bin, "-sluice", "127.0.0.1:1"},
+		{"-sluice-bin", filepath.Join(t.TempDir(), "none"), "-redis", "off", "-scenarios", "sluice-ping", "-d", "100ms"},
+	} {
+		stderr.Reset()
+		if code := run(argv, io.Discard, &stderr); code == 0 {
+			t.Errorf("%v: exit 0; want a refusal", argv)
+		}
+	}
+}
+
 func assertXML(t *testing.T, b []byte) {
 	t.Helper()
 	d := xml.NewDecoder(bytes.NewReader(b))

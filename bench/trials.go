@@ -56,21 +56,12 @@ func (t *trialOptions) check(size int) error {
 // runTrials builds sluice and performs the trials, printing each as it
 // finishes and then the medians.
 func runTrials(ctx context.Context, o *options, stdout, log io.Writer) error {
-	wd, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	root, err := moduleRoot(wd)
-	if err != nil {
-		return err
-	}
 	tmp, err := os.MkdirTemp("", "sluice-trials-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	fmt.Fprintln(log, "bench: building ./cmd/sluice from", root)
-	bin, err := buildSluice(ctx, root, tmp)
+	bin, err := sluiceBinary(ctx, o, tmp, log)
 	if err != nil {
 		return err
 	}

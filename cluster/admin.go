@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -68,7 +67,7 @@ func (n *Node) MemberFields() ([][][2]string, error) {
 // completes it (tlsport.go).
 func (n *Node) Join(id, raftAddr, respAddr string) error {
 	if id == "" || raftAddr == "" || respAddr == "" {
-		return errors.New("ERR RAFT.JOIN needs an id, a raft address and a RESP address")
+		return errJoinArgs
 	}
 	if !n.ready.Load() {
 		return n.askLeader("RAFT.JOIN", id, raftAddr, respAddr)
@@ -92,7 +91,7 @@ func (n *Node) Join(id, raftAddr, respAddr string) error {
 	}
 	if !known {
 		if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 10*time.Second).Error(); err != nil {
-			return fmt.Errorf("ERR adding %s: %v", id, err)
+			return fmt.Errorf("%w %s: %w", errAdding, id, err)
 		}
 	}
 	_, err := n.batcher.submit(0, []op{{code: opMember, id: id, addr: respAddr}})
@@ -105,7 +104,7 @@ func (n *Node) Remove(id string) error {
 		return n.askLeader("RAFT.REMOVE", id)
 	}
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
-		return fmt.Errorf("ERR removing %s: %v", id, err)
+		return fmt.Errorf("%w %s: %w", errRemoving, id, err)
 	}
 	_, err := n.batcher.submit(0, []op{{code: opMember, id: id}})
 	return err
@@ -134,12 +133,12 @@ func (n *Node) Transfer(id string) error {
 			}
 		}
 		if addr == "" {
-			return fmt.Errorf("ERR no member %q", id)
+			return fmt.Errorf("%w %q", errNoMember, id)
 		}
 		f = n.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(addr))
 	}
 	if err := f.Error(); err != nil {
-		return fmt.Errorf("ERR leadership transfer: %v", err)
+		return fmt.Errorf("%w: %w", errTransfer, err)
 	}
 	return nil
 }
@@ -147,7 +146,7 @@ func (n *Node) Transfer(id string) error {
 // Snapshot takes a snapshot now and compacts the log.
 func (n *Node) Snapshot() error {
 	if err := n.raft.Snapshot().Error(); err != nil {
-		return fmt.Errorf("ERR snapshot: %v", err)
+		return fmt.Errorf("%w: %w", errSnapshot, err)
 	}
 	return nil
 }

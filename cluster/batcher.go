@@ -29,10 +29,6 @@ type submission struct {
 	done    chan struct{}
 }
 
-// errNotApplied means the submission never reached the log (this node was
-// not the leader, or could not enqueue it): retrying elsewhere is safe.
-var errNotApplied = errors.New("not applied: this node is not the leader")
-
 type batcher struct {
 	r        *raft.Raft
 	in       chan *submission

@@ -23,13 +23,9 @@ import (
 // returns the exit code and what the process wrote.
 func (p *proc) runToExit(limit time.Duration, extra ...string) (int, string) {
 	p.t.Helper()
-	args := []string{"--port", fmt.Sprint(p.port), "--node-id", p.id,
-		"--raft-bind", fmt.Sprintf("%s:%d", p.raftIP, p.raftPort),
-		"--raft-advertise", fmt.Sprintf("%s:%d", p.raftIP, p.advPort),
-		"--dir", p.dir, "--loglevel", "warning"}
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, p.bin, append(args, extra...)...).CombinedOutput()
+	out, err := exec.CommandContext(ctx, p.bin, p.args(extra...)...).CombinedOutput()
 	if ctx.Err() != nil {
 		p.t.Fatalf("%s did not exit within %v:\n%s", p.id, limit, out)
 	}
@@ -43,7 +39,9 @@ func (p *proc) runToExit(limit time.Duration, extra ...string) (int, string) {
 	return 0, string(out)
 }
 
-// newProcs makes n nodes on 127.0.0.11… without starting them.
+// newProcs makes n nodes on 127.0.0.11… without starting them: the
+// package's fixture of real processes (startProcGroup starts a group of
+// them; newGroup, in group_test.go, runs nodes in this process).
 func newProcs(t *testing.T, n int) []*proc {
 	bin := buildSluice(t)
 	base := t.TempDir()
@@ -125,6 +123,10 @@ func TestProcessWipedNodeDoesNotBootstrapASecondGroup(t *testing.T) {
 	waitFor(t, 15*time.Second, func() bool { return strings.Contains(n1.logTail(), "is still a member of the group") })
 	// The leader still replicates to n1's id; n1's Raft port refuses it.
 	waitFor(t, 15*time.Second, func() bool { n, _ := strconv.Atoi(n1.info("raft_refused_connections")); return n > 0 })
+	// A refusal makes the filter ask the trusted nodes for their members
+	// (at most every askEvery); their list names n1, so it must vouch for
+	// no one. Give that time to go wrong before looking.
+	time.Sleep(2*askEvery + time.Second)
 	if got := n1.info("members"); got != "0" {
 		t.Fatalf("n1 took the leader's entries while still a member: INFO members = %s", got)
 	}

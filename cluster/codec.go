@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"encoding/binary"
-	"errors"
 	"math"
 
 	"github.com/sluice-rl/sluice/algorithms"
@@ -58,8 +57,6 @@ type result struct {
 	n    int64
 	info algorithms.KeyInfo // opInfo
 }
-
-var errCorrupt = errors.New("cluster: corrupt batch encoding")
 
 // appendBatch encodes ops with the timestamp now.
 func appendBatch(b []byte, now int64, ops []op) []byte {

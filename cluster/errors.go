@@ -2,32 +2,47 @@ package cluster
 
 import "errors"
 
-// The reasons a node refuses to start a new group or to join (wrapped with the
-// details and the recovery procedure), and a peer's unreadable reply.
+// The cluster's errors, in one block. The errors a client sees are reply
+// errors: their first word is the Redis Cluster error code a client
+// library already knows how to handle (CLUSTERDOWN means nothing was
+// applied, TRYAGAIN that the outcome is unknown; neither is ever an
+// admission), or they have none and the commands' one rule gives them
+// Redis's generic ERR. Errors that add details wrap these with %w.
 var (
-	errWasMember    = errors.New("cluster: refusing to bootstrap")
-	errPeerInGroup  = errors.New("cluster: refusing to bootstrap")
-	errPeersSilent  = errors.New("cluster: refusing to bootstrap")
-	errStillMember  = errors.New("cluster: not joining")
-	errMembersReply = errors.New("cluster: malformed RAFT.MEMBERS reply")
+	// Refusals to start or to join, wrapped with the details and the
+	// recovery procedure.
+	errWasMember   = errors.New("cluster: refusing to bootstrap")
+	errPeerInGroup = errors.New("cluster: refusing to bootstrap")
+	errPeersSilent = errors.New("cluster: refusing to bootstrap")
+	errStillMember = errors.New("cluster: not joining")
+	errNoIdentity  = errors.New("cluster: a node needs --node-id and a RESP address")
+	errNoRaftBind  = errors.New("cluster: a node needs --raft-bind")
+
+	errMembersReply = errors.New("cluster: malformed RAFT.MEMBERS reply") // a peer's unreadable reply
+	errCorrupt      = errors.New("cluster: corrupt batch encoding")
+
+	// errNotApplied means the submission never reached the log (this node
+	// was not the leader, or could not enqueue it): retrying elsewhere is
+	// safe.
+	errNotApplied = errors.New("not applied: this node is not the leader")
+
+	errNoLeader       = clusterError("CLUSTERDOWN no leader: the group has no quorum right now; nothing was applied")
+	errNotReady       = clusterError("CLUSTERDOWN the leader is still applying its predecessor's entries; nothing was applied")
+	errNotLeader      = clusterError("CLUSTERDOWN this node is not the leader; nothing was applied")
+	errReadonlyWrite  = clusterError("READONLY You can't write against a read only replica.")
+	errCorruptForward = clusterError("RAFT.FORWARD: corrupt submission")
+	errJoinArgs       = clusterError("RAFT.JOIN needs an id, a raft address and a RESP address")
+	errNoMember       = clusterError("no member") // "no member \"n4\""
+	errAdding         = clusterError("adding")    // "adding n4: " and raft's reason
+	errRemoving       = clusterError("removing")
+	errTransfer       = clusterError("leadership transfer")
+	errSnapshot       = clusterError("snapshot")
 )
 
-// The errors a client sees from a replicated group. Their first word is the
-// Redis Cluster error code a client library already knows how to handle:
-// CLUSTERDOWN means nothing was applied, TRYAGAIN that the outcome is
-// unknown. Neither is ever an admission.
-
+// clusterError is a reply error of the cluster (comparable with ==).
 type clusterError string
 
 func (e clusterError) Error() string { return string(e) }
-
-const (
-	errNoLeader       clusterError = "CLUSTERDOWN no leader: the group has no quorum right now; nothing was applied"
-	errNotReady       clusterError = "CLUSTERDOWN the leader is still applying its predecessor's entries; nothing was applied"
-	errNotLeader      clusterError = "CLUSTERDOWN this node is not the leader; nothing was applied"
-	errCorruptForward clusterError = "ERR RAFT.FORWARD: corrupt submission"
-	errReadonlyWrite  clusterError = "READONLY You can't write against a read only replica."
-)
 
 // errUnknown is the reply when a decision may or may not have been
 // committed: leadership was lost after it was appended, or the connection

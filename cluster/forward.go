@@ -5,11 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // A follower forwards its clients' operations to the leader over pooled,
@@ -121,12 +122,12 @@ func dialPipe(addr, password string, cfg *tls.Config) (*pipeConn, error) {
 	br := bufio.NewReaderSize(nc, 64<<10)
 	if password != "" {
 		nc.SetDeadline(time.Now().Add(dialTimeout))
-		pc.bw.Write(encodeCommand(nil, [][]byte{[]byte("AUTH"), []byte(password)}))
+		pc.bw.Write(resp.AppendArgs(nil, [][]byte{[]byte("AUTH"), []byte(password)}))
 		if err := pc.bw.Flush(); err != nil {
 			nc.Close()
 			return nil, err
 		}
-		if _, err := readReply(br); err != nil {
+		if _, err := readReply(br, new(resp.Value)); err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("AUTH at %s: %w", addr, err)
 		}
@@ -150,7 +151,7 @@ func (pc *pipeConn) call(args [][]byte) ([]byte, error) {
 		return nil, errNotApplied
 	}
 	pc.waiters <- p
-	pc.bw.Write(encodeCommand(nil, args))
+	pc.bw.Write(resp.AppendArgs(nil, args))
 	// A bounded write: wmu is held across it, and a leader that stopped
 	// reading (paused, partitioned) must not hold every caller here.
 	pc.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
@@ -164,8 +165,9 @@ func (pc *pipeConn) call(args [][]byte) ([]byte, error) {
 }
 
 func (pc *pipeConn) readLoop(br *bufio.Reader) {
+	var v resp.Value
 	for {
-		reply, err := readReply(br)
+		reply, err := readReply(br, &v)
 		if err != nil && !isReplyError(err) {
 			pc.close(err)
 			return
@@ -200,54 +202,24 @@ func (pc *pipeConn) close(err error) {
 	}
 }
 
-func encodeCommand(b []byte, args [][]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, '\r', '\n')
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, '\r', '\n')
-		b = append(b, a...)
-		b = append(b, '\r', '\n')
-	}
-	return b
-}
-
-// readReply reads one reply: a bulk string or simple string is returned as
-// bytes, an error reply as a replyError.
-func readReply(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err != nil {
+// readReply reads one reply into v, which it reuses: a bulk, simple or
+// integer reply is returned as a copy of its bytes (nil for a null bulk),
+// an error reply as a replyError.
+func readReply(br *bufio.Reader, v *resp.Value) ([]byte, error) {
+	if err := resp.Read(br, v); err != nil {
 		return nil, err
 	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
-		return nil, errors.New("cluster: malformed reply line")
+	switch {
+	case v.IsError():
+		return nil, replyError(v.Text)
+	case v.IsNull() && v.Kind == '$':
+		return nil, nil
+	case v.Kind == '+' || v.Kind == '$':
+		return append([]byte(nil), v.Text...), nil
+	case v.IsInt():
+		return strconv.AppendInt(nil, v.Num, 10), nil
 	}
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+':
-		return append([]byte(nil), body...), nil
-	case '-':
-		return nil, replyError(string(body))
-	case ':':
-		return append([]byte(nil), body...), nil
-	case '$':
-		n, err := strconv.Atoi(string(body))
-		if err != nil || n < -1 || n > 512<<20 {
-			return nil, errors.New("cluster: malformed bulk length")
-		}
-		if n == -1 {
-			return nil, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(br, buf); err != nil {
-			return nil, err
-		}
-		return buf[:n], nil
-	default:
-		return nil, fmt.Errorf("cluster: unexpected reply type %q", line[0])
-	}
+	return nil, fmt.Errorf("cluster: unexpected reply %s", v)
 }
 
 func isReplyError(err error) bool {

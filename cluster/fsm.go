@@ -15,7 +15,7 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// FSM applies the replicated log to a store.
+// stateMachine is the raft.FSM: it applies the replicated log to a store.
 //
 // Determinism: Apply reads no clock. Each entry carries the leader's
 // timestamp, and the FSM applies it at max(timestamp, the last applied
@@ -25,7 +25,7 @@ import (
 //
 // Concurrency: raft calls Apply, Snapshot and Restore from one goroutine.
 // AppliedTime and Member may be called from any goroutine.
-type FSM struct {
+type stateMachine struct {
 	st *store.Store
 
 	mu      sync.RWMutex
@@ -37,28 +37,28 @@ type FSM struct {
 	outs []algorithms.Outcome
 }
 
-// NewFSM returns an FSM over st.
-func NewFSM(st *store.Store) *FSM {
-	return &FSM{st: st, members: map[string]string{}}
+// newStateMachine returns the state machine over st.
+func newStateMachine(st *store.Store) *stateMachine {
+	return &stateMachine{st: st, members: map[string]string{}}
 }
 
 // AppliedTime returns the instant the last entry was applied at: the
 // cluster's notion of now for local reads and expiry.
-func (f *FSM) AppliedTime() int64 {
+func (f *stateMachine) AppliedTime() int64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.applied
 }
 
 // Member returns the RESP address recorded for node id.
-func (f *FSM) Member(id string) string {
+func (f *stateMachine) Member(id string) string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.members[id]
 }
 
 // Members returns a copy of the id → RESP address table.
-func (f *FSM) Members() map[string]string {
+func (f *stateMachine) Members() map[string]string {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := make(map[string]string, len(f.members))
@@ -76,7 +76,7 @@ type applyResponse struct {
 }
 
 // Apply applies one log entry.
-func (f *FSM) Apply(l *raft.Log) any {
+func (f *stateMachine) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
@@ -102,7 +102,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 // or 0 if none since the last restore. Raft's own AppliedIndex moves when
 // entries are handed to the FSM's goroutine, before they are applied, so a
 // replica that reports it as caught up may not hold the state yet.
-func (f *FSM) AppliedIndex() uint64 {
+func (f *stateMachine) AppliedIndex() uint64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.index
@@ -110,7 +110,7 @@ func (f *FSM) AppliedIndex() uint64 {
 
 // run applies ops at the instant at. Consecutive decisions go to the store
 // in one call, so RL.ALL groups stay whole.
-func (f *FSM) run(at int64, ops []op, results []result) {
+func (f *stateMachine) run(at int64, ops []op, results []result) {
 	for i := 0; i < len(ops); {
 		o := &ops[i]
 		r := &results[i]
@@ -178,7 +178,7 @@ const fsmVersion = 1
 // applies, so the capture is a point-in-time image; it only copies the
 // entries (store.Capture), and Persist sorts, checksums and writes them
 // while applies go on.
-func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+func (f *stateMachine) Snapshot() (raft.FSMSnapshot, error) {
 	var hdr bytes.Buffer
 	f.mu.RLock()
 	hdr.WriteString(fsmMagic)
@@ -202,7 +202,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 // Restore replaces the state with a snapshot's.
-func (f *FSM) Restore(rc io.ReadCloser) error {
+func (f *stateMachine) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	br := bufio.NewReader(rc)
 	magic := make([]byte, len(fsmMagic)+1)

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -28,13 +29,14 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 type member struct {
 	id     string
 	node   *Node
-	srv    *commands.Server
+	srv    *server.Server
 	clock  *commands.Clock
 	addr   string
 	trans  *raft.InmemTransport
 	logs   *raft.InmemStore
 	snaps  *raft.InmemSnapshotStore
 	served chan error
+	sweeps chan struct{} // closed to stop the member's sweep loop
 }
 
 type group struct {
@@ -65,7 +67,7 @@ func newGroup(t *testing.T, n int) *group {
 	for _, m := range g.members {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.id), Address: m.trans.LocalAddr()})
 	}
-	if err := g.members[0].node.Raft().BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+	if err := g.members[0].node.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -93,15 +95,28 @@ func (g *group) start(m *member) {
 			o.trans.Connect(m.trans.LocalAddr(), m.trans)
 		}
 	}
-	node, err := Open(Config{
-		ID: m.id, RESPAddr: m.addr, Logger: quiet, LeaderWait: 2 * time.Second,
-		Transport: m.trans, Logs: m.logs, Stable: m.logs, Snapshots: m.snaps, RaftConfig: fastRaft,
-	}, store.New(4))
+	cfg := DefaultConfig()
+	cfg.ID, cfg.RESPAddr, cfg.Logger, cfg.LeaderWait = m.id, m.addr, quiet, 2*time.Second
+	cfg.Transport, cfg.Logs, cfg.Stable, cfg.Snapshots, cfg.RaftConfig = m.trans, m.logs, m.logs, m.snaps, fastRaft
+	node, err := Open(cfg, store.New(4))
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	m.node = node
-	m.srv = commands.NewServer(commands.Config{Cluster: node, Debug: "yes", Logger: quiet, EventLoops: 2}, node, m.clock)
+	ccfg := commands.DefaultConfig()
+	ccfg.Cluster, ccfg.Debug, ccfg.Logger = node, commands.DebugYes, quiet
+	h, err := commands.New(ccfg, node, m.clock)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	scfg := server.DefaultConfig()
+	scfg.EventLoops, scfg.Clock, scfg.Logger = 2, m.clock, quiet // a replicated node's server ignores the loops
+	if m.srv, err = server.New(scfg, h); err != nil {
+		g.t.Fatal(err)
+	}
+	h.Attach(m.srv)
+	m.sweeps = make(chan struct{})
+	go h.Sweep(m.sweeps)
 	m.served = make(chan error, 1)
 	go func() { m.served <- m.srv.Serve(ln) }()
 }
@@ -115,6 +130,7 @@ func (g *group) stop(m *member) {
 	defer cancel()
 	m.srv.Shutdown(ctx)
 	<-m.served
+	close(m.sweeps)
 	for _, o := range g.members {
 		if o.trans != nil {
 			o.trans.Disconnect(m.trans.LocalAddr())
@@ -171,12 +187,12 @@ func (g *group) converged() map[string][]byte {
 	if _, err := ld.node.batcher.submit(0, []op{{code: opMember, id: ld.id, addr: ld.addr}}); err != nil {
 		g.t.Fatal(err)
 	}
-	want := ld.node.FSM().AppliedIndex()
+	want := ld.node.fsm.AppliedIndex()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, m := range g.members {
-		for m.node != nil && m.node.FSM().AppliedIndex() < want {
+		for m.node != nil && m.node.fsm.AppliedIndex() < want {
 			if time.Now().After(deadline) {
-				g.t.Fatalf("%s's FSM applied %d; the leader's applied %d", m.id, m.node.FSM().AppliedIndex(), want)
+				g.t.Fatalf("%s's FSM applied %d; the leader's applied %d", m.id, m.node.fsm.AppliedIndex(), want)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -186,7 +202,7 @@ func (g *group) converged() map[string][]byte {
 		if m.node == nil {
 			continue
 		}
-		s, err := m.node.FSM().Snapshot()
+		s, err := m.node.fsm.Snapshot()
 		if err != nil {
 			g.t.Fatal(err)
 		}
@@ -368,7 +384,7 @@ func TestClockSkewNeverMovesTimeBack(t *testing.T) {
 	if v[0] != int64(0) || v[3] != int64(100) {
 		t.Fatalf("after a failover to a node an hour behind: %v; want denied with retry 100 ms", v)
 	}
-	if at := nl.node.FSM().AppliedTime(); at < base {
+	if at := nl.node.fsm.AppliedTime(); at < base {
 		t.Fatalf("applied time went back by %v", time.Duration(base-at))
 	}
 }

@@ -19,8 +19,9 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
-// Config configures a Node. ID, RESPAddr and either RaftBind or Transport
-// are required.
+// Config configures a Node. Start from DefaultConfig and set at least ID,
+// RESPAddr and either RaftBind or Transport; Open refuses a Config that
+// Validate refuses.
 type Config struct {
 	ID            string        // this node's id, unique in the group
 	RaftBind      string        // host:port the Raft transport listens on
@@ -47,10 +48,10 @@ type Config struct {
 	// is plaintext. It needs the nodes to serve RESP over TLS.
 	RESPTLS *tls.Config
 
-	// LeaderWait bounds how long a request waits for a leader (default 3s).
+	// LeaderWait bounds how long a request waits for a leader.
 	LeaderWait time.Duration
 	// PeerWait bounds how long --bootstrap yes waits for every peer to
-	// answer (default 5s).
+	// answer.
 	PeerWait time.Duration
 
 	// For tests: raft's in-memory stores and transport, and timing.
@@ -70,7 +71,7 @@ type Node struct {
 	cfg     Config
 	log     *slog.Logger
 	st      *store.Store
-	fsm     *FSM
+	fsm     *stateMachine
 	raft    *raft.Raft
 	trans   raft.Transport
 	batcher *batcher
@@ -86,13 +87,35 @@ type Node struct {
 	stopped sync.WaitGroup
 }
 
+// DefaultConfig returns the defaults: the log fsynced on every write, no
+// bootstrap, 3 s to wait for a leader and 5 s for the peers of a
+// bootstrap.
+func DefaultConfig() Config {
+	return Config{Fsync: true, Bootstrap: NoBootstrap, LeaderWait: 3 * time.Second, PeerWait: 5 * time.Second}
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.ID == "" || c.RESPAddr == "":
+		return errNoIdentity
+	case c.RaftBind == "" && c.Transport == nil:
+		return errNoRaftBind
+	case c.LeaderWait <= 0 || c.PeerWait <= 0:
+		return fmt.Errorf("cluster: LeaderWait %v and PeerWait %v must be positive", c.LeaderWait, c.PeerWait)
+	case c.Bootstrap < NoBootstrap || c.Bootstrap > BootstrapForce:
+		return fmt.Errorf("cluster: unknown Bootstrap %d", c.Bootstrap)
+	}
+	return nil
+}
+
 // Open starts a node over st (which must be empty: its state comes from the
 // log and snapshots). A node with no Raft state and cfg.Bootstrap set may
 // first wait for its peers, and refuses to start a group that may exist
 // already (bootstrap.go).
 func Open(cfg Config, st *store.Store) (*Node, error) {
-	if cfg.ID == "" || cfg.RESPAddr == "" {
-		return nil, errors.New("cluster: a node needs --node-id and a RESP address")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if (cfg.RaftServerTLS == nil) != (cfg.RaftClientTLS == nil) {
 		return nil, errors.New("cluster: the Raft port's mutual TLS needs both a server and a client configuration")
@@ -103,13 +126,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.LeaderWait <= 0 {
-		cfg.LeaderWait = 3 * time.Second
-	}
-	if cfg.PeerWait <= 0 {
-		cfg.PeerWait = 5 * time.Second
-	}
-	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: NewFSM(st), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -355,12 +372,6 @@ func (n *Node) closeAll() {
 	}
 	n.closers = nil
 }
-
-// Raft returns the underlying raft instance, for tests and operations.
-func (n *Node) Raft() *raft.Raft { return n.raft }
-
-// FSM returns the node's state machine.
-func (n *Node) FSM() *FSM { return n.fsm }
 
 // Ready reports whether this node is a leader that serves decisions.
 func (n *Node) Ready() bool { return n.ready.Load() }

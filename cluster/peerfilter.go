@@ -270,7 +270,7 @@ func (n *Node) vouchLoop() {
 		case <-n.filter.kick:
 		}
 		for _, addr := range n.trustedAddrs() {
-			if members, err := askMembers(addr, n.cfg.Password, n.cfg.RESPTLS); err == nil {
+			if members, err := askMembers(addr, n.cfg.Password, n.cfg.RESPTLS); err == nil && !n.lostMembership(members) {
 				n.filter.vouch(members)
 			}
 		}
@@ -280,6 +280,15 @@ func (n *Node) vouchLoop() {
 		case <-time.After(askEvery):
 		}
 	}
+}
+
+// lostMembership reports whether members, a trusted node's list, names
+// this node's id while this node holds no configuration: its Raft state was
+// lost (a wiped --dir), and admitting the group's leader would make it that
+// voter again, forgetting what it acknowledged. The vouch loop then vouches
+// for no one, as joinLoop does, until RAFT.REMOVE has run.
+func (n *Node) lostMembership(members []peerMember) bool {
+	return hasMember(members, n.cfg.ID) && len(n.raft.GetConfiguration().Configuration().Servers) == 0
 }
 
 // trustedAddrs are the RESP addresses whose RAFT.MEMBERS replies the

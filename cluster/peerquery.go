@@ -9,6 +9,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // Asking another node who its group's members are: RAFT.MEMBERS over a
@@ -45,15 +47,15 @@ func askMembers(respAddr, password string, cfg *tls.Config) ([]peerMember, error
 	nc.SetDeadline(time.Now().Add(askTimeout))
 	var req []byte
 	if password != "" {
-		req = encodeCommand(req, [][]byte{[]byte("AUTH"), []byte(password)})
+		req = resp.AppendCommand(req, "AUTH", password)
 	}
-	req = encodeCommand(req, [][]byte{[]byte("RAFT.MEMBERS")})
+	req = resp.AppendCommand(req, "RAFT.MEMBERS")
 	if _, err := nc.Write(req); err != nil {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(nc, 4096)
 	if password != "" {
-		if _, err := readReply(br); err != nil {
+		if _, err := readReply(br, new(resp.Value)); err != nil {
 			return nil, fmt.Errorf("AUTH: %w", err)
 		}
 	}

@@ -84,14 +84,17 @@ type proc struct {
 
 func (p *proc) addr() string { return fmt.Sprintf("127.0.0.1:%d", p.port) }
 
-func (p *proc) start(extra ...string) {
-	p.t.Helper()
-	args := []string{"--port", fmt.Sprint(p.port), "--node-id", p.id,
+// args are the flags every start of p has, then extra.
+func (p *proc) args(extra ...string) []string {
+	return append([]string{"--port", fmt.Sprint(p.port), "--node-id", p.id,
 		"--raft-bind", fmt.Sprintf("%s:%d", p.raftIP, p.raftPort),
 		"--raft-advertise", fmt.Sprintf("%s:%d", p.raftIP, p.advPort),
-		"--dir", p.dir, "--loglevel", "warning"}
-	args = append(args, p.always...)
-	args = append(args, extra...)
+		"--dir", p.dir, "--loglevel", "warning"}, append(append([]string(nil), p.always...), extra...)...)
+}
+
+func (p *proc) start(extra ...string) {
+	p.t.Helper()
+	args := p.args(extra...)
 	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		p.t.Fatal(err)
@@ -165,35 +168,20 @@ func startProcGroup(t *testing.T, withProxies bool) ([]*proc, []*proxy) {
 // startProcGroupWith is startProcGroup with flags that each node passes at
 // every start (always(p), if not nil).
 func startProcGroupWith(t *testing.T, withProxies bool, always func(p *proc) []string) ([]*proc, []*proxy) {
-	bin := buildSluice(t)
-	base := t.TempDir()
-	var ps []*proc
+	ps := newProcs(t, 3)
+	if always != nil {
+		for _, p := range ps {
+			p.always = always(p)
+		}
+	}
 	var proxies []*proxy
-	for i := 1; i <= 3; i++ {
-		ip := fmt.Sprintf("127.0.0.%d", 10+i)
-		p := &proc{t: t, bin: bin, id: fmt.Sprintf("n%d", i), port: freePort(t), raftIP: ip, raftPort: freePortOn(t, ip),
-			dir: filepath.Join(base, fmt.Sprintf("n%d", i)), logPath: filepath.Join(base, fmt.Sprintf("n%d.log", i))}
-		p.advPort = p.raftPort
-		if withProxies {
-			px := startProxy(t, ip, fmt.Sprintf("%s:%d", ip, p.raftPort))
+	if withProxies {
+		for _, p := range ps {
+			px := startProxy(t, p.raftIP, fmt.Sprintf("%s:%d", p.raftIP, p.raftPort))
 			p.advPort = px.port
 			proxies = append(proxies, px)
 		}
-		if always != nil {
-			p.always = always(p)
-		}
-		ps = append(ps, p)
 	}
-	t.Cleanup(func() {
-		for _, p := range ps {
-			p.kill()
-		}
-		if t.Failed() {
-			for _, p := range ps {
-				t.Logf("--- %s log:\n%s", p.id, p.logTail())
-			}
-		}
-	})
 	ps[0].start("--bootstrap", "yes")
 	waitFor(t, 10*time.Second, func() bool { return ps[0].info("role") == "leader" && ps[0].info("ready") == "true" })
 	for _, p := range ps[1:] {

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-rl/sluice/certs"
 	"github.com/sluice-rl/sluice/certs/certstest"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -203,7 +204,7 @@ func TestRESPDialersSpeakTLS(t *testing.T) {
 type tlsNode struct {
 	id, addr, raftAddr string
 	node               *Node
-	srv                *commands.Server
+	srv                *server.Server
 }
 
 func startTLSNode(t *testing.T, id string, r *certs.Reloader, bootstrap BootstrapMode, join string) *tlsNode {
@@ -215,7 +216,7 @@ func startTLSNode(t *testing.T, id string, r *certs.Reloader, bootstrap Bootstra
 	tn := &tlsNode{id: id, addr: ln.Addr().String(), raftAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	node, err := Open(Config{
 		ID: id, RESPAddr: tn.addr, RaftBind: tn.raftAddr, Dir: t.TempDir(), Bootstrap: bootstrap, Join: join,
-		Logger: quiet, LeaderWait: 2 * time.Second, RaftServerTLS: r.PeerServerConfig(), RaftClientTLS: r.ClientConfig(),
+		Logger: quiet, LeaderWait: 2 * time.Second, PeerWait: 5 * time.Second, RaftServerTLS: r.PeerServerConfig(), RaftClientTLS: r.ClientConfig(),
 		Logs: raft.NewInmemStore(), Stable: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore(),
 		RaftConfig: func(c *raft.Config) {
 			// Slower than fastRaft: TLS handshakes under -race on a busy
@@ -232,7 +233,19 @@ func startTLSNode(t *testing.T, id string, r *certs.Reloader, bootstrap Bootstra
 		t.Fatal(err)
 	}
 	tn.node = node
-	tn.srv = commands.NewServer(commands.Config{Cluster: node, Logger: quiet, EventLoops: 0}, node, commands.NewClock())
+	ccfg := commands.DefaultConfig()
+	ccfg.Cluster, ccfg.Logger = node, quiet
+	clock := commands.NewClock()
+	h, err := commands.New(ccfg, node, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scfg := server.DefaultConfig()
+	scfg.EventLoops, scfg.Clock, scfg.Logger = 0, clock, quiet
+	if tn.srv, err = server.New(scfg, h); err != nil {
+		t.Fatal(err)
+	}
+	h.Attach(tn.srv)
 	served := make(chan error, 1)
 	go func() { served <- tn.srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -252,7 +265,7 @@ func (tn *tlsNode) client(t *testing.T) *redis.Client {
 }
 
 func (tn *tlsNode) stat(name string) uint64 {
-	v, _ := strconv.ParseUint(tn.node.Raft().Stats()[name], 10, 64)
+	v, _ := strconv.ParseUint(tn.node.raft.Stats()[name], 10, 64)
 	return v
 }
 
@@ -277,7 +290,7 @@ func TestMutualTLSGroupElectsAppendsAndInstallsSnapshots(t *testing.T) {
 	}
 
 	n2 := startTLSNode(t, "n2", pki(t, ca, ca), NoBootstrap, n1.addr)
-	waitFor(t, 15*time.Second, func() bool { return n2.stat("last_snapshot_index") > 0 && n2.node.FSM().AppliedIndex() > 0 })
+	waitFor(t, 15*time.Second, func() bool { return n2.stat("last_snapshot_index") > 0 && n2.node.fsm.AppliedIndex() > 0 })
 	n3 := startTLSNode(t, "n3", pki(t, ca, ca), NoBootstrap, n1.addr)
 	waitFor(t, 15*time.Second, func() bool { return len(n1.node.raft.GetConfiguration().Configuration().Servers) == 3 })
 

@@ -19,8 +19,8 @@ func TestCellSecondsRounding(t *testing.T) {
 }
 
 func TestE2EAllResp2(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 2)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
 	limits := []any{"TOKEN", "u:1/s", "10/s", 10, "fixed", "u:1/day", 3, "1d", "Log", "api", 5000, "1s"}
 	got := fmt.Sprint(do(t, rdb, append([]any{"RL.ALL", 2}, limits...)...))
 	if want := "[1 -1 [[1 10 8 0 200] [1 3 1 0 57600000] [1 5000 4998 0 1000]]]"; got != want {
@@ -65,8 +65,8 @@ func TestE2EAllResp2(t *testing.T) {
 }
 
 func TestE2EAllResp3(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 3)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(3))
 	got := do(t, rdb, "RL.ALL", 1, "LEAKY", "q", "1/s", 1, "SLIDING", "s", 1, "1s").(map[any]any)
 	results := got["results"].([]any)
 	if got["allowed"] != true || got["denied_index"] != int64(-1) || len(results) != 2 ||
@@ -83,7 +83,7 @@ func TestE2EAllResp3(t *testing.T) {
 // together, in both orders, pipelined. At the frozen instant the limits
 // admit exactly 100 groups; both keys must end with the same count.
 func TestE2EAllRacingClients(t *testing.T) {
-	s := startServer(t, Config{})
+	s := startServer(t, testConfig{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	admitted := 0
@@ -91,7 +91,7 @@ func TestE2EAllRacingClients(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			rdb := s.client(t, 2)
+			rdb := s.client(t, proto(2))
 			pipe := rdb.Pipeline()
 			cmds := make([]interface{ Val() any }, 0, 20)
 			for i := 0; i < 20; i++ {
@@ -121,10 +121,52 @@ func TestE2EAllRacingClients(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("racing RL.ALL clients did not finish")
 	}
-	rdb := s.client(t, 2)
+	rdb := s.client(t, proto(2))
 	a := ints(t, do(t, rdb, "RL.FIXED", "a", 100, "1h", 0))
 	b := ints(t, do(t, rdb, "RL.TOKEN", "b", "1/h", 100, 0))
 	if admitted != 100 || a != "[1 100 0 0 3600000]" || b != "[1 100 0 0 360000000]" {
 		t.Fatalf("admitted %d groups; a %s, b %s; want 100 and both used up", admitted, a, b)
+	}
+}
+
+// TestE2EAllBoundsItsSize: an RL.ALL naming more limits than
+// all-max-limits, or whose LOG limits would log more units than
+// all-max-log-units (n times their number), is refused with its error and
+// changes nothing; at the bounds it is carried out.
+func TestE2EAllBoundsItsSize(t *testing.T) {
+	s := startServer(t, testConfig{AllMaxLimits: 4, AllMaxLogUnits: 10})
+	rdb := s.client(t, proto(2))
+	limit := []any{"FIXED", "f", 100, "1m"}
+	logs := func(n int) []any {
+		var args []any
+		for i := 0; i < n; i++ {
+			args = append(args, "LOG", fmt.Sprint("g", i), 100, "1m")
+		}
+		return args
+	}
+	for _, bad := range []struct {
+		args []any
+		want string
+	}{
+		{append(append([]any{"RL.ALL", 1}, limit...), logs(4)...), "ERR too many limits in RL.ALL: at most all-max-limits (4)"},
+		{append([]any{"RL.ALL", 4}, logs(3)...), "ERR too many LOG units in RL.ALL: n times the number of LOG limits is at most all-max-log-units (10)"},
+		{append(append([]any{"RL.ALL", 11}, limit...), logs(1)...), "ERR too many LOG units in RL.ALL: n times the number of LOG limits is at most all-max-log-units (10)"},
+	} {
+		if e := doErr(t, rdb, bad.args...); e != bad.want {
+			t.Fatalf("%v: %q; want %q", bad.args, e, bad.want)
+		}
+	}
+	if n := do(t, rdb, "DBSIZE"); n != int64(0) {
+		t.Fatalf("DBSIZE = %v after refused groups", n)
+	}
+	for _, ok := range [][]any{
+		append(append([]any{"RL.ALL", 1}, limit...), logs(3)...),
+		append([]any{"RL.ALL", 5}, logs(2)...),
+		append(append([]any{"RL.ALL", 100}, limit...), limit...), // no LOG: any n
+		append([]any{"RL.ALL", -50}, logs(4)...),                 // refunds log nothing
+	} {
+		if v := do(t, rdb, ok...).([]any); len(v) != 3 || len(v[2].([]any)) != (len(ok)-2)/4 {
+			t.Fatalf("%v = %v; want a decision per limit", ok, v)
+		}
 	}
 }

@@ -12,44 +12,8 @@ import (
 // defines them.
 //
 // Each parser reads the argument bytes as they came off the wire, does not
-// allocate when the argument is valid, and on failure returns an Error whose
+// allocate when the argument is valid, and on failure returns an replyError whose
 // text is the reply. They are pure functions, safe for concurrent use.
-
-// Error texts of the argument parsers, beside the shared ones in errors.go.
-const (
-	errRateNotPositive Error = "ERR rate must be positive"
-	errRateTooHigh     Error = "ERR rate is too high: at most 1 per nanosecond (1000000000/s)"
-	errRateTooLow      Error = "ERR rate is too low: the interval between units must be under 292 years"
-)
-
-// errNotPositive is the error for a capacity, limit or duration (named what)
-// that is zero or negative.
-func errNotPositive(what string) Error {
-	return Error("ERR " + what + " must be positive")
-}
-
-// errNoUnit is the error for a duration written as a bare integer.
-func errNoUnit(what string) Error {
-	return Error("ERR " + what + " needs a unit, like 60s or 1500ms")
-}
-
-// errDurationRange is the error for a duration beyond int64 nanoseconds.
-func errDurationRange(what string) Error {
-	return Error("ERR " + what + " is out of range")
-}
-
-// errInvalidDuration is the error for a duration that is not an integer
-// followed by a known unit.
-func errInvalidDuration(what string, arg []byte) Error {
-	return Error("ERR invalid " + what + " '" + printable(arg) +
-		"': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
-}
-
-// errInvalidRate is the error for a rate written in none of the accepted forms.
-func errInvalidRate(arg []byte) Error {
-	return Error("ERR invalid rate '" + printable(arg) +
-		"': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
-}
 
 // printable returns a client's argument for quoting in an error text: cut to
 // 128 bytes (as Redis quotes unknown commands, with %.128s), with CR and LF

@@ -96,13 +96,13 @@ func FuzzParseDuration(f *testing.F) {
 		var wantErr error
 		switch fault {
 		case durationNoUnit:
-			wantErr = Error("ERR window needs a unit, like 60s or 1500ms")
+			wantErr = replyError("window needs a unit, like 60s or 1500ms")
 		case durationNotPositive:
-			wantErr = Error("ERR window must be positive")
+			wantErr = replyError("window must be positive")
 		case durationOutOfRange:
-			wantErr = Error("ERR window is out of range")
+			wantErr = replyError("window is out of range")
 		case durationMalformed:
-			wantErr = Error("ERR invalid window '" + quotedOracle(b) +
+			wantErr = replyError("invalid window '" + quotedOracle(b) +
 				"': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
 		}
 		if err != wantErr {
@@ -144,7 +144,7 @@ func FuzzParseRate(f *testing.F) {
 
 // rateOracle is parseRate rebuilt from regular expressions and big.Rat.
 func rateOracle(b []byte) (int64, error) {
-	invalid := Error("ERR invalid rate '" + quotedOracle(b) +
+	invalid := replyError("invalid rate '" + quotedOracle(b) +
 		"': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
 
 	count, period, hasPeriod := strings.Cut(string(b), "/")
@@ -161,11 +161,11 @@ func rateOracle(b []byte) (int64, error) {
 			case durationOK:
 				periodNs = ns
 			case durationNoUnit:
-				return 0, Error("ERR rate period needs a unit, like 60s or 1500ms")
+				return 0, replyError("rate period needs a unit, like 60s or 1500ms")
 			case durationNotPositive:
-				return 0, Error("ERR rate period must be positive")
+				return 0, replyError("rate period must be positive")
 			case durationOutOfRange:
-				return 0, Error("ERR rate period is out of range")
+				return 0, replyError("rate period is out of range")
 			default:
 				return 0, invalid
 			}
@@ -177,19 +177,19 @@ func rateOracle(b []byte) (int64, error) {
 		panic("rateCountForm let through " + strconv.Quote(count))
 	}
 	if n.Sign() == 0 {
-		return 0, Error("ERR rate must be positive")
+		return 0, replyError("rate must be positive")
 	}
 	interval := new(big.Rat).SetInt(periodNs)
 	interval.Quo(interval, n)
 	if interval.Cmp(big.NewRat(1, 1)) < 0 {
-		return 0, Error("ERR rate is too high: at most 1 per nanosecond (1000000000/s)")
+		return 0, replyError("rate is too high: at most 1 per nanosecond (1000000000/s)")
 	}
 	q, r := new(big.Int).QuoRem(interval.Num(), interval.Denom(), new(big.Int))
 	if r.Sign() != 0 {
 		q.Add(q, big.NewInt(1))
 	}
 	if q.Cmp(maxInt64) > 0 {
-		return 0, Error("ERR rate is too low: the interval between units must be under 292 years")
+		return 0, replyError("rate is too low: the interval between units must be under 292 years")
 	}
 	return q.Int64(), nil
 }

@@ -79,11 +79,11 @@ func TestParsePositive(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		in   string
-		want Error
+		want replyError
 	}{
-		{"0", "ERR capacity must be positive"},
-		{"-1", "ERR capacity must be positive"},
-		{"-9223372036854775808", "ERR capacity must be positive"},
+		{"0", "capacity must be positive"},
+		{"-1", "capacity must be positive"},
+		{"-9223372036854775808", "capacity must be positive"},
 		{"", errNotInteger},
 		{"01", errNotInteger},
 		{"1.5", errNotInteger},
@@ -122,16 +122,16 @@ func TestParseDuration(t *testing.T) {
 	}
 
 	const (
-		noUnit      = "ERR window needs a unit, like 60s or 1500ms"
-		notPositive = "ERR window must be positive"
-		outOfRange  = "ERR window is out of range"
+		noUnit      = "window needs a unit, like 60s or 1500ms"
+		notPositive = "window must be positive"
+		outOfRange  = "window is out of range"
 	)
-	invalid := func(in string) Error {
-		return Error("ERR invalid window '" + in + "': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
+	invalid := func(in string) replyError {
+		return replyError("invalid window '" + in + "': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
 	}
 	for _, tc := range []struct {
 		in   string
-		want Error
+		want replyError
 	}{
 		{"60", noUnit},
 		{"0", noUnit},
@@ -233,16 +233,16 @@ func TestParseRate(t *testing.T) {
 	}
 
 	const (
-		notPositive = "ERR rate must be positive"
-		tooHigh     = "ERR rate is too high: at most 1 per nanosecond (1000000000/s)"
-		tooLow      = "ERR rate is too low: the interval between units must be under 292 years"
+		notPositive = "rate must be positive"
+		tooHigh     = "rate is too high: at most 1 per nanosecond (1000000000/s)"
+		tooLow      = "rate is too low: the interval between units must be under 292 years"
 	)
-	invalid := func(in string) Error {
-		return Error("ERR invalid rate '" + in + "': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
+	invalid := func(in string) replyError {
+		return replyError("invalid rate '" + in + "': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
 	}
 	for _, tc := range []struct {
 		in   string
-		want Error
+		want replyError
 	}{
 		{"0", notPositive},
 		{"0/s", notPositive},
@@ -264,12 +264,12 @@ func TestParseRate(t *testing.T) {
 		{"0.000000001/d", tooLow},
 		{"0.000000001/10s", tooLow},
 		{"0.1/106751d", tooLow},
-		{"0.999999999/9223372036854775807ms", "ERR rate period is out of range"},
-		{"10/5", "ERR rate period needs a unit, like 60s or 1500ms"},
-		{"10/0", "ERR rate period needs a unit, like 60s or 1500ms"},
-		{"10/0s", "ERR rate period must be positive"},
-		{"10/-5s", "ERR rate period must be positive"},
-		{"1/106752d", "ERR rate period is out of range"},
+		{"0.999999999/9223372036854775807ms", "rate period is out of range"},
+		{"10/5", "rate period needs a unit, like 60s or 1500ms"},
+		{"10/0", "rate period needs a unit, like 60s or 1500ms"},
+		{"10/0s", "rate period must be positive"},
+		{"10/-5s", "rate period must be positive"},
+		{"1/106752d", "rate period is out of range"},
 		{"", invalid("")},
 		{"/", invalid("/")},
 		{"/s", invalid("/s")},
@@ -451,10 +451,10 @@ func BenchmarkParseRate(b *testing.B) {
 	}
 }
 
-// TestClientRateMemo: the client's memo of its last rate never answers for
+// TestSessionRateMemo: the session's memo of its last rate never answers for
 // a different rate, nor remembers one that failed.
-func TestClientRateMemo(t *testing.T) {
-	c := &Client{lastRate: make([]byte, 0, 32)}
+func TestSessionRateMemo(t *testing.T) {
+	c := &session{lastRate: make([]byte, 0, 32)}
 	for _, in := range []string{"10/s", "10/s", "10", "100/90s", "bad", "10/s", "0.5", "1/d", "1/d", "", "3/s", strings.Repeat("9", 40)} {
 		want, wantErr := parseRate([]byte(in))
 		got, err := c.rate([]byte(in))

@@ -1,51 +1,17 @@
 package commands
 
 import (
-	"bytes"
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // These tests drive the server with the real redis-cli binary, the way a
 // person at a terminal does. CI installs redis-tools; elsewhere a missing
 // redis-cli skips them.
 
-func redisCLI(t *testing.T) string {
-	t.Helper()
-	path, err := exec.LookPath("redis-cli")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-cli is not installed; .ci/run must install redis-tools")
-		}
-		t.Skip("redis-cli is not installed (apt-get install redis-tools)")
-	}
-	return path
-}
-
-// cli runs redis-cli against ts with args and returns its standard output.
-func (ts *coreServer) cli(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	host, port, _ := strings.Cut(ts.addr, ":")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, redisCLI(t), append([]string{"-h", host, "-p", port}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("redis-cli %v: %v (stderr %q)", args, err, stderr.String())
-	}
-	return string(out)
-}
-
 func TestRedisCLITokenScript(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	steps := []struct {
 		args []string
 		want string
@@ -73,7 +39,7 @@ func TestRedisCLITokenScript(t *testing.T) {
 }
 
 func TestRedisCLIRESP3AndInfo(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	got := ts.cli(t, "", "-3", "RL.TOKEN", "user:42", "10/s", "20")
 	// redis-cli prints a map's pairs on one line each, and a RESP3 boolean as (true).
 	want := "allowed (true)\nlimit 20\nremaining 19\nretry_after_ms 0\nreset_after_ms 100\n"
@@ -90,7 +56,7 @@ func TestRedisCLIRESP3AndInfo(t *testing.T) {
 // person typing in redis-cli's prompt does; redis-cli first asks COMMAND DOCS
 // for its hints, which must not break it.
 func TestRedisCLIInteractiveHints(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	got := ts.cli(t, "PING\nRL.TOKEN a 1/s 5\nHELLO 3\n")
 	if !strings.HasPrefix(got, "PONG\n1\n5\n4\n0\n1000\n") {
 		t.Fatalf("redis-cli with commands on stdin printed %q", got)
@@ -98,7 +64,7 @@ func TestRedisCLIInteractiveHints(t *testing.T) {
 }
 
 func TestRedisCLIScanAndPipe(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	var mass strings.Builder
 	for i := 0; i < 2000; i++ {
 		fmt.Fprintf(&mass, "*4\r\n$8\r\nRL.TOKEN\r\n$%d\r\n%s\r\n$4\r\n10/s\r\n$2\r\n20\r\n", len(fmt.Sprint("k:", i)), fmt.Sprint("k:", i))
@@ -118,7 +84,7 @@ func TestRedisCLIScanAndPipe(t *testing.T) {
 }
 
 func TestRedisCLIAuth(t *testing.T) {
-	ts := startCoreServer(t, Config{Password: "s3cret"})
+	ts := startServer(t, testConfig{Password: "s3cret"})
 	if got := ts.cli(t, "", "RL.TOKEN", "k", "1/s", "3"); got != "NOAUTH Authentication required.\n\n" {
 		t.Fatalf("without -a: %q", got)
 	}

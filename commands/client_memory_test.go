@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/sluice-rl/sluice/store"
 )
 
 // maxmemory-clients over real sockets, with both I/O models: many clients
@@ -82,7 +80,8 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 			step  = 4 << 20 // the last growth of a buffer: 4 MiB to 8 MiB
 			bigs  = 12
 		)
-		srv, addr := startHostileServer(t, Config{EventLoops: loops, MaxMemoryClients: limit})
+		ts := startServer(t, testConfig{EventLoops: loops, MaxMemoryClients: limit})
+		addr := ts.addr
 		admin := dialRaw(t, addr)
 
 		// A sampler of the accounted totals: of the clients not chosen for
@@ -94,10 +93,9 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 		go func() {
 			defer close(sampled)
 			for {
-				srv.mu.Lock()
-				peak.Store(max(peak.Load(), srv.clientMem.Load()-srv.evictingMem))
-				peakAll.Store(max(peakAll.Load(), srv.clientMem.Load()))
-				srv.mu.Unlock()
+				st := ts.srv.Stats()
+				peak.Store(max(peak.Load(), st.ClientMemory-st.EvictingMemory))
+				peakAll.Store(max(peakAll.Load(), st.ClientMemory))
 				select {
 				case <-stop:
 					return
@@ -238,7 +236,7 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 			}
 		}
 		pingsOnNewConn(t, addr)
-		if n := srv.stats.panics.Load(); n != 0 {
+		if n := ts.srv.Stats().Panics; n != 0 {
 			t.Errorf("the server recovered %d panics", n)
 		}
 	})
@@ -256,7 +254,8 @@ func errText(err error) string {
 // and once turned off the client is evictable again.
 func TestClientNoEvict(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		srv, addr := startHostileServer(t, Config{EventLoops: loops, MaxMemoryClients: 4 << 20})
+		ts := startServer(t, testConfig{EventLoops: loops, MaxMemoryClients: 4 << 20})
+		addr := ts.addr
 		c := dialRaw(t, addr)
 		for _, tc := range []struct{ cmd, want string }{
 			{"CLIENT NO-EVICT maybe", "-ERR syntax error"},
@@ -296,68 +295,9 @@ func TestClientNoEvict(t *testing.T) {
 		if n, err := c.r.Read(make([]byte, 64)); n > 0 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 			t.Fatalf("a client evicted while sending read %d bytes, %v; want the connection closed", n, err)
 		}
-		if n := srv.stats.evictedClients.Load(); n != 1 {
+		if n := ts.srv.Stats().EvictedClients; n != 1 {
 			t.Errorf("evicted_clients = %d; want 1", n)
 		}
 		pingsOnNewConn(t, addr)
 	})
-}
-
-// TestSteadyClientNeverTakesTheServerLock: once a pipelining client's
-// buffers have their size, its batches account nothing, so they run while
-// another goroutine holds the server's lock (which every accounting
-// change takes): the hot path shares no lock and no counter.
-func TestSteadyClientNeverTakesTheServerLock(t *testing.T) {
-	ioModels(t, func(t *testing.T, loops int) {
-		srv, addr := startHostileServer(t, Config{EventLoops: loops})
-		c := dialRaw(t, addr)
-		batch := string(pipeline(16, 1000, "RL.TOKEN"))
-		round := func() {
-			c.send(batch)
-			for range 16 {
-				if got := c.reply(); !strings.HasPrefix(got, "[:") {
-					t.Fatalf("RL.TOKEN = %q", got)
-				}
-			}
-		}
-		for range 100 {
-			round() // warm up: the buffers reach their size
-		}
-		srv.mu.Lock()
-		locked := true
-		t.Cleanup(func() {
-			if locked { // a reply did not come within its 5 s deadline
-				t.Error("a steady client's batch waited for the server's lock")
-				srv.mu.Unlock()
-			}
-		})
-		for range 100 {
-			round()
-		}
-		locked = false
-		srv.mu.Unlock()
-	})
-}
-
-// TestWarnsWhenMaxclientsOutgrowMaxmemoryClients: a cap that the idle
-// buffers of maxclients clients would pass is logged at start, and the
-// defaults are not.
-func TestWarnsWhenMaxclientsOutgrowMaxmemoryClients(t *testing.T) {
-	for _, tc := range []struct {
-		cfg  Config
-		warn bool
-	}{
-		{Config{}, false},
-		{Config{MaxClients: 100_000}, true},
-		{Config{MaxClients: 100_000, MaxMemoryClients: -1}, false},
-		{Config{MaxClients: 1000, MaxMemoryClients: 16 << 20}, true},
-	} {
-		var log strings.Builder
-		tc.cfg.Logger = slog.New(slog.NewTextHandler(&log, nil))
-		NewServer(tc.cfg, store.New(1), NewClock())
-		if got := strings.Contains(log.String(), "maxmemory-clients"); got != tc.warn {
-			t.Errorf("maxclients %d, maxmemory-clients %d: warned %v; want %v (log %q)",
-				tc.cfg.MaxClients, tc.cfg.MaxMemoryClients, got, tc.warn, log.String())
-		}
-	}
 }

@@ -1,6 +1,8 @@
 package commands
 
-import "github.com/sluice-rl/sluice/algorithms"
+import (
+	"github.com/sluice-rl/sluice/algorithms"
+)
 
 // RL.ALL: several limits, on any keys, checked and consumed as one atomic,
 // all-or-nothing decision. The limits are queued as one group of requests
@@ -10,7 +12,7 @@ import "github.com/sluice-rl/sluice/algorithms"
 func init() {
 	register(&command{
 		name: "rl.all", arity: -6, flags: flagDecision | flagWrite, run: cmdAll,
-		group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of limits",
+		group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of limits (at most all-max-limits)",
 		summary: "Checks several limits (TOKEN, LEAKY, FIXED, SLIDING, LOG, each with its key and two " +
 			"parameters) atomically: takes n from all of them, or from none.",
 		arguments: []argDoc{
@@ -23,39 +25,49 @@ func init() {
 }
 
 // cmdAll: RL.ALL n ALGO key p1 p2 [ALGO key p1 p2 …]
-func cmdAll(c *Client, args [][]byte) {
-	// arguments, parsed straight into the pending queue and taken back out
+func cmdAll(s *session, args [][]byte) {
+	// arguments, parsed straight into the deferred queue and taken back out
 	// if one of them is wrong
 	if (len(args)-2)%4 != 0 {
-		c.rejectDecision(errWrongArgs("rl.all"))
+		s.rejectDecision(errWrongArgs("rl.all"))
+		return
+	}
+	if limits := int64(len(args)-2) / 4; limits > s.h.cfg.AllMaxLimits {
+		s.rejectDecision(errAllTooMany(s.h.cfg.AllMaxLimits))
 		return
 	}
 	n, err := parseCost(args[1])
 	if err != nil {
-		c.rejectDecision(err)
+		s.rejectDecision(err)
 		return
 	}
-	mark := len(c.pending)
-	group := c.nextGroup()
-	shape := shapeAll
+	mark := len(s.queue.reqs)
+	group := s.nextGroup()
+	kind := kindAll
+	logs := int64(0)
 	for i := 2; i < len(args); i += 4 {
 		algo, ok := allAlgo(args[i])
 		if !ok {
 			err = errAllAlgo(args[i])
 			break
 		}
+		if algo == algorithms.Log {
+			if logs++; n > 0 && n > s.h.cfg.AllMaxLogUnits/logs {
+				err = errAllTooManyUnits(s.h.cfg.AllMaxLogUnits)
+				break
+			}
+		}
 		var limit algorithms.Limit
-		if limit, err = c.parseLimit(algo, args[i+2], args[i+3]); err != nil {
+		if limit, err = s.parseLimit(algo, args[i+2], args[i+3]); err != nil {
 			break
 		}
 		// operation: queued as one group; reply: writeAll
-		c.queue(algorithms.Request{Key: args[i+1], Limit: limit, N: n, Group: group}, shape)
-		shape = shapeAllMember
+		s.queueDecision(algorithms.Request{Key: args[i+1], Limit: limit, N: n, Group: group}, kind)
+		kind = kindAllMember
 	}
 	if err != nil {
-		clear(c.pending[mark:])
-		c.pending, c.replies = c.pending[:mark], c.replies[:mark]
-		c.rejectDecision(err)
+		s.unqueue(mark)
+		s.rejectDecision(err)
 	}
 }
 
@@ -76,20 +88,16 @@ func allAlgo(b []byte) (algorithms.Algo, bool) {
 	return algorithms.None, false
 }
 
-func errAllAlgo(b []byte) Error {
-	return Error("ERR unknown algorithm '" + printable(b) + "' in RL.ALL: use TOKEN, LEAKY, FIXED, SLIDING or LOG")
-}
-
 // writeAll writes an RL.ALL's reply from its group's outcomes. RESP2: an
 // array [allowed, denied_index, [decision …]], allowed 1 or 0, denied_index
 // the 0-based index of the first limit that denied (-1 when admitted), and
 // one five-integer decision per limit. RESP3: a map {allowed: boolean,
 // denied_index, results: [decision map …]}. If a limit failed (WRONGTYPE …),
 // the whole reply is that error: nothing was changed.
-func (c *Client) writeAll(outs []algorithms.Outcome) {
+func (s *session) writeAll(outs []algorithms.Outcome) {
 	for i := range outs {
 		if outs[i].Err != nil {
-			c.writeError(outs[i].Err)
+			s.writeError(outs[i].Err)
 			return
 		}
 	}
@@ -101,24 +109,24 @@ func (c *Client) writeAll(outs []algorithms.Outcome) {
 		}
 	}
 	if denied < 0 {
-		c.allowed++
+		s.allowed++
 	} else {
-		c.denied++
+		s.denied++
 	}
-	if c.resp3.Load() {
-		c.writeMap(3)
-		c.writeBulkString("allowed")
-		c.writeBool(denied < 0)
-		c.writeBulkString("denied_index")
-		c.writeInt(denied)
-		c.writeBulkString("results")
+	if s.resp3.Load() {
+		s.writeMap(3)
+		s.writeBulkString("allowed")
+		s.writeBool(denied < 0)
+		s.writeBulkString("denied_index")
+		s.writeInt(denied)
+		s.writeBulkString("results")
 	} else {
-		c.writeArray(3)
-		c.writeBool(denied < 0) // 1 or 0 in RESP2
-		c.writeInt(denied)
+		s.writeArray(3)
+		s.writeBool(denied < 0) // 1 or 0 in RESP2
+		s.writeInt(denied)
 	}
-	c.writeArray(len(outs))
+	s.writeArray(len(outs))
 	for i := range outs {
-		c.writeDecision(&outs[i].Result)
+		s.writeDecision(&outs[i].Result)
 	}
 }

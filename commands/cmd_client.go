@@ -36,79 +36,73 @@ var clientHelp = []string{
 	"    Print this help.",
 }
 
-func cmdClient(c *Client, args [][]byte) {
+func cmdClient(s *session, args [][]byte) {
 	sub := args[1]
 	switch {
 	case equalFold(sub, "id") && len(args) == 2:
-		c.writeInt(c.id)
+		s.writeInt(s.conn.ID())
 	case equalFold(sub, "getname") && len(args) == 2:
-		c.mu.Lock()
-		name := c.name
-		c.mu.Unlock()
+		s.mu.Lock()
+		name := s.name
+		s.mu.Unlock()
 		if name == "" {
-			c.writeNull()
+			s.writeNull()
 			return
 		}
-		c.writeBulkString(name)
+		s.writeBulkString(name)
 	case equalFold(sub, "setname") && len(args) == 3:
-		if err := c.setName(args[2]); err != nil {
-			c.writeError(err)
+		if err := s.setName(args[2]); err != nil {
+			s.writeError(err)
 			return
 		}
-		c.writeOK()
+		s.writeOK()
 	case equalFold(sub, "setinfo") && len(args) == 4:
-		c.clientSetInfo(args[2], args[3])
+		s.clientSetInfo(args[2], args[3])
 	case equalFold(sub, "info") && len(args) == 2:
-		c.writeVerbatim(c.describe())
+		s.writeVerbatim(s.describe())
 	case equalFold(sub, "list") && len(args) == 2:
 		var b strings.Builder
-		c.srv.forEachClient(func(o *Client) { b.WriteString(o.describe()) })
-		c.writeVerbatim(b.String())
+		s.h.conns(s, func(o *session) { b.WriteString(o.describe()) })
+		s.writeVerbatim(b.String())
 	case equalFold(sub, "kill") && len(args) == 4 && equalFold(args[2], "id"):
 		id, ok := parseInt(args[3])
 		if !ok {
-			c.writeError(errNotInteger)
+			s.writeError(errNotInteger)
 			return
 		}
-		killed := int64(0)
-		c.srv.forEachClient(func(o *Client) {
-			if o.id == id {
-				o.kill()
-				killed++
-			}
-		})
-		if id == c.id {
-			c.closing = true
+		killed := s.h.kill(s, id)
+		if id == s.conn.ID() {
+			s.conn.CloseAfterReply()
 		}
-		c.writeInt(killed)
+		s.writeInt(killed)
 	case equalFold(sub, "no-evict") && len(args) == 3:
 		switch {
 		case equalFold(args[2], "on"):
-			c.setNoEvict(true)
+			s.conn.SetNoEvict(true)
 		case equalFold(args[2], "off"):
-			c.setNoEvict(false)
+			s.conn.SetNoEvict(false)
 		default:
-			c.writeError(errSyntax)
+			s.writeError(errSyntax)
 			return
 		}
-		c.writeOK()
+		s.writeOK()
 	case equalFold(sub, "help") && len(args) == 2:
-		c.writeArray(len(clientHelp))
+		s.writeArray(len(clientHelp))
 		for _, l := range clientHelp {
-			c.writeSimple(l)
+			s.writeSimple(l)
 		}
 	default:
 		if isClientSub(sub) {
-			c.writeError(Error("ERR wrong number of arguments for 'client|" + strings.ToLower(string(sub)) + "' command"))
+			s.writeError(errWrongArgs("client|" + strings.ToLower(string(sub))))
 			return
 		}
-		c.writeError(errUnknownSubcommand(sub, "CLIENT"))
+		s.writeError(errUnknownSubcommand(sub, "CLIENT"))
 	}
 }
 
 func isClientSub(sub []byte) bool {
-	for _, s := range commandTable["client"].subs {
-		if equalFold(sub, s) {
+	for _, name := range commandTable["client"].subs {
+		if equalFold(sub, name) {
 			return true
 		}
 	}
@@ -116,74 +110,76 @@ func isClientSub(sub []byte) bool {
 }
 
 // setName validates and sets the connection's name, as CLIENT SETNAME does.
-func (c *Client) setName(name []byte) error {
+func (s *session) setName(name []byte) error {
 	if len(name) > maxNameSize {
-		return Error("ERR Client names cannot be longer than " + strconv.Itoa(maxNameSize) + " bytes.")
+		return errNameTooLong
 	}
 	for _, b := range name {
 		if b < '!' || b > '~' {
-			return Error("ERR Client names cannot contain spaces, newlines or special characters.")
+			return errNameChars
 		}
 	}
-	c.mu.Lock()
-	c.name = string(name)
-	c.mu.Unlock()
+	s.mu.Lock()
+	s.name = string(name)
+	s.mu.Unlock()
 	return nil
 }
 
 // clientSetInfo: CLIENT SETINFO LIB-NAME|LIB-VER value
-func (c *Client) clientSetInfo(attr, val []byte) {
+func (s *session) clientSetInfo(attr, val []byte) {
 	for _, b := range val {
 		if b < '!' || b > '~' {
-			c.writeError(Error("ERR " + strings.ToLower(string(attr)) + " cannot contain spaces, newlines or special characters."))
+			s.writeError(errSetInfo(attr, "cannot contain spaces, newlines or special characters."))
 			return
 		}
 	}
 	if len(val) > maxNameSize {
-		c.writeError(Error("ERR " + strings.ToLower(string(attr)) + " is too long"))
+		s.writeError(errSetInfo(attr, "is too long"))
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
 	case equalFold(attr, "lib-name"):
-		c.libName = string(val)
+		s.libName = string(val)
 	case equalFold(attr, "lib-ver"):
-		c.libVer = string(val)
+		s.libVer = string(val)
 	default:
-		c.writeError(Error("ERR Unrecognized option '" + clip(string(attr), 128) + "'"))
+		s.writeError(errUnrecognizedOption(attr))
 		return
 	}
-	c.writeOK()
+	s.writeOK()
 }
 
 // describe is the client's line in CLIENT LIST and CLIENT INFO. It has only
 // fields Redis has, because client libraries (go-redis) reject unknown ones.
-func (c *Client) describe() string {
-	c.mu.Lock()
-	name, lib, ver := c.name, c.libName, c.libVer
-	c.mu.Unlock()
+// Any goroutine: it reads the session's and the connection's shared fields.
+func (s *session) describe() string {
+	s.mu.Lock()
+	name, lib, ver := s.name, s.libName, s.libVer
+	s.mu.Unlock()
+	ci := s.conn.Info()
 	now := time.Now()
 	resp := "2"
-	if c.resp3.Load() {
+	if s.resp3.Load() {
 		resp = "3"
 	}
-	idle := now.Sub(time.Unix(0, c.lastCmd.Load())) / time.Second
-	if c.srv.clock.Frozen() {
+	idle := now.Sub(time.Unix(0, ci.LastBatch)) / time.Second
+	if s.h.clock.Frozen() {
 		idle = 0 // the batch instant is the debug clock's, not wall time
 	}
 	var b strings.Builder
-	b.WriteString("id=" + strconv.FormatInt(c.id, 10))
-	b.WriteString(" addr=" + c.addr + " laddr=" + c.laddr + " fd=" + strconv.Itoa(c.listFD) + " name=" + name)
-	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(c.created)/time.Second), 10))
+	b.WriteString("id=" + strconv.FormatInt(ci.ID, 10))
+	b.WriteString(" addr=" + ci.Addr + " laddr=" + ci.LAddr + " fd=" + strconv.Itoa(ci.FD) + " name=" + name)
+	b.WriteString(" age=" + strconv.FormatInt(int64(now.Sub(ci.Created)/time.Second), 10))
 	b.WriteString(" idle=" + strconv.FormatInt(int64(max(idle, 0)), 10))
 	flags := " flags=N"
-	if c.noEvict.Load() {
+	if ci.NoEvict {
 		flags = " flags=e"
 	}
 	b.WriteString(flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0")
-	b.WriteString(" rbs=" + strconv.FormatInt(c.memIn.Load(), 10) + " omem=" + strconv.FormatInt(c.memOut.Load(), 10))
-	b.WriteString(" tot-mem=" + strconv.FormatInt(c.mem.Load(), 10))
+	b.WriteString(" rbs=" + strconv.FormatInt(ci.QueryBuffer, 10) + " omem=" + strconv.FormatInt(ci.OutputBuffer, 10))
+	b.WriteString(" tot-mem=" + strconv.FormatInt(ci.Memory, 10))
 	b.WriteString(" user=default redir=-1 resp=" + resp + " lib-name=" + lib + " lib-ver=" + ver + "\n")
 	return b.String()
 }

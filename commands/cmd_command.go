@@ -36,34 +36,34 @@ func commandsNamed(args [][]byte) []*command {
 	return out
 }
 
-func cmdCommand(c *Client, args [][]byte) {
+func cmdCommand(s *session, args [][]byte) {
 	if len(args) == 1 {
 		list := sortedCommands()
-		c.writeArray(len(list))
+		s.writeArray(len(list))
 		for _, cmd := range list {
-			c.writeCommandInfo(cmd)
+			s.writeCommandInfo(cmd)
 		}
 		return
 	}
 	sub := args[1]
 	switch {
 	case equalFold(sub, "count") && len(args) == 2:
-		c.writeInt(int64(len(commandTable)))
+		s.writeInt(int64(len(commandTable)))
 	case equalFold(sub, "list") && len(args) == 2:
 		list := sortedCommands()
-		c.writeArray(len(list))
+		s.writeArray(len(list))
 		for _, cmd := range list {
-			c.writeBulkString(cmd.name)
+			s.writeBulkString(cmd.name)
 		}
 	case equalFold(sub, "info"):
 		list := commandsNamed(args[2:])
-		c.writeArray(len(list))
+		s.writeArray(len(list))
 		for _, cmd := range list {
 			if cmd == nil {
-				c.writeNull()
+				s.writeNull()
 				continue
 			}
-			c.writeCommandInfo(cmd)
+			s.writeCommandInfo(cmd)
 		}
 	case equalFold(sub, "docs"):
 		var list []*command
@@ -72,10 +72,10 @@ func cmdCommand(c *Client, args [][]byte) {
 				list = append(list, cmd)
 			}
 		}
-		c.writeMap(len(list))
+		s.writeMap(len(list))
 		for _, cmd := range list {
-			c.writeBulkString(cmd.name)
-			c.writeCommandDocs(cmd)
+			s.writeBulkString(cmd.name)
+			s.writeCommandDocs(cmd)
 		}
 	case equalFold(sub, "help") && len(args) == 2:
 		help := []string{
@@ -87,12 +87,12 @@ func cmdCommand(c *Client, args [][]byte) {
 			"DOCS [<command-name> ...]", "    Return documentation about the named commands, or all of them.",
 			"HELP", "    Print this help.",
 		}
-		c.writeArray(len(help))
+		s.writeArray(len(help))
 		for _, l := range help {
-			c.writeSimple(l)
+			s.writeSimple(l)
 		}
 	default:
-		c.writeError(errUnknownSubcommand(sub, "COMMAND"))
+		s.writeError(errUnknownSubcommand(sub, "COMMAND"))
 	}
 }
 
@@ -105,107 +105,107 @@ var flagNames = []struct {
 }
 
 // writeCommandInfo writes Redis 7's ten-field command description.
-func (c *Client) writeCommandInfo(cmd *command) {
+func (s *session) writeCommandInfo(cmd *command) {
 	var flags []string
 	for _, f := range flagNames {
 		if cmd.flags&f.flag != 0 {
 			flags = append(flags, f.name)
 		}
 	}
-	c.writeArray(10)
-	c.writeBulkString(cmd.name)
-	c.writeInt(int64(cmd.arity))
-	c.writeSet(len(flags))
+	s.writeArray(10)
+	s.writeBulkString(cmd.name)
+	s.writeInt(int64(cmd.arity))
+	s.writeSet(len(flags))
 	for _, f := range flags {
-		c.writeSimple(f)
+		s.writeSimple(f)
 	}
-	c.writeInt(int64(cmd.firstKey))
-	c.writeInt(int64(cmd.lastKey))
-	c.writeInt(int64(cmd.keyStep))
-	c.writeSet(1)
-	c.writeSimple("@" + cmd.group)
-	c.writeArray(0) // tips
+	s.writeInt(int64(cmd.firstKey))
+	s.writeInt(int64(cmd.lastKey))
+	s.writeInt(int64(cmd.keyStep))
+	s.writeSet(1)
+	s.writeSimple("@" + cmd.group)
+	s.writeArray(0) // tips
 	if cmd.firstKey == 0 {
-		c.writeArray(0)
+		s.writeArray(0)
 	} else {
-		c.writeKeySpec(cmd)
+		s.writeKeySpec(cmd)
 	}
-	c.writeArray(len(cmd.subs))
-	for _, s := range cmd.subs {
-		c.writeArray(10)
-		c.writeBulkString(cmd.name + "|" + s)
-		c.writeInt(-2)
-		c.writeSet(0)
-		c.writeInt(0)
-		c.writeInt(0)
-		c.writeInt(0)
-		c.writeSet(1)
-		c.writeSimple("@" + cmd.group)
-		c.writeArray(0)
-		c.writeArray(0)
-		c.writeArray(0)
+	s.writeArray(len(cmd.subs))
+	for _, sub := range cmd.subs {
+		s.writeArray(10)
+		s.writeBulkString(cmd.name + "|" + sub)
+		s.writeInt(-2)
+		s.writeSet(0)
+		s.writeInt(0)
+		s.writeInt(0)
+		s.writeInt(0)
+		s.writeSet(1)
+		s.writeSimple("@" + cmd.group)
+		s.writeArray(0)
+		s.writeArray(0)
+		s.writeArray(0)
 	}
 }
 
 // writeKeySpec writes one key specification: the keys start at argument
 // firstKey and run to lastKey (-1: the last argument) in steps of keyStep.
-func (c *Client) writeKeySpec(cmd *command) {
+func (s *session) writeKeySpec(cmd *command) {
 	access := "RW"
 	if cmd.flags&flagReadOnly != 0 {
 		access = "RO"
 	}
-	c.writeArray(1)
-	c.writeMap(3)
-	c.writeBulkString("flags")
-	c.writeSet(1)
-	c.writeSimple(access)
-	c.writeBulkString("begin_search")
-	c.writeMap(2)
-	c.writeBulkString("type")
-	c.writeBulkString("index")
-	c.writeBulkString("spec")
-	c.writeMap(1)
-	c.writeBulkString("index")
-	c.writeInt(int64(cmd.firstKey))
-	c.writeBulkString("find_keys")
-	c.writeMap(2)
-	c.writeBulkString("type")
-	c.writeBulkString("range")
-	c.writeBulkString("spec")
-	c.writeMap(3)
-	c.writeBulkString("lastkey")
+	s.writeArray(1)
+	s.writeMap(3)
+	s.writeBulkString("flags")
+	s.writeSet(1)
+	s.writeSimple(access)
+	s.writeBulkString("begin_search")
+	s.writeMap(2)
+	s.writeBulkString("type")
+	s.writeBulkString("index")
+	s.writeBulkString("spec")
+	s.writeMap(1)
+	s.writeBulkString("index")
+	s.writeInt(int64(cmd.firstKey))
+	s.writeBulkString("find_keys")
+	s.writeMap(2)
+	s.writeBulkString("type")
+	s.writeBulkString("range")
+	s.writeBulkString("spec")
+	s.writeMap(3)
+	s.writeBulkString("lastkey")
 	last := int64(cmd.lastKey - cmd.firstKey)
 	if cmd.lastKey < 0 {
 		last = int64(cmd.lastKey)
 	}
-	c.writeInt(last)
-	c.writeBulkString("keystep")
-	c.writeInt(int64(cmd.keyStep))
-	c.writeBulkString("limit")
-	c.writeInt(0)
+	s.writeInt(last)
+	s.writeBulkString("keystep")
+	s.writeInt(int64(cmd.keyStep))
+	s.writeBulkString("limit")
+	s.writeInt(0)
 }
 
 // writeCommandDocs writes the documentation map COMMAND DOCS returns and
 // redis-cli turns into its hints.
-func (c *Client) writeCommandDocs(cmd *command) {
+func (s *session) writeCommandDocs(cmd *command) {
 	fields := 4
 	if len(cmd.arguments) > 0 {
 		fields++
 	}
-	c.writeMap(fields)
-	c.writeBulkString("summary")
-	c.writeBulkString(cmd.summary)
-	c.writeBulkString("since")
-	c.writeBulkString(cmd.since)
-	c.writeBulkString("group")
-	c.writeBulkString(cmd.group)
-	c.writeBulkString("complexity")
-	c.writeBulkString(cmd.complexity)
+	s.writeMap(fields)
+	s.writeBulkString("summary")
+	s.writeBulkString(cmd.summary)
+	s.writeBulkString("since")
+	s.writeBulkString(cmd.since)
+	s.writeBulkString("group")
+	s.writeBulkString(cmd.group)
+	s.writeBulkString("complexity")
+	s.writeBulkString(cmd.complexity)
 	if len(cmd.arguments) == 0 {
 		return
 	}
-	c.writeBulkString("arguments")
-	c.writeArray(len(cmd.arguments))
+	s.writeBulkString("arguments")
+	s.writeArray(len(cmd.arguments))
 	for _, a := range cmd.arguments {
 		var flags []string
 		if a.optional {
@@ -221,22 +221,22 @@ func (c *Client) writeCommandDocs(cmd *command) {
 		if len(flags) > 0 {
 			n++
 		}
-		c.writeMap(n)
-		c.writeBulkString("name")
-		c.writeBulkString(a.name)
-		c.writeBulkString("type")
-		c.writeBulkString(a.typ)
-		c.writeBulkString("display_text")
-		c.writeBulkString(strings.ReplaceAll(a.name, " ", "_"))
+		s.writeMap(n)
+		s.writeBulkString("name")
+		s.writeBulkString(a.name)
+		s.writeBulkString("type")
+		s.writeBulkString(a.typ)
+		s.writeBulkString("display_text")
+		s.writeBulkString(strings.ReplaceAll(a.name, " ", "_"))
 		if a.token != "" {
-			c.writeBulkString("token")
-			c.writeBulkString(a.token)
+			s.writeBulkString("token")
+			s.writeBulkString(a.token)
 		}
 		if len(flags) > 0 {
-			c.writeBulkString("flags")
-			c.writeSet(len(flags))
+			s.writeBulkString("flags")
+			s.writeSet(len(flags))
 			for _, f := range flags {
-				c.writeSimple(f)
+				s.writeSimple(f)
 			}
 		}
 	}

@@ -36,28 +36,28 @@ func init() {
 	)
 }
 
-func cmdPing(c *Client, args [][]byte) {
+func cmdPing(s *session, args [][]byte) {
 	if len(args) == 2 {
-		c.writeBulk(args[1])
+		s.writeBulk(args[1])
 		return
 	}
-	c.writeSimple("PONG")
+	s.writeSimple("PONG")
 }
 
-func cmdEcho(c *Client, args [][]byte) { c.writeBulk(args[1]) }
+func cmdEcho(s *session, args [][]byte) { s.writeBulk(args[1]) }
 
 // cmdHello: HELLO [protover [AUTH username password] [SETNAME clientname]]
-func cmdHello(c *Client, args [][]byte) {
+func cmdHello(s *session, args [][]byte) {
 	// arguments
 	proto := 0
 	if len(args) >= 2 {
 		v, ok := parseInt(args[1])
 		if !ok {
-			c.writeError(Error("ERR Protocol version is not an integer or out of range"))
+			s.writeError(errProtoVersion)
 			return
 		}
 		if v != 2 && v != 3 {
-			c.writeError(errNoProto)
+			s.writeError(errNoProto)
 			return
 		}
 		proto = int(v)
@@ -73,103 +73,104 @@ func cmdHello(c *Client, args [][]byte) {
 			setname, name = true, args[i+1]
 			i++
 		default:
-			c.writeError(Error("ERR Syntax error in HELLO option '" + clip(string(args[i]), 128) + "'"))
+			s.writeError(errHelloOption(args[i]))
 			return
 		}
 	}
 	// operation
 	if auth {
-		if err := c.authenticate(user, pass); err != nil {
-			c.writeError(err)
+		if err := s.authenticate(user, pass); err != nil {
+			s.writeError(err)
 			return
 		}
 	}
-	if !c.authed {
-		c.writeError(Error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"))
+	if !s.authed {
+		s.writeError(errHelloNoAuth)
 		return
 	}
 	if setname {
-		if err := c.setName(name); err != nil {
-			c.writeError(err)
+		if err := s.setName(name); err != nil {
+			s.writeError(err)
 			return
 		}
 	}
 	if proto != 0 {
-		c.resp3.Store(proto == 3)
+		s.resp3.Store(proto == 3)
 	}
 	// reply
 	version := 2
-	if c.resp3.Load() {
+	if s.resp3.Load() {
 		version = 3
 	}
-	c.writeMap(7)
-	c.writeBulkString("server")
-	c.writeBulkString("sluice")
-	c.writeBulkString("version")
-	c.writeBulkString(Version)
-	c.writeBulkString("proto")
-	c.writeInt(int64(version))
-	c.writeBulkString("id")
-	c.writeInt(c.id)
-	c.writeBulkString("mode")
-	c.writeBulkString("standalone")
-	c.writeBulkString("role")
-	c.writeBulkString("master")
-	c.writeBulkString("modules")
-	c.writeArray(0)
+	s.writeMap(7)
+	s.writeBulkString("server")
+	s.writeBulkString("sluice")
+	s.writeBulkString("version")
+	s.writeBulkString(Version)
+	s.writeBulkString("proto")
+	s.writeInt(int64(version))
+	s.writeBulkString("id")
+	s.writeInt(s.conn.ID())
+	s.writeBulkString("mode")
+	s.writeBulkString("standalone")
+	s.writeBulkString("role")
+	s.writeBulkString("master")
+	s.writeBulkString("modules")
+	s.writeArray(0)
 }
 
 // cmdAuth: AUTH [username] password
-func cmdAuth(c *Client, args [][]byte) {
+func cmdAuth(s *session, args [][]byte) {
 	user, pass := []byte("default"), args[1]
 	if len(args) == 3 {
 		user, pass = args[1], args[2]
-	} else if c.srv.cfg.Password == "" {
-		c.writeError(errNoPassSet)
+	} else if s.h.cfg.Password == "" {
+		s.writeError(errNoPassSet)
 		return
 	}
-	if err := c.authenticate(user, pass); err != nil {
-		c.writeError(err)
+	if err := s.authenticate(user, pass); err != nil {
+		s.writeError(err)
 		return
 	}
-	c.writeOK()
+	s.writeOK()
 }
 
 // authenticate checks a username/password pair against requirepass, as the
 // default user of Redis. With no password set every pair for "default" is
 // accepted, as Redis's nopass default user does.
-func (c *Client) authenticate(user, pass []byte) error {
+func (s *session) authenticate(user, pass []byte) error {
 	if string(user) != "default" {
 		return errWrongPass
 	}
-	want := c.srv.cfg.Password
+	want := s.h.cfg.Password
 	if want != "" && subtle.ConstantTimeCompare(pass, []byte(want)) != 1 {
 		return errWrongPass
 	}
-	c.authed = true
+	s.authed = true
+	s.conn.SetUnauthenticated(false)
 	return nil
 }
 
-func cmdSelect(c *Client, args [][]byte) {
+func cmdSelect(s *session, args [][]byte) {
 	v, ok := parseInt(args[1])
 	if !ok {
-		c.writeError(errNotInteger)
+		s.writeError(errNotInteger)
 		return
 	}
 	if v != 0 {
-		c.writeError(errInvalidDBIdx)
+		s.writeError(errInvalidDBIdx)
 		return
 	}
-	c.writeOK()
+	s.writeOK()
 }
 
-func cmdQuit(c *Client, args [][]byte) {
-	c.writeOK()
-	c.closing = true
+func cmdQuit(s *session, args [][]byte) {
+	s.writeOK()
+	s.conn.CloseAfterReply()
 }
 
-func cmdTime(c *Client, args [][]byte) {
-	c.writeArray(2)
-	c.writeBulkString(strconv.FormatInt(c.now/1e9, 10))
-	c.writeBulkString(strconv.FormatInt(c.now%1e9/1e3, 10))
+func cmdTime(s *session, args [][]byte) {
+	s.writeArray(2)
+	s.writeBulkString(strconv.FormatInt(s.conn.Now()/1e9, 10))
+	s.writeBulkString(strconv.FormatInt(s.conn.Now()%1e9/1e3, 10))
 }

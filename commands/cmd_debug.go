@@ -15,39 +15,39 @@ func init() {
 // nanoseconds, less a margin for the longest limit's arithmetic.
 const maxDebugMillis = math.MaxInt64 / 1_000_000 / 2
 
-func cmdDebug(c *Client, args [][]byte) {
-	switch c.srv.cfg.Debug {
+func cmdDebug(s *session, args [][]byte) {
+	switch s.h.cfg.Debug {
 	case "yes":
 	case "local":
-		if !c.local {
-			c.writeError(errDebugDisabled)
+		if !s.conn.Loopback() {
+			s.writeError(errDebugDisabled)
 			return
 		}
 	default:
-		c.writeError(errDebugDisabled)
+		s.writeError(errDebugDisabled)
 		return
 	}
-	clock := c.srv.clock
+	clock := s.h.clock
 	switch {
 	case equalFold(args[1], "clock") && len(args) == 4 && equalFold(args[2], "set"):
 		ms, ok := parseInt(args[3])
 		if !ok || ms < 0 || ms > maxDebugMillis {
-			c.writeError(errNotInteger)
+			s.writeError(errNotInteger)
 			return
 		}
 		clock.Set(ms * 1e6)
-		c.writeOK()
+		s.writeOK()
 	case equalFold(args[1], "clock") && len(args) == 4 && equalFold(args[2], "advance"):
 		ms, ok := parseInt(args[3])
 		if !ok || ms < 0 || ms > maxDebugMillis || clock.Now()/1e6+ms > maxDebugMillis {
-			c.writeError(errNotInteger)
+			s.writeError(errNotInteger)
 			return
 		}
 		clock.Advance(ms * 1e6)
-		c.writeOK()
+		s.writeOK()
 	case equalFold(args[1], "clock") && len(args) == 3 && equalFold(args[2], "real"):
 		clock.Real()
-		c.writeOK()
+		s.writeOK()
 	case equalFold(args[1], "help") && len(args) == 2:
 		help := []string{
 			"DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -55,12 +55,12 @@ func cmdDebug(c *Client, args [][]byte) {
 			"CLOCK ADVANCE <ms>", "    Move the server clock forward.",
 			"CLOCK REAL", "    Return to the real clock.",
 		}
-		c.writeArray(len(help))
+		s.writeArray(len(help))
 		for _, l := range help {
-			c.writeSimple(l)
+			s.writeSimple(l)
 		}
 	default:
-		c.writeError(errUnknownSubcommand(args[1], "DEBUG"))
+		s.writeError(errUnknownSubcommand(args[1], "DEBUG"))
 	}
-	c.now = clock.Now() // the rest of the batch runs at the clock just set
+	s.conn.SetNow(clock.Now()) // the rest of the batch runs at the clock just set
 }

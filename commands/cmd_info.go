@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-rl/sluice/glob"
 )
 
 // INFO and CONFIG GET.
@@ -25,17 +27,17 @@ func init() {
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"}
 
 // cmdInfo: INFO [section …]
-func cmdInfo(c *Client, args [][]byte) {
+func cmdInfo(s *session, args [][]byte) {
 	want := map[string]bool{}
 	for _, a := range args[1:] {
-		s := strings.ToLower(string(a))
-		switch s {
+		name := strings.ToLower(string(a))
+		switch name {
 		case "all", "everything", "default":
 			for _, name := range infoSections {
 				want[name] = true
 			}
 		default:
-			want[s] = true
+			want[name] = true
 		}
 	}
 	if len(want) == 0 {
@@ -52,19 +54,27 @@ func cmdInfo(c *Client, args [][]byte) {
 			b.WriteString("\r\n")
 		}
 		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
-		for _, kv := range c.srv.infoSection(name, c.now) {
+		for _, kv := range s.h.infoSection(s, name) {
 			b.WriteString(kv.Name + ":" + kv.Value + "\r\n")
 		}
 	}
-	c.writeVerbatim(b.String())
+	s.writeVerbatim(b.String())
 }
 
-func (s *Server) infoSection(name string, now int64) []Param {
+// infoSection returns the lines of one INFO section, from the typed
+// figures of the transport, the sessions, the key space, the persister and
+// the cluster.
+func (h *Handler) infoSection(s *session, name string) []Param {
 	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
 	switch name {
 	case "server":
 		exe, _ := os.Executable()
-		up := time.Since(s.start)
+		up := time.Since(h.start)
+		ts := h.transportStats()
+		port := ts.Port
+		if port == "" {
+			port = "0"
+		}
 		out := []Param{
 			{"sluice_version", Version},
 			{"redis_version", "7.0.0"}, // what clients that gate features on INFO expect of the commands sluice has
@@ -73,72 +83,111 @@ func (s *Server) infoSection(name string, now int64) []Param {
 			{"arch_bits", strconv.Itoa(strconv.IntSize)},
 			{"go_version", runtime.Version()},
 			{"gomaxprocs", strconv.Itoa(runtime.GOMAXPROCS(0))},
-			{"event_loops", strconv.Itoa(s.cfg.EventLoops)},
+			{"event_loops", strconv.Itoa(ts.EventLoops)},
 			{"process_id", strconv.Itoa(os.Getpid())},
-			{"tcp_port", s.port()},
+			{"tcp_port", port},
 			{"uptime_in_seconds", itoa(int64(up / time.Second))},
 			{"uptime_in_days", itoa(int64(up / (24 * time.Hour)))},
 			{"hz", "10"},
-			{"clock", s.clockMode()},
+			{"clock", h.clockMode()},
 			{"executable", exe},
 		}
-		return append(out, s.cfg.Info...)
+		return append(out, h.cfg.Info...)
 	case "clients":
-		s.mu.Lock()
-		n := len(s.clients)
-		s.mu.Unlock()
-		in, out := s.clientBuffers()
+		ts := h.transportStats()
 		return []Param{
-			{"connected_clients", strconv.Itoa(n)},
-			{"maxclients", strconv.Itoa(s.cfg.MaxClients)},
-			{"client_recent_max_input_buffer", itoa(in)},
-			{"client_recent_max_output_buffer", itoa(out)},
+			{"connected_clients", strconv.Itoa(ts.Clients)},
+			{"maxclients", strconv.Itoa(ts.MaxClients)},
+			{"client_recent_max_input_buffer", itoa(ts.MaxQueryBuffer)},
+			{"client_recent_max_output_buffer", itoa(ts.MaxOutputBuffer)},
 			{"blocked_clients", "0"},
 		}
 	case "memory":
+		ts := h.transportStats()
 		out := memoryInfo()
-		out = append(out, Param{"mem_clients_normal", itoa(s.clientMem.Load())},
-			Param{"maxmemory_clients", itoa(max(s.cfg.MaxMemoryClients, 0))})
-		if m, ok := s.ks.(interface{ InfoMemory() [][2]string }); ok {
-			for _, kv := range m.InfoMemory() {
-				out = append(out, Param{kv[0], kv[1]})
-			}
+		out = append(out, Param{"mem_clients_normal", itoa(ts.ClientMemory)},
+			Param{"maxmemory_clients", itoa(ts.MaxMemoryClients)})
+		if r := h.cfg.Stats; r != nil {
+			k := r.KeyspaceStats()
+			out = append(out,
+				Param{"keyspace_used_memory", itoa(k.UsedMemory)},
+				Param{"keyspace_arena_bytes", itoa(k.ArenaBytes)},
+				Param{"keyspace_index_bytes", itoa(k.IndexBytes)},
+				Param{"keyspace_free_bytes", itoa(k.FreeBytes)},
+				Param{"keyspace_keys", itoa(k.Keys)},
+				Param{"maxmemory", itoa(k.MaxMemory)},
+				Param{"maxmemory_policy", k.Policy},
+				Param{"evicted_keys", itoa(k.EvictedKeys)},
+				Param{"oom_refused_keys", itoa(k.RefusedKeys)})
 		}
 		return out
 	case "persistence":
-		var out []Param
-		if p, ok := s.cfg.Persister.(interface{ Info() [][2]string }); ok {
-			for _, kv := range p.Info() {
-				out = append(out, Param{kv[0], kv[1]})
-			}
+		p := h.cfg.Persister
+		if p == nil {
+			return nil
 		}
-		return out
+		st := p.PersistenceStats()
+		status := "ok"
+		if !st.LastSaveOK {
+			status = "err"
+		}
+		running := "0"
+		if st.BackgroundSaveRunning {
+			running = "1"
+		}
+		return []Param{
+			{"rdb_bgsave_in_progress", running},
+			{"rdb_last_save_time", itoa(st.LastSave)},
+			{"rdb_last_bgsave_status", status},
+			{"rdb_last_save_time_ms", itoa(st.LastSaveTook.Milliseconds())},
+			{"rdb_saves", itoa(st.Saves)},
+			{"snapshot_file", st.Path},
+		}
 	case "stats":
-		t := s.totals()
+		ts := h.transportStats()
+		t := h.totals(s)
 		out := []Param{
-			{"total_connections_received", itoa(s.stats.connections.Load())},
+			{"total_connections_received", itoa(ts.Connections)},
 			{"total_commands_processed", itoa(t.cmds)},
-			{"total_error_replies", itoa(t.errors)},
+			{"total_error_replies", itoa(t.errors + ts.ProtocolErrors)},
 			{"total_decisions", itoa(t.allowed + t.denied)},
 			{"decisions_allowed", itoa(t.allowed)},
 			{"decisions_denied", itoa(t.denied)},
-			{"rejected_connections", itoa(s.stats.rejected.Load())},
-			{"protocol_errors", itoa(s.stats.protoErrors.Load())},
-			{"evicted_clients", itoa(s.stats.evictedClients.Load())},
-			{"recovered_panics", itoa(s.stats.panics.Load())},
-			{"total_net_input_bytes", itoa(t.netIn)},
-			{"total_net_output_bytes", itoa(t.netOut)},
+			{"rejected_connections", itoa(ts.Rejected)},
+			{"protocol_errors", itoa(ts.ProtocolErrors)},
+			{"evicted_clients", itoa(ts.EvictedClients)},
+			{"recovered_panics", itoa(ts.Panics)},
+			{"total_net_input_bytes", itoa(ts.NetIn)},
+			{"total_net_output_bytes", itoa(ts.NetOut)},
 		}
-		if st, ok := s.ks.(interface{ InfoStats() [][2]string }); ok {
-			for _, kv := range st.InfoStats() {
-				out = append(out, Param{kv[0], kv[1]})
-			}
+		if r := h.cfg.Stats; r != nil {
+			k := r.KeyspaceStats()
+			us := func(d time.Duration) string { return itoa(d.Microseconds()) }
+			out = append(out,
+				Param{"expired_keys", itoa(k.ExpiredKeys)},
+				Param{"evicted_keys", itoa(k.EvictedKeys)},
+				Param{"oom_refused_keys", itoa(k.RefusedKeys)},
+				Param{"sweep_examined", itoa(k.SweepExamined)},
+				Param{"sweep_removed", itoa(k.SweepRemoved)},
+				Param{"sweep_runs", itoa(k.SweepRuns)},
+				Param{"sweep_rounds", itoa(k.SweepRounds)},
+				Param{"sweep_time_us", us(k.SweepTime)},
+				Param{"sweep_last_us", us(k.SweepLast)},
+				Param{"sweep_max_us", us(k.SweepMax)},
+				Param{"shards", strconv.Itoa(k.Shards)})
 		}
 		return out
 	case "replication":
-		return s.replicationInfo()
+		if h.cfg.Cluster == nil {
+			return []Param{{"role", "master"}, {"connected_slaves", "0"}, {"cluster_enabled", "0"}}
+		}
+		var out []Param
+		for _, kv := range h.cfg.Cluster.InfoReplication() {
+			out = append(out, Param{kv[0], kv[1]})
+		}
+		return append(out, Param{"cluster_enabled", "1"})
 	case "keyspace":
-		n, err := s.ks.DBSize(now)
+		n, err := h.ks.DBSize(s.conn.Now())
 		if err != nil || n == 0 {
 			return nil
 		}
@@ -147,41 +196,27 @@ func (s *Server) infoSection(name string, now int64) []Param {
 	return nil
 }
 
-type totals struct{ cmds, errors, allowed, denied, netIn, netOut int64 }
+type sums struct{ cmds, errors, allowed, denied int64 }
 
-// totals adds the live clients' counters to those of clients that left.
-func (s *Server) totals() totals {
-	t := totals{
-		cmds:    s.stats.commands.Load(),
-		errors:  s.stats.errors.Load(),
-		allowed: s.stats.allowed.Load(),
-		denied:  s.stats.denied.Load(),
-		netIn:   s.stats.netIn.Load(),
-		netOut:  s.stats.netOut.Load(),
+// totals adds the live sessions' counters to those of sessions that ended.
+func (h *Handler) totals(self *session) sums {
+	t := sums{
+		cmds:    h.ended.cmds.Load(),
+		errors:  h.ended.errors.Load(),
+		allowed: h.ended.allowed.Load(),
+		denied:  h.ended.denied.Load(),
 	}
-	s.forEachClient(func(c *Client) {
-		t.cmds += c.totals.cmds.Load()
-		t.errors += c.totals.errors.Load()
-		t.allowed += c.totals.allowed.Load()
-		t.denied += c.totals.denied.Load()
-		t.netIn += c.totals.netIn.Load()
-		t.netOut += c.totals.netOut.Load()
+	h.conns(self, func(s *session) {
+		t.cmds += s.totals.cmds.Load()
+		t.errors += s.totals.errors.Load()
+		t.allowed += s.totals.allowed.Load()
+		t.denied += s.totals.denied.Load()
 	})
 	return t
 }
 
-func (s *Server) port() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.lns) == 0 {
-		return "0"
-	}
-	addr := s.lns[0].Addr().String()
-	return addr[strings.LastIndexByte(addr, ':')+1:]
-}
-
-func (s *Server) clockMode() string {
-	if s.clock.Frozen() {
+func (h *Handler) clockMode() string {
+	if h.clock.Frozen() {
 		return "debug"
 	}
 	return "real"
@@ -230,20 +265,20 @@ func rss() int64 {
 }
 
 // cmdConfig: CONFIG GET parameter [parameter …] | CONFIG HELP
-func cmdConfig(c *Client, args [][]byte) {
+func cmdConfig(s *session, args [][]byte) {
 	switch {
 	case equalFold(args[1], "get") && len(args) >= 3:
 		var pairs []Param
 		seen := map[string]bool{}
-		steps := globStepLimit
+		steps := glob.StepLimit
 		for _, pat := range args[2:] {
-			for _, p := range c.srv.cfg.Params {
+			for _, p := range s.h.cfg.Params {
 				if seen[p.Name] {
 					continue
 				}
-				m, decided, used := matchGlob(pat, []byte(p.Name), true, globMaxStars, steps)
+				m, decided, used := glob.Match(pat, []byte(p.Name), true, glob.MaxStars, steps)
 				if !decided {
-					c.writeError(errPatternTooComplex)
+					s.writeError(errPatternTooComplex)
 					return
 				}
 				if steps -= used; m {
@@ -252,13 +287,13 @@ func cmdConfig(c *Client, args [][]byte) {
 				}
 			}
 		}
-		c.writeMap(len(pairs))
+		s.writeMap(len(pairs))
 		for _, p := range pairs {
-			c.writeBulkString(p.Name)
-			c.writeBulkString(p.Value)
+			s.writeBulkString(p.Name)
+			s.writeBulkString(p.Value)
 		}
 	case equalFold(args[1], "get"):
-		c.writeError(errWrongArgs("config|get"))
+		s.writeError(errWrongArgs("config|get"))
 	case equalFold(args[1], "help") && len(args) == 2:
 		help := []string{
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -267,11 +302,11 @@ func cmdConfig(c *Client, args [][]byte) {
 			"HELP",
 			"    Print this help.",
 		}
-		c.writeArray(len(help))
+		s.writeArray(len(help))
 		for _, l := range help {
-			c.writeSimple(l)
+			s.writeSimple(l)
 		}
 	default:
-		c.writeError(errUnknownSubcommand(args[1], "CONFIG"))
+		s.writeError(errUnknownSubcommand(args[1], "CONFIG"))
 	}
 }

@@ -25,49 +25,49 @@ func init() {
 }
 
 // cmdRLInfo: RL.INFO key
-func cmdRLInfo(c *Client, args [][]byte) {
+func cmdRLInfo(s *session, args [][]byte) {
 	// operation
-	info, err := c.keyInfo(args[1])
+	info, err := s.keyInfo(args[1])
 	if err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
 	// reply: nil, or a map (a flat array in RESP2) of algorithm, expire_at_ns,
 	// ttl_ms and the algorithm's own fields
 	if info.Algo == algorithms.None {
-		c.writeNull()
+		s.writeNull()
 		return
 	}
-	c.writeMap(3 + len(info.Fields))
-	c.writeBulkString("algorithm")
-	c.writeBulkString(info.Algo.String())
-	c.writeBulkString("expire_at_ns")
-	c.writeInt(info.Expire)
-	c.writeBulkString("ttl_ms")
-	c.writeInt(ceilMillis(info.Expire - c.now))
+	s.writeMap(3 + len(info.Fields))
+	s.writeBulkString("algorithm")
+	s.writeBulkString(info.Algo.String())
+	s.writeBulkString("expire_at_ns")
+	s.writeInt(info.Expire)
+	s.writeBulkString("ttl_ms")
+	s.writeInt(ceilMillis(info.Expire - s.conn.Now()))
 	for _, f := range info.Fields {
-		c.writeBulkString(f.Name)
+		s.writeBulkString(f.Name)
 		switch {
 		case f.List == nil:
-			c.writeInt(f.Value)
+			s.writeInt(f.Value)
 		case f.Pairs:
-			c.writeArray(len(f.List) / 2)
+			s.writeArray(len(f.List) / 2)
 			for i := 0; i+1 < len(f.List); i += 2 {
-				c.writeArray(2)
-				c.writeInt(f.List[i])
-				c.writeInt(f.List[i+1])
+				s.writeArray(2)
+				s.writeInt(f.List[i])
+				s.writeInt(f.List[i+1])
 			}
 		default:
-			c.writeArray(len(f.List))
+			s.writeArray(len(f.List))
 			for _, v := range f.List {
-				c.writeInt(v)
+				s.writeInt(v)
 			}
 		}
 	}
 }
 
 // cmdRLReset: RL.RESET key [key …]
-func cmdRLReset(c *Client, args [][]byte) {
-	n, err := c.srv.ks.Delete(c.now, args[1:])
-	c.replyInt(n, err)
+func cmdRLReset(s *session, args [][]byte) {
+	n, err := s.h.ks.Delete(s.conn.Now(), args[1:])
+	s.replyInt(n, err)
 }

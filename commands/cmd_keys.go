@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/glob"
 )
 
 // The key-space commands, with Redis's arguments and replies. Every key's
@@ -48,41 +49,41 @@ func init() {
 	)
 }
 
-func cmdDel(c *Client, args [][]byte) {
-	n, err := c.srv.ks.Delete(c.now, args[1:])
-	c.replyInt(n, err)
+func cmdDel(s *session, args [][]byte) {
+	n, err := s.h.ks.Delete(s.conn.Now(), args[1:])
+	s.replyInt(n, err)
 }
 
-func cmdExists(c *Client, args [][]byte) {
-	n, err := c.srv.ks.Exists(c.now, args[1:])
-	c.replyInt(n, err)
+func cmdExists(s *session, args [][]byte) {
+	n, err := s.h.ks.Exists(s.conn.Now(), args[1:])
+	s.replyInt(n, err)
 }
 
-func cmdType(c *Client, args [][]byte) {
-	algo, err := c.srv.ks.Type(c.now, args[1])
+func cmdType(s *session, args [][]byte) {
+	algo, err := s.h.ks.Type(s.conn.Now(), args[1])
 	if err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
-	c.writeSimple(algo.String())
+	s.writeSimple(algo.String())
 }
 
-func cmdPTTL(c *Client, args [][]byte) { c.replyTTL(args[1], 1) }
+func cmdPTTL(s *session, args [][]byte) { s.replyTTL(args[1], 1) }
 
 // cmdTTL rounds to the nearest second, as Redis does.
-func cmdTTL(c *Client, args [][]byte) { c.replyTTL(args[1], 1000) }
+func cmdTTL(s *session, args [][]byte) { s.replyTTL(args[1], 1000) }
 
 // replyTTL replies the time until key's state expires in units of unit ms
 // (rounded to the nearest unit; milliseconds rounded up), or -2 if absent.
-func (c *Client) replyTTL(key []byte, unit int64) {
-	ttl, err := c.srv.ks.TTL(c.now, key)
+func (s *session) replyTTL(key []byte, unit int64) {
+	ttl, err := s.h.ks.TTL(s.conn.Now(), key)
 	switch {
 	case err != nil:
-		c.writeError(err)
+		s.writeError(err)
 	case ttl < 0:
-		c.writeInt(-2)
+		s.writeInt(-2)
 	default:
-		c.writeInt((ceilMillis(ttl) + unit/2) / unit)
+		s.writeInt((ceilMillis(ttl) + unit/2) / unit)
 	}
 }
 
@@ -90,7 +91,7 @@ func (c *Client) replyTTL(key []byte, unit int64) {
 // loop for a few milliseconds at most whatever COUNT, the keys and the
 // pattern: it visits at most scanMaxCount records, replies at most
 // scanMaxBytes of keys (and at least one key), and spends at most
-// globStepLimit steps matching. Like Redis's SCAN, it may then return fewer
+// glob.StepLimit steps matching. Like Redis's SCAN, it may then return fewer
 // keys than COUNT, with a cursor to go on from. The store copies keys out of
 // a shard under its lock a chunk at a time; matching runs with no lock held.
 const (
@@ -99,11 +100,11 @@ const (
 )
 
 // cmdScan: SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
-func cmdScan(c *Client, args [][]byte) {
+func cmdScan(s *session, args [][]byte) {
 	// arguments
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
-		c.writeError(Error("ERR invalid cursor"))
+		s.writeError(errInvalidCursor)
 		return
 	}
 	var pattern []byte
@@ -111,7 +112,7 @@ func cmdScan(c *Client, args [][]byte) {
 	typ := ""
 	for i := 2; i < len(args); i += 2 {
 		if i+1 >= len(args) {
-			c.writeError(errSyntax)
+			s.writeError(errSyntax)
 			return
 		}
 		switch {
@@ -123,26 +124,26 @@ func cmdScan(c *Client, args [][]byte) {
 		case equalFold(args[i], "count"):
 			v, ok := parseInt(args[i+1])
 			if !ok {
-				c.writeError(errNotInteger)
+				s.writeError(errNotInteger)
 				return
 			}
 			if v < 1 {
-				c.writeError(errSyntax)
+				s.writeError(errSyntax)
 				return
 			}
 			count = int(min(v, scanMaxCount))
 		case equalFold(args[i], "type"):
 			typ = string(args[i+1])
 		default:
-			c.writeError(errSyntax)
+			s.writeError(errSyntax)
 			return
 		}
 	}
 	// operation
 	var found []byte // the keys found, one after the other
 	var ends []int   // where each ends in found
-	steps, offered, tooComplex := globStepLimit, 0, false
-	next, err := c.srv.ks.Scan(c.now, cursor, count, func(key []byte, algo algorithms.Algo) bool {
+	steps, offered, tooComplex := glob.StepLimit, 0, false
+	next, err := s.h.ks.Scan(s.conn.Now(), cursor, count, func(key []byte, algo algorithms.Algo) bool {
 		if offered++; offered > 1 && (len(found)+len(key) > scanMaxBytes || steps <= 0) {
 			return false // for the next call
 		}
@@ -150,7 +151,7 @@ func cmdScan(c *Client, args [][]byte) {
 			return true
 		}
 		if pattern != nil {
-			m, decided, used := matchGlob(pattern, key, false, globMaxStars, steps)
+			m, decided, used := glob.Match(pattern, key, false, glob.MaxStars, steps)
 			if !decided {
 				tooComplex = offered == 1 // else the next call has the whole budget for it
 				return false
@@ -167,42 +168,42 @@ func cmdScan(c *Client, args [][]byte) {
 		err = errPatternTooComplex
 	}
 	if err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
 	// reply
-	c.writeArray(2)
-	c.writeBulkString(strconv.FormatUint(next, 10))
-	c.writeArray(len(ends))
+	s.writeArray(2)
+	s.writeBulkString(strconv.FormatUint(next, 10))
+	s.writeArray(len(ends))
 	from := 0
 	for _, end := range ends {
-		c.writeBulk(found[from:end])
+		s.writeBulk(found[from:end])
 		from = end
 	}
 }
 
-func cmdDBSize(c *Client, args [][]byte) {
-	n, err := c.srv.ks.DBSize(c.now)
-	c.replyInt(n, err)
+func cmdDBSize(s *session, args [][]byte) {
+	n, err := s.h.ks.DBSize(s.conn.Now())
+	s.replyInt(n, err)
 }
 
 // cmdFlush: FLUSHALL [ASYNC|SYNC], FLUSHDB [ASYNC|SYNC]. Both run at once.
-func cmdFlush(c *Client, args [][]byte) {
+func cmdFlush(s *session, args [][]byte) {
 	if len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync") {
-		c.writeError(errSyntax)
+		s.writeError(errSyntax)
 		return
 	}
-	if err := c.srv.ks.Flush(c.now); err != nil {
-		c.writeError(err)
+	if err := s.h.ks.Flush(s.conn.Now()); err != nil {
+		s.writeError(err)
 		return
 	}
-	c.writeOK()
+	s.writeOK()
 }
 
-func (c *Client) replyInt(n int64, err error) {
+func (s *session) replyInt(n int64, err error) {
 	if err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
-	c.writeInt(n)
+	s.writeInt(n)
 }

@@ -29,48 +29,48 @@ func init() {
 }
 
 // cmdAcquire: RL.ACQUIRE key limit lease id
-func cmdAcquire(c *Client, args [][]byte) {
+func cmdAcquire(s *session, args [][]byte) {
 	// arguments
 	limit, err := parsePositive(args[2], "limit")
 	if err != nil {
-		c.rejectDecision(err)
+		s.rejectDecision(err)
 		return
 	}
-	if limit > c.srv.cfg.LogMaxLimit {
-		c.rejectDecision(errAboveLogMax(c.srv.cfg.LogMaxLimit))
+	if limit > s.h.cfg.LogMaxLimit {
+		s.rejectDecision(errAboveLogMax(s.h.cfg.LogMaxLimit))
 		return
 	}
 	lease, err := parseDuration(args[3], "lease")
 	if err != nil {
-		c.rejectDecision(err)
+		s.rejectDecision(err)
 		return
 	}
 	// operation: queued; reply: writeDecision
-	c.queue(algorithms.Request{
+	s.queueDecision(algorithms.Request{
 		Key:   args[1],
 		Limit: algorithms.Limit{Algo: algorithms.Concurrency, Count: limit, Period: lease},
 		N:     algorithms.LeaseAcquire,
 		ID:    args[4],
-	}, shapeDecision)
+	}, kindDecision)
 }
 
 // cmdRelease: RL.RELEASE key id
-func cmdRelease(c *Client, args [][]byte) {
+func cmdRelease(s *session, args [][]byte) {
 	// operation: queued; reply: writeReleased. The limit's parameters do not
 	// matter to a release.
-	c.queue(algorithms.Request{
+	s.queueDecision(algorithms.Request{
 		Key:   args[1],
 		Limit: algorithms.Limit{Algo: algorithms.Concurrency, Count: 1, Period: 1},
 		N:     algorithms.LeaseRelease,
 		ID:    args[2],
-	}, shapeRelease)
+	}, kindRelease)
 }
 
 // writeReleased writes RL.RELEASE's reply: 1 if a lease was released.
-func (c *Client) writeReleased(released bool) {
+func (s *session) writeReleased(released bool) {
 	if released {
-		c.writeInt(1)
+		s.writeInt(1)
 	} else {
-		c.writeInt(0)
+		s.writeInt(0)
 	}
 }

@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"strconv"
-
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/tidwall/redcon"
 )
@@ -21,7 +19,7 @@ func init() {
 		{name: "key", typ: "key"}, {name: "limit", typ: "integer"}, {name: "window", typ: "string"},
 		{name: "n", typ: "integer", optional: true},
 	}
-	decision := func(name string, run func(*Client, [][]byte), summary, complexity string, args []argDoc) *command {
+	decision := func(name string, run func(*session, [][]byte), summary, complexity string, args []argDoc) *command {
 		return &command{
 			name: name, arity: -4, maxArgs: 5, flags: flagDecision | flagWrite | flagFast, run: run,
 			group: "rate-limit", since: "0.1.0", complexity: complexity, summary: summary, arguments: args,
@@ -42,49 +40,51 @@ func init() {
 	)
 }
 
-func cmdToken(c *Client, args [][]byte)   { c.queueLimit(args, algorithms.Token) }
-func cmdLeaky(c *Client, args [][]byte)   { c.queueLimit(args, algorithms.Leaky) }
-func cmdFixed(c *Client, args [][]byte)   { c.queueLimit(args, algorithms.Fixed) }
-func cmdSliding(c *Client, args [][]byte) { c.queueLimit(args, algorithms.Sliding) }
-func cmdLog(c *Client, args [][]byte)     { c.queueLimit(args, algorithms.Log) }
+func cmdToken(s *session, args [][]byte)   { s.queueLimit(args, algorithms.Token) }
+func cmdLeaky(s *session, args [][]byte)   { s.queueLimit(args, algorithms.Leaky) }
+func cmdFixed(s *session, args [][]byte)   { s.queueLimit(args, algorithms.Fixed) }
+func cmdSliding(s *session, args [][]byte) { s.queueLimit(args, algorithms.Sliding) }
+func cmdLog(s *session, args [][]byte)     { s.queueLimit(args, algorithms.Log) }
 
 // queueLimit runs one of the commands shaped "key p1 p2 [n]": RL.TOKEN and
 // RL.LEAKY (rate capacity), RL.FIXED, RL.SLIDING and RL.LOG (limit window).
-func (c *Client) queueLimit(args [][]byte, algo algorithms.Algo) {
+func (s *session) queueLimit(args [][]byte, algo algorithms.Algo) {
 	// arguments
-	limit, err := c.parseLimit(algo, args[2], args[3])
+	limit, err := s.parseLimit(algo, args[2], args[3])
 	if err != nil {
-		c.rejectDecision(err)
+		s.rejectDecision(err)
 		return
 	}
 	n := int64(1)
 	if len(args) == 5 {
 		if n, err = parseCost(args[4]); err != nil {
-			c.rejectDecision(err)
+			s.rejectDecision(err)
 			return
 		}
 	}
 	// operation: queued, carried out with the rest of the batch; reply: writeDecision
-	c.queue(algorithms.Request{Key: args[1], Limit: limit, N: n}, shapeDecision)
+	s.queueDecision(algorithms.Request{Key: args[1], Limit: limit, N: n}, kindDecision)
 }
 
 // parseLimit reads an algorithm's two parameters: rate and capacity for
 // TOKEN and LEAKY, limit and window for FIXED, SLIDING and LOG.
-func (c *Client) parseLimit(algo algorithms.Algo, p1, p2 []byte) (algorithms.Limit, error) {
+func (s *session) parseLimit(algo algorithms.Algo, p1, p2 []byte) (algorithms.Limit, error) {
 	l := algorithms.Limit{Algo: algo}
 	var err error
 	switch algo {
 	case algorithms.Token, algorithms.Leaky:
-		if l.Period, err = c.rate(p1); err != nil {
+		if l.Period, err = s.rate(p1); err != nil {
 			return l, err
 		}
-		l.Count, err = parsePositive(p2, "capacity")
+		if l.Count, err = parsePositive(p2, "capacity"); err == nil && !algorithms.RefillFits(l.Count, l.Period) {
+			err = errRefillTooLong
+		}
 	default:
 		if l.Count, err = parsePositive(p1, "limit"); err != nil {
 			return l, err
 		}
-		if algo == algorithms.Log && l.Count > c.srv.cfg.LogMaxLimit {
-			return l, errAboveLogMax(c.srv.cfg.LogMaxLimit)
+		if algo == algorithms.Log && l.Count > s.h.cfg.LogMaxLimit {
+			return l, errAboveLogMax(s.h.cfg.LogMaxLimit)
 		}
 		l.Period, err = parseDuration(p2, "window")
 	}
@@ -93,29 +93,16 @@ func (c *Client) parseLimit(algo algorithms.Algo, p1, p2 []byte) (algorithms.Lim
 
 // rate parses a rate, remembering the last one that parsed: a pipeline
 // mostly repeats one limit, and its 128-bit division need not run again.
-func (c *Client) rate(b []byte) (int64, error) {
-	if c.lastRateNS > 0 && string(b) == string(c.lastRate) {
-		return c.lastRateNS, nil
+func (s *session) rate(b []byte) (int64, error) {
+	if s.lastRateNS > 0 && string(b) == string(s.lastRate) {
+		return s.lastRateNS, nil
 	}
 	ns, err := parseRate(b)
-	if err == nil && len(b) <= cap(c.lastRate) {
-		c.lastRate = append(c.lastRate[:0], b...)
-		c.lastRateNS = ns
+	if err == nil && len(b) <= cap(s.lastRate) {
+		s.lastRate = append(s.lastRate[:0], b...)
+		s.lastRateNS = ns
 	}
 	return ns, err
-}
-
-// errAboveLogMax is the error for an RL.LOG or RL.ACQUIRE limit above the
-// configured bound on their state's size.
-func errAboveLogMax(max int64) Error {
-	return Error("ERR limit is above log-max-limit (" + strconv.FormatInt(max, 10) + ")")
-}
-
-// rejectDecision answers a decision whose arguments are wrong, after the
-// decisions queued before it.
-func (c *Client) rejectDecision(err error) {
-	c.runPending()
-	c.writeError(err)
 }
 
 var decisionFields = [5]string{"allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"}
@@ -123,28 +110,28 @@ var decisionFields = [5]string{"allowed", "limit", "remaining", "retry_after_ms"
 // writeDecision writes the reply every RL.* decision shares: an array of
 // five integers in RESP2, a map in RESP3. Durations go out in milliseconds,
 // rounded up so that a client never retries early.
-func (c *Client) writeDecision(r *algorithms.Result) {
+func (s *session) writeDecision(r *algorithms.Result) {
 	retry := int64(-1)
 	if r.RetryAfter >= 0 {
 		retry = ceilMillis(r.RetryAfter)
 	}
 	vals := [5]int64{0, r.Limit, r.Remaining, retry, ceilMillis(r.ResetAfter)}
-	if !c.resp3.Load() {
-		c.out = append(c.out, '*', '5', '\r', '\n')
+	if !s.resp3.Load() {
+		s.conn.Out = append(s.conn.Out, '*', '5', '\r', '\n')
 		if r.Allowed {
 			vals[0] = 1
 		}
 		for _, v := range vals {
-			c.out = appendInt(c.out, v)
+			s.conn.Out = appendInt(s.conn.Out, v)
 		}
 		return
 	}
-	c.out = append(c.out, '%', '5', '\r', '\n')
-	c.out = redcon.AppendBulkString(c.out, decisionFields[0])
-	c.writeBool(r.Allowed)
+	s.conn.Out = append(s.conn.Out, '%', '5', '\r', '\n')
+	s.conn.Out = redcon.AppendBulkString(s.conn.Out, decisionFields[0])
+	s.writeBool(r.Allowed)
 	for i := 1; i < 5; i++ {
-		c.out = redcon.AppendBulkString(c.out, decisionFields[i])
-		c.out = appendInt(c.out, vals[i])
+		s.conn.Out = redcon.AppendBulkString(s.conn.Out, decisionFields[i])
+		s.conn.Out = appendInt(s.conn.Out, vals[i])
 	}
 }
 

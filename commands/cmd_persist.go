@@ -14,47 +14,43 @@ func init() {
 	)
 }
 
-// errNoPersistence answers SAVE and BGSAVE on a server started without a
-// snapshot file.
-const errNoPersistence Error = "ERR snapshots are not configured on this server"
-
-func cmdSave(c *Client, args [][]byte) {
-	p := c.srv.cfg.Persister
+func cmdSave(s *session, args [][]byte) {
+	p := s.h.cfg.Persister
 	if p == nil {
-		c.writeError(errNoPersistence)
+		s.writeError(errNoPersistence)
 		return
 	}
 	if err := p.Save(); err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
-	c.writeOK()
+	s.writeOK()
 }
 
 // cmdBgsave: BGSAVE [SCHEDULE]. SCHEDULE is accepted and means the same:
 // there is no rewrite to wait for; a save already running is an error.
-func cmdBgsave(c *Client, args [][]byte) {
+func cmdBgsave(s *session, args [][]byte) {
 	if len(args) == 2 && !equalFold(args[1], "schedule") {
-		c.writeError(errSyntax)
+		s.writeError(errSyntax)
 		return
 	}
-	p := c.srv.cfg.Persister
+	p := s.h.cfg.Persister
 	if p == nil {
-		c.writeError(errNoPersistence)
+		s.writeError(errNoPersistence)
 		return
 	}
 	if err := p.BackgroundSave(); err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
-	c.writeSimple("Background saving started")
+	s.writeSimple("Background saving started")
 }
 
-func cmdLastsave(c *Client, args [][]byte) {
-	p := c.srv.cfg.Persister
+func cmdLastsave(s *session, args [][]byte) {
+	p := s.h.cfg.Persister
 	if p == nil {
-		c.writeInt(c.srv.start.Unix())
+		s.writeInt(s.h.start.Unix())
 		return
 	}
-	c.writeInt(p.LastSave())
+	s.writeInt(p.LastSave())
 }

@@ -27,8 +27,6 @@ type Cluster interface {
 	LocalInfo(key []byte) (algorithms.KeyInfo, error)
 }
 
-var errNoCluster = Error("ERR This instance has cluster support disabled")
-
 func init() {
 	register(
 		&command{name: "raft.members", arity: 1, flags: flagAdmin, run: cmdRaftMembers, group: "cluster", since: "0.1.0",
@@ -52,157 +50,97 @@ func init() {
 	)
 }
 
-func (c *Client) cluster() Cluster {
-	if c.srv.cfg.Cluster == nil {
-		c.writeError(errNoCluster)
+func (s *session) cluster() Cluster {
+	if s.h.cfg.Cluster == nil {
+		s.writeError(errNoCluster)
 	}
-	return c.srv.cfg.Cluster
+	return s.h.cfg.Cluster
 }
 
-func cmdRaftMembers(c *Client, args [][]byte) {
-	cl := c.cluster()
+func cmdRaftMembers(s *session, args [][]byte) {
+	cl := s.cluster()
 	if cl == nil {
 		return
 	}
 	members, err := cl.MemberFields()
 	if err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
-	c.writeArray(len(members))
+	s.writeArray(len(members))
 	for _, m := range members {
-		c.writeMap(len(m))
+		s.writeMap(len(m))
 		for _, kv := range m {
-			c.writeBulkString(kv[0])
-			c.writeBulkString(kv[1])
+			s.writeBulkString(kv[0])
+			s.writeBulkString(kv[1])
 		}
 	}
 }
 
-func cmdRaftJoin(c *Client, args [][]byte) {
-	if cl := c.cluster(); cl != nil {
-		c.replyOK(cl.Join(string(args[1]), string(args[2]), string(args[3])))
+func cmdRaftJoin(s *session, args [][]byte) {
+	if cl := s.cluster(); cl != nil {
+		s.replyOK(cl.Join(string(args[1]), string(args[2]), string(args[3])))
 	}
 }
 
-func cmdRaftRemove(c *Client, args [][]byte) {
-	if cl := c.cluster(); cl != nil {
-		c.replyOK(cl.Remove(string(args[1])))
+func cmdRaftRemove(s *session, args [][]byte) {
+	if cl := s.cluster(); cl != nil {
+		s.replyOK(cl.Remove(string(args[1])))
 	}
 }
 
-func cmdRaftTransfer(c *Client, args [][]byte) {
-	if cl := c.cluster(); cl != nil {
+func cmdRaftTransfer(s *session, args [][]byte) {
+	if cl := s.cluster(); cl != nil {
 		id := ""
 		if len(args) == 2 {
 			id = string(args[1])
 		}
-		c.replyOK(cl.Transfer(id))
+		s.replyOK(cl.Transfer(id))
 	}
 }
 
-func cmdRaftSnapshot(c *Client, args [][]byte) {
-	if cl := c.cluster(); cl != nil {
-		c.replyOK(cl.Snapshot())
+func cmdRaftSnapshot(s *session, args [][]byte) {
+	if cl := s.cluster(); cl != nil {
+		s.replyOK(cl.Snapshot())
 	}
 }
 
 // cmdRaftForward queues a forwarded submission. The forwards a peer
 // pipelines arrive in one read and are handed to the leader's batcher
-// together, so they share log entries (see runForwards).
-func cmdRaftForward(c *Client, args [][]byte) {
-	if c.cluster() != nil {
-		c.forwards = append(c.forwards, args[1])
+// together, so they share log entries (deferred.go, runForwards).
+func cmdRaftForward(s *session, args [][]byte) {
+	if s.cluster() != nil {
+		s.queueForward(args[1])
 	}
 }
 
-// runForwards carries out the queued forwards and writes their replies.
-// Every other command runs it first, so replies keep their order.
-func (c *Client) runForwards() {
-	if len(c.forwards) == 0 {
-		return
-	}
-	replies, errs := c.srv.cfg.Cluster.Forward(c.now, c.forwards)
-	for i := range c.forwards {
-		if errs[i] != nil {
-			c.writeError(errs[i])
-			continue
-		}
-		c.writeBulk(replies[i])
-	}
-	clear(c.forwards)
-	c.forwards = c.forwards[:0]
-}
-
-func cmdReadonly(c *Client, args [][]byte) {
-	if c.cluster() != nil {
-		c.readonly = true
-		c.writeOK()
+func cmdReadonly(s *session, args [][]byte) {
+	if s.cluster() != nil {
+		s.readonly = true
+		s.writeOK()
 	}
 }
 
-func cmdReadwrite(c *Client, args [][]byte) {
-	if c.cluster() != nil {
-		c.readonly = false
-		c.writeOK()
+func cmdReadwrite(s *session, args [][]byte) {
+	if s.cluster() != nil {
+		s.readonly = false
+		s.writeOK()
 	}
 }
 
-func (c *Client) replyOK(err error) {
+func (s *session) replyOK(err error) {
 	if err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
-	c.writeOK()
-}
-
-// decide carries out the batch's pending decisions: through the keyspace,
-// except that a READONLY connection's peeks are answered from this node's
-// own state.
-func (c *Client) decide(out []algorithms.Outcome) {
-	cl := c.srv.cfg.Cluster
-	if !c.readonly || cl == nil {
-		c.srv.ks.Decide(c.now, c.pending, out)
-		return
-	}
-	var rest []algorithms.Request
-	var restIdx []int
-	for i := range c.pending {
-		r := &c.pending[i]
-		if r.N == 0 && r.Group == 0 {
-			cl.LocalDecide(c.pending[i:i+1], out[i:i+1])
-			continue
-		}
-		rest = append(rest, *r)
-		restIdx = append(restIdx, i)
-	}
-	if len(rest) == 0 {
-		return
-	}
-	restOut := make([]algorithms.Outcome, len(rest))
-	c.srv.ks.Decide(c.now, rest, restOut)
-	for j, i := range restIdx {
-		out[i] = restOut[j]
-	}
+	s.writeOK()
 }
 
 // keyInfo reads key's state for RL.INFO: through the keyspace, or from this
 // node's own state on a READONLY connection.
-func (c *Client) keyInfo(key []byte) (algorithms.KeyInfo, error) {
-	if cl := c.srv.cfg.Cluster; c.readonly && cl != nil {
+func (s *session) keyInfo(key []byte) (algorithms.KeyInfo, error) {
+	if cl := s.h.cfg.Cluster; s.readonly && cl != nil {
 		return cl.LocalInfo(key)
 	}
-	return c.srv.ks.Info(c.now, key)
-}
-
-// replicationInfo is INFO's replication section.
-func (s *Server) replicationInfo() []Param {
-	if s.cfg.Cluster == nil {
-		return []Param{{"role", "master"}, {"connected_slaves", "0"}, {"cluster_enabled", "0"}}
-	}
-	var out []Param
-	for _, kv := range s.cfg.Cluster.InfoReplication() {
-		out = append(out, Param{kv[0], kv[1]})
-	}
-	return append(out, Param{"cluster_enabled", "1"})
+	return s.h.ks.Info(s.conn.Now(), key)
 }

@@ -41,33 +41,33 @@ type ShutdownOptions struct {
 
 // cmdShutdown: SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. On success the
 // connection closes with no reply, as Redis's does (the process exits).
-func cmdShutdown(c *Client, args [][]byte) {
+func cmdShutdown(s *session, args [][]byte) {
 	opts, abort, err := parseShutdown(args[1:])
 	if err != nil {
-		c.writeError(err)
+		s.writeError(err)
 		return
 	}
-	sd := c.srv.cfg.Shutdowner
+	sd := s.h.cfg.Shutdowner
 	if sd == nil {
-		c.writeError(errNoShutdowner)
+		s.writeError(errNoShutdowner)
 		return
 	}
 
 	if abort {
 		if !sd.AbortShutdown() {
-			c.writeError(errNoShutdown)
+			s.writeError(errNoShutdown)
 			return
 		}
-		c.writeOK()
+		s.writeOK()
 		return
 	}
-	c.srv.log.Warn("user requested shutdown", "client", c.id, "addr", c.addr,
+	s.h.log.Warn("user requested shutdown", "client", s.conn.ID(), "addr", s.conn.RemoteAddr(),
 		"nosave", opts.NoSave, "save", opts.Save, "force", opts.Force)
 	if err := sd.Shutdown(opts); err != nil {
-		c.writeError(errCantShutdown)
+		s.writeError(errCantShutdown)
 		return
 	}
-	c.closing = true // no reply: the process is exiting
+	s.conn.CloseAfterReply() // no reply: the process is exiting
 }
 
 // parseShutdown reads SHUTDOWN's modifiers as Redis 7 does: any of them in

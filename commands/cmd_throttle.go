@@ -27,34 +27,27 @@ func init() {
 	})
 }
 
-const (
-	errMaxBurstNegative Error = "ERR max_burst must not be negative"
-	errMaxBurstRange    Error = "ERR max_burst is out of range"
-	errPeriodRange      Error = "ERR period is out of range"
-	errQuantityNegative Error = "ERR quantity must not be negative"
-)
-
 // cmdThrottle: CL.THROTTLE key max_burst count period [quantity]
-func cmdThrottle(c *Client, args [][]byte) {
+func cmdThrottle(s *session, args [][]byte) {
 	// arguments
 	limit, err := parseThrottle(args[2], args[3], args[4])
 	if err != nil {
-		c.rejectDecision(err)
+		s.rejectDecision(err)
 		return
 	}
 	quantity := int64(1)
 	if len(args) == 6 {
 		if quantity, err = parseCost(args[5]); err != nil {
-			c.rejectDecision(err)
+			s.rejectDecision(err)
 			return
 		}
 		if quantity < 0 {
-			c.rejectDecision(errQuantityNegative)
+			s.rejectDecision(errQuantityNegative)
 			return
 		}
 	}
 	// operation: queued; reply: writeThrottle
-	c.queue(algorithms.Request{Key: args[1], Limit: limit, N: quantity}, shapeThrottle)
+	s.queueDecision(algorithms.Request{Key: args[1], Limit: limit, N: quantity}, kindThrottle)
 }
 
 // parseThrottle reads max_burst, count and period (whole seconds) into a
@@ -87,6 +80,9 @@ func parseThrottle(burstArg, countArg, periodArg []byte) (algorithms.Limit, erro
 	if interval == 0 {
 		return l, errRateTooHigh
 	}
+	if !algorithms.RefillFits(burst+1, interval) {
+		return l, errBurstTooLong
+	}
 	l.Count, l.Period = burst+1, interval
 	return l, nil
 }
@@ -94,7 +90,7 @@ func parseThrottle(burstArg, countArg, periodArg []byte) (algorithms.Limit, erro
 // writeThrottle writes redis-cell's reply: limited (1 or 0), the limit
 // (max_burst+1), remaining, retry_after (-1 unless limited and the request
 // can fit some day) and reset_after, both in whole seconds.
-func (c *Client) writeThrottle(r *algorithms.Result) {
+func (s *session) writeThrottle(r *algorithms.Result) {
 	limited, retry := int64(0), int64(-1)
 	if !r.Allowed {
 		limited = 1
@@ -102,12 +98,12 @@ func (c *Client) writeThrottle(r *algorithms.Result) {
 			retry = cellSeconds(r.RetryAfter)
 		}
 	}
-	c.writeArray(5)
-	c.writeInt(limited)
-	c.writeInt(r.Limit)
-	c.writeInt(r.Remaining)
-	c.writeInt(retry)
-	c.writeInt(cellSeconds(r.ResetAfter))
+	s.writeArray(5)
+	s.writeInt(limited)
+	s.writeInt(r.Limit)
+	s.writeInt(r.Remaining)
+	s.writeInt(retry)
+	s.writeInt(cellSeconds(r.ResetAfter))
 }
 
 // cellSeconds rounds non-negative nanoseconds to seconds as redis-cell 0.3.1

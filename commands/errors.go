@@ -1,32 +1,208 @@
 package commands
 
-// Error is a reply error: its text is sent to the client as is, after '-',
-// and starts with the Redis error code (ERR, WRONGTYPE, NOAUTH, OOM, ...).
-type Error string
-
-func (e Error) Error() string { return string(e) }
-
-// The error vocabulary. Wording follows Redis where Redis has a word for it.
-const (
-	errNotInteger        Error = "ERR value is not an integer or out of range"
-	errSyntax            Error = "ERR syntax error"
-	errNoAuth            Error = "NOAUTH Authentication required."
-	errWrongPass         Error = "WRONGPASS invalid username-password pair or user is disabled."
-	errNoPassSet         Error = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	errMaxClients        Error = "ERR max number of clients reached"
-	errInvalidDBIdx      Error = "ERR DB index is out of range"
-	errNoProto           Error = "NOPROTO unsupported protocol version"
-	errPatternTooComplex Error = "ERR pattern too complex: matching it against one key takes more than the work one command may do"
-	errDebugDisabled     Error = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
-	// errClientEvicted closes a client chosen by maxmemory-clients; it is
-	// never sent: an evicted client is closed without a reply, as in Redis.
-	errClientEvicted Error = "ERR client evicted: the clients' buffers passed maxmemory-clients"
-	errCantShutdown  Error = "ERR Errors trying to SHUTDOWN. Check logs."
-	errNoShutdown    Error = "ERR No shutdown in progress."
-	errNoShutdowner  Error = "ERR SHUTDOWN is not available on this server"
+import (
+	"errors"
+	"strconv"
+	"strings"
 )
 
-// errWrongArgs is Redis's arity error for the command named (lower case) name.
-func errWrongArgs(name string) Error {
-	return Error("ERR wrong number of arguments for '" + name + "' command")
+// replyError is a reply error with Redis's generic code: its text is Redis's
+// without the "ERR ", which the one rule adds when it is written
+// (errorText). Values compare with ==.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// codeError is a reply error with a Redis error code of its own: the first
+// word of its text (NOAUTH, WRONGPASS, NOPROTO).
+type codeError string
+
+func (e codeError) Error() string { return string(e) }
+
+// The error vocabulary. Wording follows Redis where Redis has a word for
+// it. The functions after the block complete the texts that quote an
+// argument.
+var (
+	errNotInteger        = replyError("value is not an integer or out of range")
+	errSyntax            = replyError("syntax error")
+	errNoPassSet         = replyError("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	errInvalidDBIdx      = replyError("DB index is out of range")
+	errProtoVersion      = replyError("Protocol version is not an integer or out of range")
+	errNameTooLong       = replyError("Client names cannot be longer than " + strconv.Itoa(maxNameSize) + " bytes.")
+	errNameChars         = replyError("Client names cannot contain spaces, newlines or special characters.")
+	errInvalidCursor     = replyError("invalid cursor")
+	errPatternTooComplex = replyError("pattern too complex: matching it against one key takes more than the work one command may do")
+	errDebugDisabled     = replyError("DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
+	errCantShutdown      = replyError("Errors trying to SHUTDOWN. Check logs.")
+	errNoShutdown        = replyError("No shutdown in progress.")
+	errNoShutdowner      = replyError("SHUTDOWN is not available on this server")
+	errNoPersistence     = replyError("snapshots are not configured on this server")
+	errNoCluster         = replyError("This instance has cluster support disabled")
+
+	// The arguments of the decisions (args.go, cmd_throttle.go).
+	errRateNotPositive = replyError("rate must be positive")
+	errRateTooHigh     = replyError("rate is too high: at most 1 per nanosecond (1000000000/s)")
+	errRateTooLow      = replyError("rate is too low: the interval between units must be under 292 years")
+	// errRefillTooLong refuses a bucket that would take longer than
+	// algorithms.MaxRefill to fill: its state could not end within int64
+	// nanoseconds, and its reply would overstate it.
+	errRefillTooLong    = replyError("capacity times the rate's interval is too long (over 146 years)")
+	errMaxBurstNegative = replyError("max_burst must not be negative")
+	errMaxBurstRange    = replyError("max_burst is out of range")
+	errPeriodRange      = replyError("period is out of range")
+	errQuantityNegative = replyError("quantity must not be negative")
+	errBurstTooLong     = replyError("max_burst+1 times period/count is too long (over 146 years)")
+
+	errNoAuth      = codeError("NOAUTH Authentication required.")
+	errHelloNoAuth = codeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	errWrongPass   = codeError("WRONGPASS invalid username-password pair or user is disabled.")
+	errNoProto     = codeError("NOPROTO unsupported protocol version")
+)
+
+// errWrongArgs is Redis's arity error for the command named (lower case)
+// name, "client|no-evict" for a subcommand.
+func errWrongArgs(name string) replyError {
+	return replyError("wrong number of arguments for '" + name + "' command")
+}
+
+// errUnknownCommand is Redis's reply to a command it does not know.
+func errUnknownCommand(args [][]byte) replyError {
+	const max = 128
+	msg := "unknown command '" + clip(string(args[0]), max) + "', with args beginning with: "
+	room := max
+	for _, a := range args[1:] {
+		if room <= 0 {
+			break
+		}
+		part := clip(string(a), room)
+		msg += "'" + part + "' "
+		room -= len(part) + 3
+	}
+	return replyError(sanitize(msg))
+}
+
+// errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
+func errUnknownSubcommand(sub []byte, cmd string) replyError {
+	return replyError(sanitize("unknown subcommand '" + clip(string(sub), 128) + "'. Try " + cmd + " HELP."))
+}
+
+// errHelloOption is HELLO's error for an option it does not take.
+func errHelloOption(opt []byte) replyError {
+	return replyError(sanitize("Syntax error in HELLO option '" + clip(string(opt), 128) + "'"))
+}
+
+// errSetInfo is CLIENT SETINFO's error for a value that is not one word of
+// printable characters (what "cannot contain …" or "is too long").
+func errSetInfo(attr []byte, what string) replyError {
+	return replyError(sanitize(strings.ToLower(string(attr)) + " " + what))
+}
+
+// errUnrecognizedOption is CLIENT SETINFO's error for an attribute it does
+// not know.
+func errUnrecognizedOption(attr []byte) replyError {
+	return replyError(sanitize("Unrecognized option '" + clip(string(attr), 128) + "'"))
+}
+
+// errNotPositive is the error for a capacity, limit or duration (named what)
+// that is zero or negative.
+func errNotPositive(what string) replyError { return replyError(what + " must be positive") }
+
+// errNoUnit is the error for a duration written as a bare integer.
+func errNoUnit(what string) replyError { return replyError(what + " needs a unit, like 60s or 1500ms") }
+
+// errDurationRange is the error for a duration beyond int64 nanoseconds.
+func errDurationRange(what string) replyError { return replyError(what + " is out of range") }
+
+// errInvalidDuration is the error for a duration that is not an integer
+// followed by a known unit.
+func errInvalidDuration(what string, arg []byte) replyError {
+	return replyError("invalid " + what + " '" + printable(arg) +
+		"': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
+}
+
+// errInvalidRate is the error for a rate written in none of the accepted forms.
+func errInvalidRate(arg []byte) replyError {
+	return replyError("invalid rate '" + printable(arg) +
+		"': use N/unit like 10/s, 100/m, 5000/h, N/duration like 100/90s, or a plain number per second")
+}
+
+// errAllTooMany is the error for an RL.ALL naming more than max limits.
+func errAllTooMany(max int64) replyError {
+	return replyError("too many limits in RL.ALL: at most all-max-limits (" + strconv.FormatInt(max, 10) + ")")
+}
+
+// errAllTooManyUnits is the error for an RL.ALL whose LOG limits would log
+// more than max units together.
+func errAllTooManyUnits(max int64) replyError {
+	return replyError("too many LOG units in RL.ALL: n times the number of LOG limits is at most all-max-log-units (" +
+		strconv.FormatInt(max, 10) + ")")
+}
+
+// errAllAlgo is RL.ALL's error for an algorithm name it does not know.
+func errAllAlgo(b []byte) replyError {
+	return replyError("unknown algorithm '" + printable(b) + "' in RL.ALL: use TOKEN, LEAKY, FIXED, SLIDING or LOG")
+}
+
+// errAboveLogMax is the error for an RL.LOG or RL.ACQUIRE limit above the
+// configured bound on their state's size.
+func errAboveLogMax(max int64) replyError {
+	return replyError("limit is above log-max-limit (" + strconv.FormatInt(max, 10) + ")")
+}
+
+// errorText is the one rule that gives a reply error its code: an replyError of
+// this package, or one wrapping it (%w), gets "ERR " (generic); a
+// codeError carries its own. An error from behind an interface (Keyspace,
+// Cluster, Persister) is sent as it is when its text starts with a Redis
+// error code (an upper-case word: WRONGTYPE, OOM, CLUSTERDOWN, TRYAGAIN …),
+// and gets "ERR " otherwise.
+func errorText(err error) (text string, generic bool) {
+	switch e := err.(type) {
+	case replyError:
+		return string(e), true
+	case codeError:
+		return string(e), false
+	}
+	var own replyError
+	if errors.As(err, &own) {
+		return err.Error(), true
+	}
+	text = err.Error()
+	return text, !hasErrorCode(text)
+}
+
+// replyText is the error's reply line, without the '-'.
+func replyText(err error) string {
+	text, generic := errorText(err)
+	if generic {
+		return "ERR " + text
+	}
+	return text
+}
+
+// hasErrorCode reports whether msg starts with an upper-case word followed
+// by a space or the end: a Redis error code.
+func hasErrorCode(msg string) bool {
+	i := 0
+	for i < len(msg) && msg[i] >= 'A' && msg[i] <= 'Z' {
+		i++
+	}
+	return i > 0 && (i == len(msg) || msg[i] == ' ')
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// sanitize replaces the bytes that would break an error line, as Redis does.
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c == '\r' || c == '\n' {
+			b[i] = ' '
+		}
+	}
+	return string(b)
 }

@@ -4,7 +4,6 @@ package commands
 
 import (
 	"bytes"
-	"log/slog"
 	"net"
 	"runtime"
 	"testing"
@@ -23,14 +22,8 @@ type loopSocket struct {
 
 func newLoopSocket(tb testing.TB, depth int, cmd string) *loopSocket {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv := NewServer(Config{EventLoops: 1, Logger: slog.New(slog.DiscardHandler)}, store.New(4), NewClock())
-	go srv.Serve(ln)
-	tb.Cleanup(func() { srv.Shutdown(tb.Context()) })
-	nc, err := net.Dial("tcp", ln.Addr().String())
+	ts := startServer(tb, testConfig{EventLoops: 1, Keyspace: store.New(4)})
+	nc, err := net.Dial("tcp", ts.addr)
 	if err != nil {
 		tb.Fatal(err)
 	}

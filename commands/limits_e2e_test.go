@@ -9,122 +9,105 @@ import (
 // End-to-end tests of the decision commands through go-redis over a real
 // socket, with the debug clock frozen and moved by the tests.
 
-type call struct {
-	atMs int64
-	args []any
-	want string // RESP2 integers, "[1 3 2 0 1000]"
-}
-
-func playCalls(t *testing.T, s *testServer, calls []call) {
-	t.Helper()
-	rdb := s.client(t, 2)
-	for i, c := range calls {
-		s.at(c.atMs)
-		if got := ints(t, do(t, rdb, c.args...)); got != c.want {
-			t.Fatalf("call %d at +%dms %v = %s; want %s", i, c.atMs, c.args, got, c.want)
-		}
-	}
-}
-
 func TestE2EToken(t *testing.T) {
-	s := startServer(t, Config{})
-	playCalls(t, s, []call{
-		{0, []any{"RL.TOKEN", "user:42", "10/s", 20}, "[1 20 19 0 100]"}, // the README's first call
-		{0, []any{"RL.TOKEN", "user:42", "10/s", 20, 19}, "[1 20 0 0 2000]"},
-		{0, []any{"RL.TOKEN", "user:42", "10/s", 20}, "[0 20 0 100 2000]"},
-		{99, []any{"RL.TOKEN", "user:42", "10/s", 20, 0}, "[1 20 0 0 1901]"},
-		{100, []any{"RL.TOKEN", "user:42", "10/s", 20}, "[1 20 0 0 2000]"},
-		{100, []any{"RL.TOKEN", "user:42", "10/s", 20, 21}, "[0 20 0 -1 2000]"},
-		{100, []any{"RL.TOKEN", "user:42", "10/s", 20, -5}, "[1 20 5 0 1500]"},
+	s := startServer(t, testConfig{})
+	s.play(t, []call{
+		{ms(0), []any{"RL.TOKEN", "user:42", "10/s", 20}, "[1 20 19 0 100]"}, // the README's first call
+		{ms(0), []any{"RL.TOKEN", "user:42", "10/s", 20, 19}, "[1 20 0 0 2000]"},
+		{ms(0), []any{"RL.TOKEN", "user:42", "10/s", 20}, "[0 20 0 100 2000]"},
+		{ms(99), []any{"RL.TOKEN", "user:42", "10/s", 20, 0}, "[1 20 0 0 1901]"},
+		{ms(100), []any{"RL.TOKEN", "user:42", "10/s", 20}, "[1 20 0 0 2000]"},
+		{ms(100), []any{"RL.TOKEN", "user:42", "10/s", 20, 21}, "[0 20 0 -1 2000]"},
+		{ms(100), []any{"RL.TOKEN", "user:42", "10/s", 20, -5}, "[1 20 5 0 1500]"},
 	})
 }
 
 func TestE2ELeaky(t *testing.T) {
-	s := startServer(t, Config{})
-	playCalls(t, s, []call{
-		// The example: 1/s, capacity 3, four calls at one instant.
-		{0, []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 2 0 1000]"},
-		{0, []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 1 1000 2000]"},
-		{0, []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
-		{0, []any{"RL.LEAKY", "q", "1/s", 3}, "[0 3 0 1000 3000]"},
-		{999, []any{"RL.LEAKY", "q", "1/s", 3, 0}, "[1 3 0 2001 2001]"}, // peek: 2.001s of queue
-		{1000, []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
-		{1000, []any{"RL.LEAKY", "q", "1/s", 3, -2}, "[1 3 2 0 1000]"}, // refund
+	s := startServer(t, testConfig{})
+	s.play(t, []call{
+		// 1/s, capacity 3, four calls at one instant (docs/commands.md's RL.LEAKY example).
+		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 2 0 1000]"},
+		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 1 1000 2000]"},
+		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
+		{ms(0), []any{"RL.LEAKY", "q", "1/s", 3}, "[0 3 0 1000 3000]"},
+		{ms(999), []any{"RL.LEAKY", "q", "1/s", 3, 0}, "[1 3 0 2001 2001]"}, // peek: 2.001s of queue
+		{ms(1000), []any{"RL.LEAKY", "q", "1/s", 3}, "[1 3 0 2000 3000]"},
+		{ms(1000), []any{"RL.LEAKY", "q", "1/s", 3, -2}, "[1 3 2 0 1000]"}, // refund
 		// 3/s: 333,333,334 ns apart; every ms field rounds up.
-		{0, []any{"RL.LEAKY", "r", "3/s", 2, 2}, "[1 2 0 0 667]"},
-		{0, []any{"RL.LEAKY", "r", "3/s", 2}, "[0 2 0 334 667]"},
+		{ms(0), []any{"RL.LEAKY", "r", "3/s", 2, 2}, "[1 2 0 0 667]"},
+		{ms(0), []any{"RL.LEAKY", "r", "3/s", 2}, "[0 2 0 334 667]"},
 	})
 }
 
 func TestE2EFixed(t *testing.T) {
-	s := startServer(t, Config{})
-	playCalls(t, s, []call{
-		{0, []any{"RL.FIXED", "f", 2, "1m"}, "[1 2 1 0 60000]"},
-		{59_999, []any{"RL.FIXED", "f", 2, "1m", 1}, "[1 2 0 0 1]"},
-		{59_999, []any{"RL.FIXED", "f", 2, "1m"}, "[0 2 0 1 1]"},
-		{60_000, []any{"RL.FIXED", "f", 2, "1m", 2}, "[1 2 0 0 60000]"}, // on the minute: a new window
-		{60_000, []any{"RL.FIXED", "f", 2, "1m", 3}, "[0 2 0 -1 60000]"},
-		{60_000, []any{"RL.FIXED", "f", 2, "1m", -1}, "[1 2 1 0 60000]"},
-		{60_000, []any{"RL.FIXED", "g", 5, "1500ms", 0}, "[1 5 5 0 0]"},
+	s := startServer(t, testConfig{})
+	s.play(t, []call{
+		{ms(0), []any{"RL.FIXED", "f", 2, "1m"}, "[1 2 1 0 60000]"},
+		{ms(59_999), []any{"RL.FIXED", "f", 2, "1m", 1}, "[1 2 0 0 1]"},
+		{ms(59_999), []any{"RL.FIXED", "f", 2, "1m"}, "[0 2 0 1 1]"},
+		{ms(60_000), []any{"RL.FIXED", "f", 2, "1m", 2}, "[1 2 0 0 60000]"}, // on the minute: a new window
+		{ms(60_000), []any{"RL.FIXED", "f", 2, "1m", 3}, "[0 2 0 -1 60000]"},
+		{ms(60_000), []any{"RL.FIXED", "f", 2, "1m", -1}, "[1 2 1 0 60000]"},
+		{ms(60_000), []any{"RL.FIXED", "g", 5, "1500ms", 0}, "[1 5 5 0 0]"},
 	})
 }
 
 func TestE2ESliding(t *testing.T) {
-	s := startServer(t, Config{})
-	playCalls(t, s, []call{
-		{0, []any{"RL.SLIDING", "s", 10, "1m", 10}, "[1 10 0 0 120000]"},
-		{60_000, []any{"RL.SLIDING", "s", 10, "1m"}, "[0 10 0 1 60000]"}, // 1ns away, rounded up to 1ms
-		{90_000, []any{"RL.SLIDING", "s", 10, "1m", 0}, "[1 10 5 0 30000]"},
-		{90_000, []any{"RL.SLIDING", "s", 10, "1m", 6}, "[0 10 5 1 30000]"}, // fits 1ns later: floor(10·(30s−1ns)/60s) = 4
-		{90_000, []any{"RL.SLIDING", "s", 10, "1m", 5}, "[1 10 0 0 90000]"},
+	s := startServer(t, testConfig{})
+	s.play(t, []call{
+		{ms(0), []any{"RL.SLIDING", "s", 10, "1m", 10}, "[1 10 0 0 120000]"},
+		{ms(60_000), []any{"RL.SLIDING", "s", 10, "1m"}, "[0 10 0 1 60000]"}, // 1ns away, rounded up to 1ms
+		{ms(90_000), []any{"RL.SLIDING", "s", 10, "1m", 0}, "[1 10 5 0 30000]"},
+		{ms(90_000), []any{"RL.SLIDING", "s", 10, "1m", 6}, "[0 10 5 1 30000]"}, // fits 1ns later: floor(10·(30s−1ns)/60s) = 4
+		{ms(90_000), []any{"RL.SLIDING", "s", 10, "1m", 5}, "[1 10 0 0 90000]"},
 	})
 }
 
 func TestE2ELog(t *testing.T) {
-	s := startServer(t, Config{})
-	playCalls(t, s, []call{
-		{0, []any{"RL.LOG", "l", 3, "10s"}, "[1 3 2 0 10000]"},
-		{2000, []any{"RL.LOG", "l", 3, "10s", 2}, "[1 3 0 0 10000]"},
-		{5000, []any{"RL.LOG", "l", 3, "10s"}, "[0 3 0 5000 7000]"},
-		{10_000, []any{"RL.LOG", "l", 3, "10s"}, "[1 3 0 0 10000]"}, // the first entry left exactly now
-		{10_000, []any{"RL.LOG", "l", 3, "10s", -1}, "[1 3 1 0 2000]"},
+	s := startServer(t, testConfig{})
+	s.play(t, []call{
+		{ms(0), []any{"RL.LOG", "l", 3, "10s"}, "[1 3 2 0 10000]"},
+		{ms(2000), []any{"RL.LOG", "l", 3, "10s", 2}, "[1 3 0 0 10000]"},
+		{ms(5000), []any{"RL.LOG", "l", 3, "10s"}, "[0 3 0 5000 7000]"},
+		{ms(10_000), []any{"RL.LOG", "l", 3, "10s"}, "[1 3 0 0 10000]"}, // the first entry left exactly now
+		{ms(10_000), []any{"RL.LOG", "l", 3, "10s", -1}, "[1 3 1 0 2000]"},
 	})
-	rdb := s.client(t, 2)
+	rdb := s.client(t, proto(2))
 	if e := doErr(t, rdb, "RL.LOG", "l", 10001, "1s"); e != "ERR limit is above log-max-limit (10000)" {
 		t.Fatalf("limit 10001: %q", e)
 	}
-	small := startServer(t, Config{LogMaxLimit: 5})
-	if e := doErr(t, small.client(t, 2), "RL.LOG", "l", 6, "1s"); e != "ERR limit is above log-max-limit (5)" {
+	small := startServer(t, testConfig{LogMaxLimit: 5})
+	if e := doErr(t, small.client(t, proto(2)), "RL.LOG", "l", 6, "1s"); e != "ERR limit is above log-max-limit (5)" {
 		t.Fatalf("limit 6 under log-max-limit 5: %q", e)
 	}
 }
 
 func TestE2EThrottle(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 3) // redis-cell answers an array in RESP3 too
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(3)) // redis-cell answers an array in RESP3 too
 	if got := ints(t, do(t, rdb, "CL.THROTTLE", "user123", 15, 30, 60)); got != "[0 16 15 -1 2]" {
 		t.Fatalf("README example = %s; want [0 16 15 -1 2]", got)
 	}
 	// redis-cell's unit test sequence, rounded to seconds as redis-cell
 	// replies: 3.9s → 4, 1s → 1.
-	playCalls(t, s, []call{
-		{0, []any{"CL.THROTTLE", "k", 4, 1, 1, 6}, "[1 5 5 -1 0]"},
-		{0, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 4 -1 1]"},
-		{0, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 3 -1 2]"},
-		{0, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 2 -1 3]"},
-		{0, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 1 -1 4]"},
-		{0, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 0 -1 5]"},
-		{0, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[1 5 0 1 5]"},
-		{3000, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 2 -1 3]"},
-		{3100, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 1 -1 4]"},
-		{4000, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 1 -1 4]"},
-		{8000, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 4 -1 1]"},
-		{9500, []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 4 -1 1]"},
-		{9500, []any{"CL.THROTTLE", "k", 4, 1, 1, 0}, "[0 5 4 -1 1]"},
-		{9500, []any{"CL.THROTTLE", "k", 4, 1, 1, 2}, "[0 5 2 -1 3]"},
-		{9500, []any{"CL.THROTTLE", "k", 4, 1, 1, 5}, "[1 5 2 3 3]"},
+	s.play(t, []call{
+		{ms(0), []any{"CL.THROTTLE", "k", 4, 1, 1, 6}, "[1 5 5 -1 0]"},
+		{ms(0), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 4 -1 1]"},
+		{ms(0), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 3 -1 2]"},
+		{ms(0), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 2 -1 3]"},
+		{ms(0), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 1 -1 4]"},
+		{ms(0), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 0 -1 5]"},
+		{ms(0), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[1 5 0 1 5]"},
+		{ms(3000), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 2 -1 3]"},
+		{ms(3100), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 1 -1 4]"},
+		{ms(4000), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 1 -1 4]"},
+		{ms(8000), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 4 -1 1]"},
+		{ms(9500), []any{"CL.THROTTLE", "k", 4, 1, 1}, "[0 5 4 -1 1]"},
+		{ms(9500), []any{"CL.THROTTLE", "k", 4, 1, 1, 0}, "[0 5 4 -1 1]"},
+		{ms(9500), []any{"CL.THROTTLE", "k", 4, 1, 1, 2}, "[0 5 2 -1 3]"},
+		{ms(9500), []any{"CL.THROTTLE", "k", 4, 1, 1, 5}, "[1 5 2 3 3]"},
 		// 7 per 2s is 285,714,285ns apart: reset 0.285714285s rounds to 1s.
-		{20_000, []any{"CL.THROTTLE", "m", 0, 7, 2}, "[0 1 0 -1 1]"},
+		{ms(20_000), []any{"CL.THROTTLE", "m", 0, 7, 2}, "[0 1 0 -1 1]"},
 	})
 	for _, bad := range []struct {
 		args []any
@@ -146,15 +129,15 @@ func TestE2EThrottle(t *testing.T) {
 }
 
 func TestE2ELeases(t *testing.T) {
-	s := startServer(t, Config{})
-	playCalls(t, s, []call{
-		{0, []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-1"}, "[1 2 1 0 30000]"},
-		{1000, []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-2"}, "[1 2 0 0 30000]"},
-		{2000, []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-3"}, "[0 2 0 28000 29000]"},
-		{2000, []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-1"}, "[1 2 0 0 30000]"},   // a retry renews
-		{31_000, []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-3"}, "[1 2 0 0 30000]"}, // req-2 died
+	s := startServer(t, testConfig{})
+	s.play(t, []call{
+		{ms(0), []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-1"}, "[1 2 1 0 30000]"},
+		{ms(1000), []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-2"}, "[1 2 0 0 30000]"},
+		{ms(2000), []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-3"}, "[0 2 0 28000 29000]"},
+		{ms(2000), []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-1"}, "[1 2 0 0 30000]"},   // a retry renews
+		{ms(31_000), []any{"RL.ACQUIRE", "jobs", 2, "30s", "req-3"}, "[1 2 0 0 30000]"}, // req-2 died
 	})
-	rdb := s.client(t, 2)
+	rdb := s.client(t, proto(2))
 	for _, c := range []struct {
 		id   string
 		want int64
@@ -178,8 +161,8 @@ func TestE2ELeases(t *testing.T) {
 }
 
 func TestE2EPeeksCreateNothingAndTypesAreNamed(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 2)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
 	cmds := []struct {
 		typ  string
 		args []any
@@ -239,8 +222,8 @@ func TestE2EPeeksCreateNothingAndTypesAreNamed(t *testing.T) {
 }
 
 func TestE2EInfoAndReset(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 2)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
 	do(t, rdb, "RL.FIXED", "f", 5, "1m", 2)
 	got := fmt.Sprint(do(t, rdb, "RL.INFO", "f"))
 	want := fmt.Sprintf("[algorithm rl-fixed expire_at_ns %d ttl_ms 60000 window_start_ns %d count 2]",
@@ -249,9 +232,9 @@ func TestE2EInfoAndReset(t *testing.T) {
 		t.Fatalf("RL.INFO f = %s; want %s", got, want)
 	}
 	do(t, rdb, "RL.LOG", "l", 5, "1s", 2)
-	s.at(250)
+	s.at(ms(250))
 	do(t, rdb, "RL.LOG", "l", 5, "1s", 1)
-	r3 := s.client(t, 3)
+	r3 := s.client(t, proto(3))
 	info := do(t, r3, "RL.INFO", "l").(map[any]any)
 	if info["algorithm"] != "rl-log" || info["count"] != int64(3) || info["ttl_ms"] != int64(1000) ||
 		fmt.Sprint(info["entries_ns"]) != fmt.Sprintf("[%d %d %d]", epochMs*1_000_000, epochMs*1_000_000, (epochMs+250)*1_000_000) {
@@ -274,8 +257,8 @@ func TestE2EInfoAndReset(t *testing.T) {
 }
 
 func TestE2EResp3DecisionIsAMap(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 3)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(3))
 	got := do(t, rdb, "RL.SLIDING", "s", 3, "1s")
 	m, ok := got.(map[any]any)
 	if !ok || m["allowed"] != true || m["limit"] != int64(3) || m["remaining"] != int64(2) ||
@@ -289,18 +272,21 @@ func TestE2EResp3DecisionIsAMap(t *testing.T) {
 // start of the clock and at the latest instant DEBUG CLOCK allows: every
 // reply must be well formed, with no negative field but a -1 retry.
 func TestE2EExtremeArguments(t *testing.T) {
-	s := startServer(t, Config{})
-	rdb := s.client(t, 2)
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
 	const max, min = "9223372036854775807", "-9223372036854775808"
+	const maxRefill = "4611686018427387904" // 2^62 ns: the longest a bucket may take to fill
 	cmds := [][]any{
-		{"RL.TOKEN", "t", "1000000000/s", max},
-		{"RL.TOKEN", "t2", "1/106751d", max},
-		{"RL.LEAKY", "l", "1/106751d", max},
+		{"RL.TOKEN", "t", "1000000000/s", maxRefill},
+		{"RL.TOKEN", "t2", "1/53375d", 1},
+		{"RL.LEAKY", "l", "1/53375d", 1},
+		{"RL.LEAKY", "l2", "1000000000/s", maxRefill},
 		{"RL.FIXED", "f", max, "106751d"},
 		{"RL.SLIDING", "s", max, "106751d"},
 		{"RL.SLIDING", "s2", max, "1ms"},
 		{"RL.LOG", "g", 10000, "106751d"},
-		{"CL.THROTTLE", "c", "9223372036854775806", 1, 9223372036},
+		{"CL.THROTTLE", "c", "4611686017", 1, 1},
+		{"CL.THROTTLE", "c2", 0, 1, 4611686018},
 	}
 	check := func(args []any, reply any) {
 		vals := reply.([]any)
@@ -322,7 +308,7 @@ func TestE2EExtremeArguments(t *testing.T) {
 			}
 		}
 		check([]any{"RL.ACQUIRE"}, do(t, rdb, "RL.ACQUIRE", "a", 10000, "106751d", "id"))
-		v := do(t, rdb, "RL.ALL", max, "FIXED", "f2", max, "106751d", "SLIDING", "s3", max, "106751d", "TOKEN", "t3", "1/106751d", max)
+		v := do(t, rdb, "RL.ALL", max, "FIXED", "f2", max, "106751d", "SLIDING", "s3", max, "106751d", "TOKEN", "t3", "1/53375d", 1)
 		for _, r := range v.([]any)[2].([]any) {
 			check([]any{"RL.ALL"}, r)
 		}

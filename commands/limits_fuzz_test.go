@@ -2,10 +2,7 @@ package commands
 
 import (
 	"bytes"
-	"io"
-	"log/slog"
 	"math/big"
-	"net"
 	"strings"
 	"testing"
 
@@ -22,6 +19,8 @@ func FuzzParseThrottle(f *testing.F) {
 		{"9223372036854775806", "1", "1"}, {"9223372036854775807", "1", "1"},
 		{"1", "1", "9223372036"}, {"1", "1", "9223372037"}, {"1", "1000000001", "1"},
 		{"1", "9223372036854775807", "9223372036"}, {"1.5", "1", "1"}, {"", "1", "1"},
+		{"4611686018427387903", "1000000000", "1"}, {"4611686018427387904", "1000000000", "1"},
+		{"0", "1", "4611686018"}, {"1", "1", "4611686018"},
 	} {
 		f.Add(seed[0], seed[1], seed[2])
 	}
@@ -37,6 +36,12 @@ func FuzzParseThrottle(f *testing.F) {
 			ns := new(big.Int).Mul(big.NewInt(period), big.NewInt(1e9))
 			interval = new(big.Int).Quo(ns, big.NewInt(count))
 			wantOK = limit.Cmp(maxInt64) <= 0 && ns.Cmp(maxInt64) <= 0 && interval.Sign() > 0
+			if refill := new(big.Int).Mul(limit, interval); wantOK && refill.Cmp(big.NewInt(algorithms.MaxRefill)) > 0 {
+				if err != errBurstTooLong {
+					t.Fatalf("parseThrottle(%q, %q, %q) = %v; want %q: (max_burst+1)·interval = %s ns", burstArg, countArg, periodArg, err, errBurstTooLong, refill)
+				}
+				wantOK = false
+			}
 		}
 		if (err == nil) != wantOK {
 			t.Fatalf("parseThrottle(%q, %q, %q) = %+v, %v; want ok %t", burstArg, countArg, periodArg, l, err, wantOK)
@@ -59,25 +64,18 @@ func FuzzAll(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.Fuzz(func(t *testing.T, line string) {
 		args := append([]string{"RL.ALL"}, strings.Fields(line)...)
-		srv := NewServer(Config{Logger: logger}, store.New(2), NewClock())
-		nc, peer := net.Pipe()
-		defer nc.Close()
-		defer peer.Close()
-		c := newClient(srv, nc, 1)
-		c.in = []byte(frame(args...))
-		c.start, c.end = 0, len(c.in)
-		c.runBatch()
-		out := c.out
+		st := store.New(2)
+		_, c := loopbackOn(t, DefaultConfig(), st)
+		out, _ := c.Feed([]byte(frame(args...)))
 		switch {
 		case len(args) < 6 || (len(args)-2)%4 != 0:
 			if !bytes.HasPrefix(out, []byte("-ERR wrong number of arguments")) {
 				t.Fatalf("%q: %q; want the arity error", line, out)
 			}
 		case out[0] == '-':
-			if n, _ := srv.ks.DBSize(c.now); n != 0 {
+			if n, _ := st.DBSize(c.Now()); n != 0 {
 				t.Fatalf("%q: %q, yet %d keys were written", line, out, n)
 			}
 		default:

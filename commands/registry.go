@@ -6,7 +6,8 @@ type command struct {
 	arity   int    // Redis's convention: n means exactly n arguments, -n at least n
 	maxArgs int    // most arguments, counting the name; 0 means no maximum
 	flags   cmdFlags
-	run     func(c *Client, args [][]byte)
+	class   deferClass // how its work runs (set by register, from flags)
+	run     func(s *session, args [][]byte)
 
 	// What COMMAND and COMMAND DOCS report.
 	group      string
@@ -23,14 +24,14 @@ type command struct {
 type cmdFlags uint16
 
 const (
-	flagDecision cmdFlags = 1 << iota // queued and carried out with the batch's other decisions
+	flagDecision cmdFlags = 1 << iota // deferred: carried out with the batch's other decisions
 	flagNoAuth                        // allowed before AUTH
 	flagWrite
 	flagReadOnly
 	flagFast
 	flagAdmin
 	flagLoading
-	flagForward // a follower's forwarded submission, queued apart from decisions (RAFT.FORWARD)
+	flagForward // deferred: a follower's forwarded submission, carried out with the others (RAFT.FORWARD)
 )
 
 // argDoc describes one argument for COMMAND DOCS, in the form redis-cli
@@ -58,6 +59,12 @@ func register(cmds ...*command) {
 	for _, cmd := range cmds {
 		if commandTable[cmd.name] != nil {
 			panic("commands: " + cmd.name + " registered twice")
+		}
+		switch {
+		case cmd.flags&flagDecision != 0:
+			cmd.class = classDecision
+		case cmd.flags&flagForward != 0:
+			cmd.class = classForward
 		}
 		commandTable[cmd.name] = cmd
 	}
@@ -96,43 +103,4 @@ func equalFold(b []byte, s string) bool {
 		}
 	}
 	return true
-}
-
-// errUnknownCommand is Redis's reply to a command it does not know.
-func errUnknownCommand(args [][]byte) Error {
-	const max = 128
-	msg := "ERR unknown command '" + clip(string(args[0]), max) + "', with args beginning with: "
-	room := max
-	for _, a := range args[1:] {
-		if room <= 0 {
-			break
-		}
-		part := clip(string(a), room)
-		msg += "'" + part + "' "
-		room -= len(part) + 3
-	}
-	return Error(sanitize(msg))
-}
-
-// errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
-func errUnknownSubcommand(sub []byte, cmd string) Error {
-	return Error(sanitize("ERR unknown subcommand '" + clip(string(sub), 128) + "'. Try " + cmd + " HELP."))
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
-// sanitize replaces the bytes that would break an error line, as Redis does.
-func sanitize(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '\r' || c == '\n' {
-			b[i] = ' '
-		}
-	}
-	return string(b)
 }

@@ -6,79 +6,85 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// Replies are appended to the client's output buffer with redcon's RESP
-// encoders and flushed once per pipeline batch. RESP3 types (maps, booleans,
-// nulls, doubles) are written here where redcon has no encoder for them.
+// Replies are appended to the connection's output buffer (server.Conn.Out)
+// with redcon's RESP encoders, and written by the transport once per
+// batch. RESP3 types (maps, booleans, nulls, verbatim strings) are written
+// here where redcon has no encoder for them.
 
-func (c *Client) writeOK()                 { c.out = redcon.AppendOK(c.out) }
-func (c *Client) writeSimple(s string)     { c.out = redcon.AppendString(c.out, s) }
-func (c *Client) writeInt(n int64)         { c.out = appendInt(c.out, n) }
-func (c *Client) writeBulk(b []byte)       { c.out = redcon.AppendBulk(c.out, b) }
-func (c *Client) writeBulkString(s string) { c.out = redcon.AppendBulkString(c.out, s) }
-func (c *Client) writeArray(n int)         { c.out = redcon.AppendArray(c.out, n) }
+func (s *session) writeOK()                   { s.conn.Out = redcon.AppendOK(s.conn.Out) }
+func (s *session) writeSimple(text string)    { s.conn.Out = redcon.AppendString(s.conn.Out, text) }
+func (s *session) writeInt(n int64)           { s.conn.Out = appendInt(s.conn.Out, n) }
+func (s *session) writeBulk(b []byte)         { s.conn.Out = redcon.AppendBulk(s.conn.Out, b) }
+func (s *session) writeBulkString(str string) { s.conn.Out = redcon.AppendBulkString(s.conn.Out, str) }
+func (s *session) writeArray(n int)           { s.conn.Out = redcon.AppendArray(s.conn.Out, n) }
 
-// writeError is the one place a reply error is written. Errors that carry a
-// Redis error code (an upper-case first word) go out as they are; any other
-// error gets Redis's generic "ERR " prefix.
-func (c *Client) writeError(err error) {
-	msg := err.Error()
-	if !hasErrorCode(msg) {
-		msg = "ERR " + msg
-	}
-	c.out = redcon.AppendError(c.out, msg)
-	c.errors++
+// writeError is the one place a reply error is written, with the code
+// errorText gives it.
+func (s *session) writeError(err error) {
+	s.conn.Out = appendError(s.conn.Out, err)
+	s.errors++
 }
 
-func hasErrorCode(msg string) bool {
-	i := 0
-	for i < len(msg) && msg[i] >= 'A' && msg[i] <= 'Z' {
-		i++
+// appendError appends err as a RESP error line: '-', the code, the text
+// with any CR or LF turned into a space (as redcon.AppendError does), CRLF.
+func appendError(b []byte, err error) []byte {
+	text, generic := errorText(err)
+	b = append(b, '-')
+	if generic {
+		b = append(b, "ERR "...)
 	}
-	return i > 0 && (i == len(msg) || msg[i] == ' ')
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	return append(b, '\r', '\n')
 }
 
 // writeNull writes a null: "$-1" in RESP2, "_" in RESP3.
-func (c *Client) writeNull() {
-	if c.resp3.Load() {
-		c.out = append(c.out, '_', '\r', '\n')
+func (s *session) writeNull() {
+	if s.resp3.Load() {
+		s.conn.Out = append(s.conn.Out, '_', '\r', '\n')
 		return
 	}
-	c.out = redcon.AppendNull(c.out)
+	s.conn.Out = redcon.AppendNull(s.conn.Out)
 }
 
 // writeMap writes a map header of n pairs: "%n" in RESP3, an array of 2n
 // elements in RESP2.
-func (c *Client) writeMap(n int) {
-	if c.resp3.Load() {
-		c.out = appendLine(c.out, '%', int64(n))
+func (s *session) writeMap(n int) {
+	if s.resp3.Load() {
+		s.conn.Out = appendLine(s.conn.Out, '%', int64(n))
 		return
 	}
-	c.out = redcon.AppendArray(c.out, 2*n)
+	s.conn.Out = redcon.AppendArray(s.conn.Out, 2*n)
 }
 
 // writeSet writes a set header: "~n" in RESP3, an array in RESP2.
-func (c *Client) writeSet(n int) {
-	if c.resp3.Load() {
-		c.out = appendLine(c.out, '~', int64(n))
+func (s *session) writeSet(n int) {
+	if s.resp3.Load() {
+		s.conn.Out = appendLine(s.conn.Out, '~', int64(n))
 		return
 	}
-	c.out = redcon.AppendArray(c.out, n)
+	s.conn.Out = redcon.AppendArray(s.conn.Out, n)
 }
 
 // writeBool writes a boolean: "#t"/"#f" in RESP3, 1/0 in RESP2.
-func (c *Client) writeBool(b bool) {
-	if c.resp3.Load() {
+func (s *session) writeBool(b bool) {
+	if s.resp3.Load() {
 		if b {
-			c.out = append(c.out, '#', 't', '\r', '\n')
+			s.conn.Out = append(s.conn.Out, '#', 't', '\r', '\n')
 		} else {
-			c.out = append(c.out, '#', 'f', '\r', '\n')
+			s.conn.Out = append(s.conn.Out, '#', 'f', '\r', '\n')
 		}
 		return
 	}
 	if b {
-		c.out = append(c.out, ':', '1', '\r', '\n')
+		s.conn.Out = append(s.conn.Out, ':', '1', '\r', '\n')
 	} else {
-		c.out = append(c.out, ':', '0', '\r', '\n')
+		s.conn.Out = append(s.conn.Out, ':', '0', '\r', '\n')
 	}
 }
 
@@ -126,13 +132,13 @@ func appendLine(b []byte, kind byte, n int64) []byte {
 
 // writeVerbatim writes a text blob (INFO, CLIENT INFO): a verbatim string in
 // RESP3, a bulk string in RESP2, as Redis does.
-func (c *Client) writeVerbatim(s string) {
-	if !c.resp3.Load() {
-		c.out = redcon.AppendBulkString(c.out, s)
+func (s *session) writeVerbatim(text string) {
+	if !s.resp3.Load() {
+		s.conn.Out = redcon.AppendBulkString(s.conn.Out, text)
 		return
 	}
-	c.out = appendLine(c.out, '=', int64(len(s)+4))
-	c.out = append(c.out, "txt:"...)
-	c.out = append(c.out, s...)
-	c.out = append(c.out, '\r', '\n')
+	s.conn.Out = appendLine(s.conn.Out, '=', int64(len(text)+4))
+	s.conn.Out = append(s.conn.Out, "txt:"...)
+	s.conn.Out = append(s.conn.Out, text...)
+	s.conn.Out = append(s.conn.Out, '\r', '\n')
 }

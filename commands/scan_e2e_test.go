@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/glob"
 )
 
 // SCAN over real sockets: hostile patterns, huge keys and huge COUNTs must
@@ -58,7 +60,7 @@ func scanAll(ctx context.Context, rdb *redis.Client, match string, count int64) 
 
 func TestScanMatchWorstCaseAnswersAtOnce(t *testing.T) {
 	scanModels(t, func(t *testing.T, loops int) {
-		ts := startServer(t, Config{EventLoops: loops})
+		ts := startServer(t, testConfig{EventLoops: loops})
 		rdb := redis.NewClient(&redis.Options{Addr: ts.addr, ReadTimeout: 20 * time.Second, DisableIndentity: true})
 		t.Cleanup(func() { rdb.Close() })
 		fill(t, rdb, []string{strings.Repeat("a", 120), strings.Repeat("a", 119) + "b"})
@@ -152,8 +154,8 @@ func checkPings(t *testing.T, what, addr string) {
 // bounded amount of matching, with no lock held.
 func TestPingStaysFastDuringWorstCaseScans(t *testing.T) {
 	scanModels(t, func(t *testing.T, loops int) {
-		ts := startServer(t, Config{EventLoops: loops})
-		rdb := ts.client(t, 2)
+		ts := startServer(t, testConfig{EventLoops: loops})
+		rdb := ts.client(t, proto(2))
 		var keys []string
 		for size := 1 << 20; size >= 1<<10; size /= 4 {
 			keys = append(keys, strings.Repeat("a", size-1)+"c", strings.Repeat("a", size/2))
@@ -169,7 +171,7 @@ func TestPingStaysFastDuringWorstCaseScans(t *testing.T) {
 			strings.Repeat("*[a-z0-9]", 500) + "b",
 		}
 		ctx := context.Background()
-		scanner := ts.client(t, 2)
+		scanner := ts.client(t, proto(2))
 		var cursor uint64
 		var iterations int
 		stop := hammer(func() error { // one SCAN call; the next pattern once an iteration ends
@@ -194,8 +196,8 @@ func TestPingStaysFastDuringWorstCaseScans(t *testing.T) {
 // visits a bounded number of records per call.
 func TestScanHugeCountDoesNotHoldOthers(t *testing.T) {
 	scanModels(t, func(t *testing.T, loops int) {
-		ts := startServer(t, Config{EventLoops: loops})
-		rdb := ts.client(t, 2)
+		ts := startServer(t, testConfig{EventLoops: loops})
+		rdb := ts.client(t, proto(2))
 		keys := make([]string, 200_000)
 		for i := range keys {
 			keys[i] = fmt.Sprintf("user:%d", i)
@@ -209,7 +211,7 @@ func TestScanHugeCountDoesNotHoldOthers(t *testing.T) {
 		if len(got) != len(keys) || calls < len(keys)/scanMaxCount {
 			t.Fatalf("SCAN COUNT 1048576 returned %d keys in %d calls; want %d in at least %d", len(got), calls, len(keys), len(keys)/scanMaxCount)
 		}
-		scanner := ts.client(t, 2)
+		scanner := ts.client(t, proto(2))
 		stop := hammer(func() error {
 			_, _, err := scanAll(ctx, scanner, "", 1<<20)
 			return err
@@ -227,8 +229,8 @@ func TestScanHugeCountDoesNotHoldOthers(t *testing.T) {
 // TestScanStopsEarlyAndStillReturnsEveryKey: calls that stop for their
 // byte or matching budget leave a cursor that loses no key.
 func TestScanStopsEarlyAndStillReturnsEveryKey(t *testing.T) {
-	ts := startServer(t, Config{})
-	rdb := ts.client(t, 2)
+	ts := startServer(t, testConfig{})
+	rdb := ts.client(t, proto(2))
 	var keys []string
 	for i := 0; i < 30; i++ {
 		keys = append(keys, fmt.Sprintf("big:%d:%s", i, strings.Repeat("x", 200<<10)))
@@ -263,7 +265,7 @@ func TestScanStopsEarlyAndStillReturnsEveryKey(t *testing.T) {
 func filterKeys(keys []string) []string {
 	var out []string
 	for _, k := range keys {
-		if m, _, _ := matchGlob([]byte("*:1?*"), []byte(k), false, globMaxStars, -1); m {
+		if m, _, _ := glob.Match([]byte("*:1?*"), []byte(k), false, glob.MaxStars, -1); m {
 			out = append(out, k)
 		}
 	}
@@ -273,12 +275,12 @@ func filterKeys(keys []string) []string {
 // TestScanRefusesAPatternTooCostlyForOneKey: a key whose match alone needs
 // more than one call's budget gets a clear error, not a stalled loop.
 func TestScanRefusesAPatternTooCostlyForOneKey(t *testing.T) {
-	ts := startServer(t, Config{})
-	rdb := ts.client(t, 2)
+	ts := startServer(t, testConfig{})
+	rdb := ts.client(t, proto(2))
 	fill(t, rdb, []string{strings.Repeat("a", 1<<20)})
 	pattern := "*" + strings.Repeat("a", 100) + "?b*"
 	_, _, err := scanAll(context.Background(), rdb, pattern, 10)
-	if err == nil || err.Error() != string(errPatternTooComplex) {
+	if err == nil || err.Error() != replyText(errPatternTooComplex) {
 		t.Fatalf("SCAN MATCH with a 104-byte part over a 1 MiB key: %v; want %q", err, errPatternTooComplex)
 	}
 	if got := do(t, rdb, "PING"); got != "PONG" {
@@ -290,9 +292,9 @@ func TestScanRefusesAPatternTooCostlyForOneKey(t *testing.T) {
 // budget as SCAN; a class of 100,000 bytes (evaluated for each of the 256
 // bytes) exceeds it.
 func TestConfigGetRefusesAPatternTooComplex(t *testing.T) {
-	ts := startServer(t, Config{Params: []Param{{Name: "maxmemory", Value: "0"}}})
-	rdb := ts.client(t, 2)
-	if got := doErr(t, rdb, "CONFIG", "GET", "*["+strings.Repeat("x", 100_000)+"]*"); got != string(errPatternTooComplex) {
+	ts := startServer(t, testConfig{Params: []Param{{Name: "maxmemory", Value: "0"}}})
+	rdb := ts.client(t, proto(2))
+	if got := doErr(t, rdb, "CONFIG", "GET", "*["+strings.Repeat("x", 100_000)+"]*"); got != replyText(errPatternTooComplex) {
 		t.Fatalf("CONFIG GET with a huge class: %q; want %q", got, errPatternTooComplex)
 	}
 	if got := fmt.Sprint(do(t, rdb, "CONFIG", "GET", "MAX*")); got != "[maxmemory 0]" {

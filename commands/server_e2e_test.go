@@ -13,14 +13,14 @@ import (
 // commands through go-redis's typed API, so that its reply parsers accept
 // what sluice sends, in RESP2 and RESP3.
 func TestE2EKeyAndServerCommandsThroughGoRedis(t *testing.T) {
-	s := startServer(t, Config{})
+	s := startServer(t, testConfig{})
 	ctx := context.Background()
-	for _, proto := range []int{2, 3} {
-		rdb := s.client(t, proto)
+	for _, resp := range []int{2, 3} {
+		rdb := s.client(t, proto(resp))
 		check := func(what string, err error, ok bool) {
 			t.Helper()
 			if err != nil || !ok {
-				t.Fatalf("RESP%d %s: err %v", proto, what, err)
+				t.Fatalf("RESP%d %s: err %v", resp, what, err)
 			}
 		}
 		check("FLUSHDB", rdb.FlushDB(ctx).Err(), true)
@@ -75,7 +75,7 @@ func TestE2EKeyAndServerCommandsThroughGoRedis(t *testing.T) {
 		check("FLUSHALL", rdb.FlushAll(ctx).Err(), true)
 	}
 	// AUTH and QUIT on a connection of their own.
-	rdb := s.client(t, 2)
+	rdb := s.client(t, proto(2))
 	if err := rdb.Do(ctx, "AUTH", "secret").Err(); err == nil || !strings.Contains(err.Error(), "without any password configured") {
 		t.Fatalf("AUTH without requirepass: %v", err)
 	}

@@ -11,97 +11,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// coreServer is an in-process sluice on 127.0.0.1:0 with the debug clock
-// frozen at t0, so every end-to-end test is a script of instants.
-type coreServer struct {
-	srv   *Server
-	addr  string
-	clock *Clock
-}
-
-const t0ms = 1_795_000_000_000 // 2026-11-18T…Z, a fixed instant in unix ms
-
-// startCoreServer is startServer (e2e_helpers_test.go) with the debug clock
-// frozen at t0ms.
-func startCoreServer(t testing.TB, cfg Config) *coreServer {
-	t.Helper()
-	ts := startServer(t, cfg)
-	clock := ts.srv.Clock()
-	clock.Set(t0ms * 1e6)
-	return &coreServer{srv: ts.srv, addr: ts.addr, clock: clock}
-}
-
-func (ts *coreServer) client(t testing.TB, opt *redis.Options) *redis.Client {
-	t.Helper()
-	if opt == nil {
-		opt = &redis.Options{}
-	}
-	opt.Addr = ts.addr
-	if opt.PoolSize == 0 {
-		opt.PoolSize = 4
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
-	return rdb
-}
-
-// ints returns a RESP2 reply as []int64, failing on any other shape.
-func coreInts(t testing.TB, cmd *redis.Cmd) []int64 {
-	t.Helper()
-	v, err := cmd.Result()
-	if err != nil {
-		t.Fatalf("reply error: %v", err)
-	}
-	list, ok := v.([]any)
-	if !ok {
-		t.Fatalf("reply %#v is not an array", v)
-	}
-	out := make([]int64, len(list))
-	for i, e := range list {
-		n, ok := e.(int64)
-		if !ok {
-			t.Fatalf("element %d of %#v is not an integer", i, v)
-		}
-		out[i] = n
-	}
-	return out
-}
-
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func TestGoRedisTokenScript(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	rdb := ts.client(t, &redis.Options{Protocol: 2})
 	ctx := context.Background()
-	step := func(at time.Duration, args []any, want []int64) {
-		t.Helper()
-		ts.clock.Set(t0ms*1e6 + int64(at))
-		got := coreInts(t, rdb.Do(ctx, args...))
-		if !equalInts(got, want) {
-			t.Fatalf("at t0+%v: %v = %v; want %v", at, args, got, want)
-		}
-	}
 	k := "user:42"
-	step(0, []any{"RL.TOKEN", k, "10/s", 20}, []int64{1, 20, 19, 0, 100})
-	step(0, []any{"RL.TOKEN", k, "10/s", 20, 19}, []int64{1, 20, 0, 0, 2000})
-	step(0, []any{"RL.TOKEN", k, "10/s", 20}, []int64{0, 20, 0, 100, 2000})
-	step(50*time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20}, []int64{0, 20, 0, 50, 1950})
-	step(100*time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20}, []int64{1, 20, 0, 0, 2000})
-	step(100*time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20, 21}, []int64{0, 20, 0, -1, 2000})
-	step(100*time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20, -5}, []int64{1, 20, 5, 0, 1500})
-	step(300*time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20, 0}, []int64{1, 20, 7, 0, 1300})
-	// 1 ns past a millisecond boundary still rounds up: never early.
-	step(300*time.Millisecond+1, []any{"RL.TOKEN", k, "10/s", 20, 8}, []int64{0, 20, 7, 100, 1300})
+	ts.play(t, []call{
+		{0, []any{"RL.TOKEN", k, "10/s", 20}, "[1 20 19 0 100]"},
+		{0, []any{"RL.TOKEN", k, "10/s", 20, 19}, "[1 20 0 0 2000]"},
+		{0, []any{"RL.TOKEN", k, "10/s", 20}, "[0 20 0 100 2000]"},
+		{50 * time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20}, "[0 20 0 50 1950]"},
+		{100 * time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20}, "[1 20 0 0 2000]"},
+		{100 * time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20, 21}, "[0 20 0 -1 2000]"},
+		{100 * time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20, -5}, "[1 20 5 0 1500]"},
+		{300 * time.Millisecond, []any{"RL.TOKEN", k, "10/s", 20, 0}, "[1 20 7 0 1300]"},
+		// 1 ns past a millisecond boundary still rounds up: never early.
+		{300*time.Millisecond + 1, []any{"RL.TOKEN", k, "10/s", 20, 8}, "[0 20 7 100 1300]"},
+	})
 
 	if n := rdb.Exists(ctx, k).Val(); n != 1 {
 		t.Fatalf("EXISTS = %d; want 1", n)
@@ -112,7 +38,7 @@ func TestGoRedisTokenScript(t *testing.T) {
 	if pttl := rdb.PTTL(ctx, k).Val(); pttl != 1300*time.Millisecond {
 		t.Fatalf("PTTL = %v; want 1.3s", pttl)
 	}
-	ts.clock.Set(t0ms*1e6 + int64(1600*time.Millisecond)) // full again: absent
+	ts.clock.Set(epochMs*1e6 + int64(1600*time.Millisecond)) // full again: absent
 	if n := rdb.Exists(ctx, k).Val(); n != 0 {
 		t.Fatalf("EXISTS on a full bucket = %d; want 0", n)
 	}
@@ -125,7 +51,7 @@ func TestGoRedisTokenScript(t *testing.T) {
 }
 
 func TestGoRedisRESP3Map(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	rdb := ts.client(t, nil) // go-redis v9 speaks RESP3 by default
 	v, err := rdb.Do(context.Background(), "RL.TOKEN", "user:42", "10/s", 20).Result()
 	if err != nil {
@@ -145,7 +71,7 @@ func TestGoRedisRESP3Map(t *testing.T) {
 }
 
 func TestArgumentErrorsChangeNothing(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	rdb := ts.client(t, &redis.Options{Protocol: 2})
 	ctx := context.Background()
 	bad := []struct {
@@ -181,13 +107,13 @@ func TestArgumentErrorsChangeNothing(t *testing.T) {
 		t.Fatalf("DBSIZE after only bad calls = %d; want 0", n)
 	}
 	// The connection is still good.
-	if got := coreInts(t, rdb.Do(ctx, "RL.TOKEN", "k", "10/s", 20)); got[0] != 1 {
+	if got := ints(t, do(t, rdb, "RL.TOKEN", "k", "10/s", 20)); got != "[1 20 19 0 100]" {
 		t.Fatalf("after errors: %v", got)
 	}
 }
 
 func TestRacingClientsAdmitExactlyCapacity(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	const capacity, clients, tries = 500, 16, 60
 	var mu sync.Mutex
 	admitted := 0
@@ -227,7 +153,7 @@ func TestRacingClientsAdmitExactlyCapacity(t *testing.T) {
 }
 
 func TestKeyCommands(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	rdb := ts.client(t, &redis.Options{Protocol: 2})
 	ctx := context.Background()
 	for _, k := range []string{"user:1", "user:2", "user:3", "ip:1"} {
@@ -262,13 +188,13 @@ func TestKeyCommands(t *testing.T) {
 	if n := rdb.DBSize(ctx).Val(); n != 0 {
 		t.Fatalf("DBSIZE after FLUSHALL = %d; want 0", n)
 	}
-	if tm := rdb.Time(ctx).Val(); tm.UnixMilli() != t0ms {
-		t.Fatalf("TIME = %v; want the debug clock's %d", tm.UnixMilli(), t0ms)
+	if tm := rdb.Time(ctx).Val(); tm.UnixMilli() != epochMs {
+		t.Fatalf("TIME = %v; want the debug clock's %d", tm.UnixMilli(), epochMs)
 	}
 }
 
 func TestConnectionCommands(t *testing.T) {
-	ts := startCoreServer(t, Config{})
+	ts := startServer(t, testConfig{})
 	rdb := ts.client(t, &redis.Options{Protocol: 3, PoolSize: 1})
 	ctx := context.Background()
 	if v := rdb.Ping(ctx).Val(); v != "PONG" {
@@ -321,7 +247,7 @@ func TestConnectionCommands(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	ts := startCoreServer(t, Config{Password: "s3cret"})
+	ts := startServer(t, testConfig{Password: "s3cret"})
 	ctx := context.Background()
 	anon := ts.client(t, &redis.Options{Protocol: 2})
 	if err := anon.Do(ctx, "RL.TOKEN", "k", "1/s", 1).Err(); err == nil || err.Error() != "NOAUTH Authentication required." {
@@ -340,7 +266,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestDebugRefusedWithoutFlag(t *testing.T) {
-	ts := startCoreServer(t, Config{Debug: "no"})
+	ts := startServer(t, testConfig{Debug: "no"})
 	rdb := ts.client(t, nil)
 	err := rdb.Do(context.Background(), "DEBUG", "CLOCK", "REAL").Err()
 	if err == nil || !strings.HasPrefix(err.Error(), "ERR DEBUG command not allowed.") {
@@ -352,7 +278,7 @@ func TestDebugRefusedWithoutFlag(t *testing.T) {
 // does, whichever way the client is served.
 func TestClientListShowsDescriptors(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		ts := startCoreServer(t, Config{EventLoops: loops})
+		ts := startServer(t, testConfig{EventLoops: loops})
 		ctx := context.Background()
 		a := ts.client(t, &redis.Options{PoolSize: 1, ClientName: "a"})
 		b := ts.client(t, &redis.Options{PoolSize: 1, ClientName: "b"})

@@ -13,10 +13,9 @@ import (
 
 // Sessions over real sockets: inline commands and QUIT, pipelines, the
 // one clock read per batch, panics recovered per connection, AUTH and its
-// limits. The helpers (startHostileServer, dialRaw) are in hostile_test.go.
+// limits. The helpers (startServer, dialRaw) are in fixture_test.go.
 func TestInlineCommandsAndQuit(t *testing.T) {
-	_, addr := startHostileServer(t, Config{})
-	c := dialRaw(t, addr)
+	c := dialRaw(t, startServer(t, testConfig{}).addr)
 	for _, b := range "PING\r\n" { // typed one key at a time
 		c.send(string(b))
 	}
@@ -38,8 +37,7 @@ func TestInlineCommandsAndQuit(t *testing.T) {
 
 func TestPipelineOfThousandInOrder(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		_, addr := startHostileServer(t, Config{EventLoops: loops})
-		c := dialRaw(t, addr)
+		c := dialRaw(t, startServer(t, testConfig{EventLoops: loops}).addr)
 		var b strings.Builder
 		for i := range 1000 {
 			s := strconv.Itoa(i)
@@ -123,9 +121,9 @@ func (c probeConn) Read(b []byte) (int, error) {
 // (a clock read per command would refill the bucket between calls).
 func TestOneClockReadPerBatch(t *testing.T) {
 	probe := &clockProbe{Keyspace: store.New(4)}
-	_, addr := startHostileServerOn(t, Config{}, probe,
-		func(ln net.Listener) net.Listener { return probeListener{ln, probe} })
-	c := dialRaw(t, addr)
+	ts := startServer(t, testConfig{Keyspace: probe, RealClock: true,
+		Wrap: func(ln net.Listener) net.Listener { return probeListener{ln, probe} }})
+	c := dialRaw(t, ts.addr)
 	const calls = 100
 	token := "*5\r\n$8\r\nRL.TOKEN\r\n$1\r\nk\r\n$12\r\n1000000000/s\r\n$10\r\n1000000000\r\n$1\r\n1\r\n"
 	c.send(strings.Repeat(token+"*2\r\n$6\r\nEXISTS\r\n$1\r\nk\r\n", calls))
@@ -180,7 +178,8 @@ func (p panicKeyspace) Decide(now int64, reqs []algorithms.Request, out []algori
 
 func TestPanicIsRecoveredPerConnection(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		srv, addr := startHostileServerOn(t, Config{EventLoops: loops}, panicKeyspace{store.New(4)}, nil)
+		ts := startServer(t, testConfig{EventLoops: loops, Keyspace: panicKeyspace{store.New(4)}})
+		addr := ts.addr
 		other := dialRaw(t, addr)
 		if got := other.do("PING\r\n"); got != "+PONG" {
 			t.Fatalf("PING = %q", got)
@@ -194,14 +193,14 @@ func TestPanicIsRecoveredPerConnection(t *testing.T) {
 			t.Errorf("another client after the panic: %q", got)
 		}
 		pingsOnNewConn(t, addr)
-		if n := srv.stats.panics.Load(); n != 1 {
+		if n := ts.srv.Stats().Panics; n != 1 {
 			t.Errorf("panics = %d; want 1", n)
 		}
 	})
 }
 
 func TestAuthBeforeCommandsAndItsLimits(t *testing.T) {
-	_, addr := startHostileServer(t, Config{Password: "s3cret"})
+	addr := startServer(t, testConfig{Password: "s3cret"}).addr
 	c := dialRaw(t, addr)
 	for _, step := range []struct{ send, want string }{
 		{"PING\r\n", "-NOAUTH Authentication required."},

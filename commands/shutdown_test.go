@@ -47,8 +47,8 @@ func (f *fakeShutdowner) last() ShutdownOptions {
 func TestShutdownArgumentsAndRepliesAreRedis7s(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		sd := &fakeShutdowner{fail: true}
-		ts := startServer(t, Config{Shutdowner: sd, EventLoops: loops})
-		rdb := ts.client(t, 2)
+		ts := startServer(t, testConfig{Shutdowner: sd, EventLoops: loops})
+		rdb := ts.client(t, proto(2))
 		for _, args := range [][]any{
 			{"SHUTDOWN", "SAVE", "NOSAVE"},
 			{"SHUTDOWN", "ABORT", "NOW"},
@@ -92,9 +92,9 @@ func TestShutdownArgumentsAndRepliesAreRedis7s(t *testing.T) {
 // TestShutdownWithoutAShutdownerIsRefused: a server embedded without a
 // process to stop says so instead of pretending.
 func TestShutdownWithoutAShutdownerIsRefused(t *testing.T) {
-	ts := startServer(t, Config{})
-	rdb := ts.client(t, 2)
-	if got := doErr(t, rdb, "SHUTDOWN", "NOSAVE"); got != string(errNoShutdowner) {
+	ts := startServer(t, testConfig{})
+	rdb := ts.client(t, proto(2))
+	if got := doErr(t, rdb, "SHUTDOWN", "NOSAVE"); got != replyText(errNoShutdowner) {
 		t.Fatalf("SHUTDOWN = %q; want %q", got, errNoShutdowner)
 	}
 	if got := do(t, rdb, "PING"); got != "PONG" {

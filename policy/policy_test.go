@@ -109,6 +109,9 @@ func TestOverridePackRoundTrips(t *testing.T) {
 		o := Override{Kind: OverrideKind(1 + rng.IntN(3)), Expire: rng.Int64N(math.MaxInt64)}
 		if o.Kind == OverrideLimit {
 			o.Limit = algorithms.Limit{Algo: algorithms.Algo(1 + rng.IntN(6)), Count: 1 + rng.Int64N(MaxOverrideCount), Period: 1 + rng.Int64N(math.MaxInt64-1)}
+			if a := o.Limit.Algo; a == algorithms.Token || a == algorithms.Leaky { // a bucket fills within MaxRefill
+				o.Limit.Period = 1 + rng.Int64N(algorithms.MaxRefill/o.Limit.Count)
+			}
 		}
 		cases = append(cases, o)
 	}

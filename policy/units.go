@@ -119,6 +119,9 @@ func (l EnvoyLimit) Limit(algo algorithms.Algo, burst int64) (algorithms.Limit, 
 		if unit%rpu != 0 {
 			interval++
 		}
+		if !algorithms.RefillFits(burst, interval) {
+			return algorithms.Limit{}, errLimit("burst times the interval is too long (over 146 years)")
+		}
 		return algorithms.Limit{Algo: algo, Count: burst, Period: interval}, nil
 	}
 	return algorithms.Limit{}, errLimit("algorithm %s cannot carry out a requests_per_unit rule", AlgoName(algo))
@@ -185,6 +188,9 @@ func validLimit(l algorithms.Limit) error {
 	}
 	if l.Period < 1 {
 		return errLimit("the rate, window or lease must be positive")
+	}
+	if (l.Algo == algorithms.Token || l.Algo == algorithms.Leaky) && !algorithms.RefillFits(l.Count, l.Period) {
+		return errLimit("capacity times the interval is too long (over 146 years)")
 	}
 	return nil
 }

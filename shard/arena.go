@@ -13,6 +13,7 @@ import (
 //
 //	word 0   header: algo (bits 0-7), number of state words kept (8-9),
 //	         has-ext (10), free (11), depleted (12), expire-is-state[0] (13),
+//	         pinned (14: not to be evicted while room is made for it),
 //	         key length in bytes, or a free record's size in words (16-47)
 //	         expire, unless it equals state[0] (a token bucket's TAT is its expiry)
 //	         state[0..n): the state words up to the last non-zero one
@@ -48,6 +49,7 @@ const (
 	hdrFree     = 1 << 11
 	hdrDepleted = 1 << 12
 	hdrExpS0    = 1 << 13
+	hdrPinned   = 1 << 14
 	hdrLenShift = 16
 	hdrLenMask  = 1<<32 - 1
 	// hdrLayout are the header bits that, with the ext room, decide where a
@@ -70,8 +72,18 @@ type layout struct {
 }
 
 // layoutOf returns the record layout that stores key and e, with room for
-// extCap words of Ext (at least len(e.Ext)).
+// extCap words of Ext (at least len(e.Ext)); an empty Ext takes no room.
 func layoutOf(keyLen int, e *Entry, extCap int) layout {
+	if len(e.Ext) == 0 {
+		extCap = 0
+	}
+	return layoutExt(keyLen, e, len(e.Ext), extCap)
+}
+
+// layoutExt returns the layout that stores key and e with an Ext of extLen
+// words and room for extCap (Reserve's record has room and no Ext yet); it
+// does not read e.Ext.
+func layoutExt(keyLen int, e *Entry, extLen, extCap int) layout {
 	var lay layout
 	for i := len(e.State) - 1; i >= 0; i-- {
 		if e.State[i] != 0 {
@@ -87,9 +99,9 @@ func layoutOf(keyLen int, e *Entry, extCap int) layout {
 		off++
 	}
 	off += lay.nState
-	if len(e.Ext) > 0 {
+	if extLen > 0 || extCap > 0 {
 		h |= hdrExt
-		lay.extLen, lay.extCap = len(e.Ext), max(extCap, len(e.Ext))
+		lay.extLen, lay.extCap = extLen, max(extCap, extLen)
 		off += 1 + lay.extCap
 	}
 	if e.Depleted {
@@ -217,6 +229,19 @@ func (a *arena) entryInto(l uint32, e *Entry) {
 	}
 }
 
+// pin marks the live record at l as one that eviction must leave alone,
+// until unpin or the next write of the record.
+func (a *arena) pin(l uint32) {
+	c, w := a.at(l)
+	c[w] |= hdrPinned
+}
+
+// unpin undoes pin.
+func (a *arena) unpin(l uint32) {
+	c, w := a.at(l)
+	c[w] &^= hdrPinned
+}
+
 // expire returns the expiry of the live record at l without decoding the
 // rest.
 func (a *arena) expire(l uint32) int64 {
@@ -248,7 +273,7 @@ func (a *arena) writeEntry(rec []uint64, e *Entry, lay layout) int {
 		rec[i] = uint64(e.State[k])
 		i++
 	}
-	if lay.extLen > 0 {
+	if lay.header&hdrExt != 0 {
 		rec[i] = uint64(lay.extLen) | uint64(lay.extCap)<<32
 		copy(wordInts(rec[i+1:i+1+lay.extCap], lay.extLen), e.Ext)
 		i += 1 + lay.extCap

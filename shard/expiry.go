@@ -1,15 +1,6 @@
 package shard
 
-import "errors"
-
 // Active expiry and the memory limit.
-
-// ErrOOM refuses a new key when the shard is at its memory limit, in
-// Redis's words.
-var ErrOOM = errors.New("OOM command not allowed when used memory > 'maxmemory'.")
-
-// ErrKeyTooLong refuses a key longer than a record can hold (4 GiB).
-var ErrKeyTooLong = errors.New("ERR key too long")
 
 // Policy says what a shard at its memory limit does for a new key.
 type Policy uint8
@@ -81,11 +72,11 @@ func (s *Shard) Sweep(now int64, budget int) (examined, removed int) {
 	return examined, removed
 }
 
-// makeRoom removes entries so that a new key may fit: expired ones first,
+// reclaim removes entries so that a new key may fit: expired ones first,
 // at any policy, then under VolatileTTL the sampled entry nearest to its
 // expiry that is not depleted. It reports whether it removed anything.
 // It requires that s.mu is held.
-func (s *Shard) makeRoom(now int64) bool {
+func (s *Shard) reclaim(now int64) bool {
 	if s.limit <= 0 {
 		return false // no limit: alloc failed for want of chunk numbers, nothing to free
 	}
@@ -103,7 +94,7 @@ func (s *Shard) makeRoom(now int64) bool {
 }
 
 // evictOne removes the entry nearest to its expiry among the next
-// evictSample entries from evictPos, leaving depleted ones alone.
+// evictSample entries from evictPos, leaving depleted and pinned ones alone.
 func (s *Shard) evictOne(now int64) bool {
 	pos, wrapped := s.evictPos, false
 	var best uint32
@@ -124,7 +115,7 @@ func (s *Shard) evictOne(now int64) bool {
 			continue
 		}
 		seen++
-		if h&hdrDepleted != 0 {
+		if h&(hdrDepleted|hdrPinned) != 0 {
 			continue
 		}
 		if exp := s.arena.expire(l); !found || exp < bestExp {
@@ -140,40 +131,6 @@ func (s *Shard) evictOne(now int64) bool {
 		s.stats.ExpiredKeys++
 	} else {
 		s.stats.Evicted++
-	}
-	return true
-}
-
-// RecordBytes returns the bytes a record for key and e takes: what a new
-// key's Commit asks of the limit, and what MakeRoom is told.
-func RecordBytes(key []byte, e *Entry) int64 { return int64(layoutOf(len(key), e, 0).size) * 8 }
-
-// MakeRoom makes room under the limit for keys new keys whose records take
-// bytes in all, the way Commit does for one (expired entries first, then
-// eviction under VolatileTTL), and reports whether they fit now. It counts
-// generously (a new chunk's bitmap, the index doubling), so that the
-// Commits that follow are not refused. A group decision calls it for each
-// of its shards before it writes anything, so that it is refused whole
-// rather than in part. MakeRoom requires that s is locked.
-func (s *Shard) MakeRoom(keys int, bytes int64, now int64) bool {
-	if s.limit <= 0 || keys == 0 {
-		return true
-	}
-	need := func() int64 {
-		n := bytes + int64(firstWord*8)*(2+bytes/(chunkWords*8))
-		if len(s.idx.slots) == 0 {
-			n += minSlots * 8
-		}
-		for size := max(len(s.idx.slots), minSlots); (s.idx.n+keys)*4 > size*3; size *= 2 {
-			n += int64(size) * 8
-		}
-		return n
-	}
-	for tries := 0; s.room() < need(); tries++ {
-		if tries == maxRoomTries*keys || !s.makeRoom(now) {
-			s.stats.Refused++
-			return false
-		}
 	}
 	return true
 }

@@ -37,7 +37,9 @@ func TestNoEvictionRefusesNewKeysOnly(t *testing.T) {
 	if n < 20_000 {
 		t.Fatalf("only %d token buckets fit in 1 MiB", n)
 	}
-	// Existing keys keep working, even when their record must grow.
+	// Existing keys keep working; a record may grow while the arena has
+	// room (the index is what filled here; growth past the arena's room is
+	// TestGrowthAtTheLimitIsRefusedAndChangesNothing).
 	put(t, &s, "k000001", tokenEntry(t0+2000), t0)
 	put(t, &s, "k000002", Entry{Algo: 9, Expire: t0 + 2000, Ext: make([]int64, 100)}, t0)
 	// Once entries expire, the room they held takes new keys.

@@ -194,18 +194,16 @@ func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
 
 // Commit stores *e as key's entry, where Find said it was or would go. An
 // entry that is already absent at now (e.Expire <= now) is not stored, and
-// removes any previous one. A new key may be refused with ErrOOM when the
-// shard is at its memory limit and no room can be made; an existing key's
-// entry is always stored, even if it needs more room. Commit requires that
-// s is locked and that ref came from Find on key under the same lock.
+// removes any previous one. When the shard is at its memory limit and no
+// room can be made, Commit refuses with ErrOOM, changing nothing, a new key
+// and an existing key whose entry needs a larger record (see Need); an
+// entry that fits its record, or a smaller one, is always stored. Commit
+// requires that s is locked and that ref came from Find on key under the
+// same lock.
 func (s *Shard) Commit(ref Ref, key []byte, e *Entry, now int64) error {
 	s.see(now)
 	if ref.epoch != s.epoch {
-		slot, l, ok := s.lookup(key, uint32(ref.hash>>32))
-		ref.slot, ref.loc, ref.epoch = slot, 0, s.epoch
-		if ok {
-			ref.loc = l + 1
-		}
+		s.refresh(&ref, key)
 	}
 	switch {
 	case !e.Live(now):
@@ -214,65 +212,104 @@ func (s *Shard) Commit(ref Ref, key []byte, e *Entry, now int64) error {
 		}
 		return nil
 	case !ref.Absent():
-		s.update(ref, key, e)
-		return nil
+		return s.update(ref, key, e, now)
 	default:
 		return s.insert(ref.hash, key, e, now)
 	}
 }
 
 // update rewrites the record of a present key, in place when its size is
-// unchanged, else in a new record that replaces it in the index.
-func (s *Shard) update(ref Ref, key []byte, e *Entry) {
+// unchanged, else in a new record that replaces it in the index. A larger
+// record takes room under the limit as a new key's does (expired entries
+// first, then eviction under VolatileTTL, never of this key's record); when
+// none can be made, update returns ErrOOM and the record stays as it was. A
+// smaller record is never refused: the larger one it replaces is freed.
+func (s *Shard) update(ref Ref, key []byte, e *Entry, now int64) error {
 	l := ref.loc - 1
 	c, w := s.arena.at(l)
 	if h := c[w]; h&hdrExt == 0 && len(e.Ext) == 0 { // the common case: fixed words only
 		if lay := layoutOf(len(key), e, 0); (lay.header^h)&hdrLayout == 0 {
 			s.arena.writeEntry(c[w:w+lay.size], e, lay)
-			return
+			c[w] |= h & hdrPinned
+			return nil
 		}
 	}
 	old := s.arena.live(c, w, c[w])
-	room := old.extCap
-	if len(e.Ext) > room { // grow the room by a quarter, so that growing one pair at a time is amortized
-		room = len(e.Ext) + len(e.Ext)/4 + 2
-	}
-	lay := layoutOf(len(key), e, room)
+	lay := layoutOf(len(key), e, extRoom(old.extCap, len(e.Ext)))
 	// In place when the size is the same and Ext, which may alias the
 	// record, stays where it is.
-	if lay.size == old.size && (lay.extLen == 0 || lay.keyOff-lay.extCap == old.keyOff-old.extCap) {
+	if lay.size == old.size && (lay.header&hdrExt == 0 || lay.keyOff-lay.extCap == old.keyOff-old.extCap) {
+		pin := c[w] & hdrPinned
 		s.arena.write(l, key, e, lay)
-		return
+		c[w] |= pin
+		return nil
 	}
-	nl, ok := s.arena.alloc(lay.size, 1<<62) // a present key is never refused
-	if !ok {
-		panic("shard: out of chunk numbers")
+	nl, ok := uint32(0), false
+	if lay.size <= old.size {
+		if nl, ok = s.arena.alloc(lay.size, 1<<62); !ok {
+			panic("shard: out of chunk numbers")
+		}
+	} else if nl, ok = s.allocKeeping(lay.size, l, now); !ok {
+		s.stats.Refused++
+		return ErrOOM
 	}
+	s.replace(ref, l, nl, key, e, lay)
+	return nil
+}
+
+// replace writes key and e, laid out as lay, as the record nl, which takes
+// the place of the live record l in the index (ref names l), and frees l.
+// A pin on l goes over to nl. It returns nl's slot. It requires that s.mu
+// is held.
+func (s *Shard) replace(ref Ref, l, nl uint32, key []byte, e *Entry, lay layout) uint32 {
+	if ref.epoch != s.epoch { // room was made: slots may have shifted
+		ref.slot = s.idx.slotFor(uint32(ref.hash>>32), l)
+	}
+	pin := s.arena.header(l) & hdrPinned
 	s.arena.write(nl, key, e, lay) // before the release: e.Ext may alias the old record
+	c, w := s.arena.at(nl)
+	c[w] |= pin
 	s.idx.slots[ref.slot] = slotOf(uint32(ref.hash>>32), nl)
 	s.arena.release(l)
 	s.epoch++
+	return ref.slot
+}
+
+// refresh looks key up again, for a ref made before the shard changed
+// (its epoch is not the shard's).
+func (s *Shard) refresh(ref *Ref, key []byte) {
+	slot, l, ok := s.lookup(key, uint32(ref.hash>>32))
+	ref.slot, ref.loc, ref.epoch = slot, 0, s.epoch
+	if ok {
+		ref.loc = l + 1
+	}
 }
 
 // insert adds a new key, making room within the limit if it must.
 func (s *Shard) insert(h uint64, key []byte, e *Entry, now int64) error {
+	_, _, err := s.insertLayout(h, key, e, layoutOf(len(key), e, 0), now)
+	return err
+}
+
+// insertLayout adds a new key whose record is laid out as lay and returns
+// its slot and record.
+func (s *Shard) insertLayout(h uint64, key []byte, e *Entry, lay layout, now int64) (slot, l uint32, err error) {
 	if len(key) > maxKey {
-		return ErrKeyTooLong
+		return 0, 0, ErrKeyTooLong
 	}
-	lay := layoutOf(len(key), e, 0)
 	for tries := 0; ; tries++ {
 		if s.indexRoom() {
 			if l, ok := s.arena.alloc(lay.size, s.room()); ok {
 				s.arena.write(l, key, e, lay)
-				s.idx.put(uint32(h>>32), l)
+				slot := s.idx.put(uint32(h>>32), l)
 				s.stats.Keys++
 				s.epoch++
-				return nil
+				return slot, l, nil
 			}
 		}
-		if tries == maxRoomTries || !s.makeRoom(now) {
+		if tries == maxRoomTries || !s.reclaim(now) {
 			s.stats.Refused++
-			return ErrOOM
+			return 0, 0, ErrOOM
 		}
 	}
 }

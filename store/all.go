@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -10,6 +11,27 @@ import (
 
 // smallGroup is the largest group decided with scratch space on the stack.
 const smallGroup = 16
+
+// groupKey is one key of a group decision: where it is, what it held, and
+// what the group's requests so far would leave in it, decided but not
+// written.
+type groupKey struct {
+	key   []byte
+	shard uint32
+	ref   shard.Ref
+	// orig is the entry Find returned. Its Ext is a copy, except a sliding
+	// log's ring, which nothing writes before the group is carried out.
+	orig shard.Entry
+	// cur is the entry as the requests so far leave it, except a log's
+	// ring and head, which draft holds: a log is decided on one draft for
+	// all of the group's requests on it, so that none copies the ring.
+	cur      shard.Entry
+	draft    algorithms.LogDraft
+	drafting bool
+	last     int32 // the latest request that wrote the key; -1: none
+	grow     bool  // its record must be made or grow
+	done     bool  // written (its record made or grown) before the rest
+}
 
 // decideGroup carries out reqs, one group (RL.ALL), as one all-or-nothing
 // decision at now, writing each request's outcome to out.
@@ -20,136 +42,232 @@ const smallGroup = 16
 // requests in order without writing anything, each on the state the ones
 // before it would leave (a key named twice is charged twice, as two commands
 // in a row would be). Only if every request is admitted and none fails does
-// it carry them out, in the same order, which reaches exactly the evaluated
-// outcomes. Otherwise nothing changes anywhere, and the outcomes say so:
-// a request that was denied keeps its denial (RetryAfter included); one that
-// would have been admitted reports, still Allowed, the state as it stands,
-// as a peek (n = 0) would.
+// it carry them out (carryOut): it writes each key's final state, which is
+// what the requests in a row would have left. Otherwise nothing changes
+// anywhere, and the outcomes say so: a request that was denied keeps its
+// denial (RetryAfter included); one that would have been admitted reports,
+// still Allowed, the state as it stands, as a peek (n = 0) would.
+//
+// Memory: the scratch state is one groupKey per distinct key, whatever the
+// number of requests naming it; no ring is copied.
 func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
-	m := len(reqs)
 	var (
-		shardBuf [smallGroup]uint32
-		lockBuf  [smallGroup]uint32
-		prevBuf  [smallGroup]int32
-		nextBuf  [smallGroup]bool
-		entBuf   [smallGroup]shard.Entry
-		newBuf   [smallGroup]bool
+		idxBuf  [smallGroup]int32
+		keyBuf  [smallGroup]groupKey
+		lockBuf [smallGroup]uint32
 	)
-	shards, locks, prev, hasNext, ents := shardBuf[:0], lockBuf[:0], prevBuf[:0], nextBuf[:0], entBuf[:0]
-	created := newBuf[:0]
-	if m > smallGroup {
-		shards, locks = make([]uint32, 0, m), make([]uint32, 0, m)
-		prev, hasNext, ents = make([]int32, 0, m), make([]bool, 0, m), make([]shard.Entry, 0, m)
-		created = make([]bool, 0, m)
+	idx, keys, locks := idxBuf[:0], keyBuf[:0], lockBuf[:0]
+	if len(reqs) > smallGroup {
+		idx = make([]int32, 0, len(reqs))
+		keys, locks = nil, nil
 	}
-	created = created[:m]
-	for i := range reqs {
-		shards = append(shards, uint32(xxhash.Sum64(reqs[i].Key)&st.mask))
+	idx, keys = st.groupKeys(reqs, idx, keys)
+	for k := range keys {
+		locks = append(locks, keys[k].shard)
 	}
-	prev, hasNext = sameKeys(reqs, shards, prev[:m], hasNext[:m])
-	ents = ents[:m]
-
-	locks = st.lockAll(append(locks, shards...))
+	locks = st.lockAll(locks)
 	defer st.unlockAll(locks)
 
 	// Evaluate, writing nothing.
+	for k := range keys {
+		g := &keys[k]
+		g.ref, g.orig = st.shards[g.shard].Find(g.key, now)
+		if g.orig.Ext != nil && g.orig.Algo != algorithms.Log {
+			g.orig.Ext = slices.Clone(g.orig.Ext) // leases: Take rewrites them in place
+		}
+		g.cur, g.last = g.orig, -1
+		if g.cur.Ext != nil && g.cur.Algo != algorithms.Log {
+			g.cur.Ext = slices.Clone(g.cur.Ext)
+		}
+	}
 	ok := true
 	for i := range reqs {
-		var e shard.Entry
-		if p := prev[i]; p >= 0 {
-			e = ents[p]
-		} else {
-			_, e = st.shards[shards[i]].Find(reqs[i].Key, now)
+		g := &keys[idx[i]]
+		if evaluate(now, &reqs[i], g, &out[i]) {
+			g.last = int32(i)
 		}
-		o, next, write := evaluate(now, &reqs[i], e, hasNext[i])
-		out[i] = o
-		ok = ok && o.Err == nil && o.Result.Allowed
-		created[i] = prev[i] < 0 && e.Algo == algorithms.None && write && next.Live(now)
-		if write {
-			ents[i] = next
-		} else {
-			ents[i] = e
-		}
+		ok = ok && out[i].Err == nil && out[i].Result.Allowed
 	}
 	if !ok {
-		st.reportUnchanged(now, reqs, out, shards)
+		reportUnchanged(now, reqs, out, idx, keys)
 		return
 	}
-	if !st.roomForGroup(now, reqs, shards, locks, created, ents) {
+	if !st.carryOut(now, reqs, out, keys) {
 		clear(out)
 		out[0].Err = shard.ErrOOM // the group's reply is this error; nothing changed
-		return
-	}
-	// Carry out, in the same order: the same computation on the same states.
-	for i := range reqs {
-		sh := &st.shards[shards[i]]
-		decideLocked(sh, now, &reqs[i], sh.Hash(reqs[i].Key), &out[i])
 	}
 }
 
-// sameKeys finds the requests that name a key an earlier one named: prev[i]
-// is the latest earlier request on reqs[i]'s key (-1 if none), and
-// hasNext[i] says whether a later one follows. shards[i] is reqs[i]'s shard.
-func sameKeys(reqs []algorithms.Request, shards []uint32, prev []int32, hasNext []bool) ([]int32, []bool) {
-	clear(hasNext)
+// groupKeys lists the distinct keys of reqs, in the order they first
+// appear, into keys, and the index of reqs[i]'s key into idx.
+func (st *Store) groupKeys(reqs []algorithms.Request, idx []int32, keys []groupKey) ([]int32, []groupKey) {
 	if len(reqs) <= smallGroup {
+	next:
 		for i := range reqs {
-			prev[i] = -1
-			for j := i - 1; j >= 0; j-- {
-				if shards[j] == shards[i] && bytes.Equal(reqs[j].Key, reqs[i].Key) {
-					prev[i], hasNext[j] = int32(j), true
-					break
+			for k := range keys {
+				if bytes.Equal(keys[k].key, reqs[i].Key) {
+					idx = append(idx, int32(k))
+					continue next
 				}
 			}
+			idx = append(idx, int32(len(keys)))
+			keys = append(keys, groupKey{key: reqs[i].Key, shard: uint32(xxhash.Sum64(reqs[i].Key) & st.mask)})
 		}
-		return prev, hasNext
+		return idx, keys
 	}
-	last := make(map[string]int32, len(reqs))
+	seen := make(map[string]int32)
 	for i := range reqs {
-		prev[i] = -1
-		if j, seen := last[string(reqs[i].Key)]; seen {
-			prev[i], hasNext[j] = j, true
+		k, ok := seen[string(reqs[i].Key)]
+		if !ok {
+			k = int32(len(keys))
+			seen[string(reqs[i].Key)] = k
+			keys = append(keys, groupKey{key: reqs[i].Key, shard: uint32(xxhash.Sum64(reqs[i].Key) & st.mask)})
 		}
-		last[string(reqs[i].Key)] = int32(i)
+		idx = append(idx, k)
 	}
-	return prev, hasNext
+	return idx, keys
 }
 
-// evaluate computes req on e like apply, but never writes into e's memory.
-// apply is pure except for the states with a variable part (a sliding log,
-// leases), which it rewrites in place: a log is only checked, or, when a
-// later request of the group needs the state it would leave, worked out on
-// a copy; leases (not part of RL.ALL) always on a copy.
-func evaluate(now int64, req *algorithms.Request, e shard.Entry, needNext bool) (o algorithms.Outcome, next shard.Entry, write bool) {
-	algo := req.Limit.Algo
-	inPlace := algo == algorithms.Log || algo == algorithms.Concurrency
-	if !inPlace || e.Algo != algorithms.None && e.Algo != algo {
-		write = apply(now, req, &e, &o, &next) // pure; or WRONGTYPE, which writes nothing
-		return o, next, write
+// evaluate decides req on g, its key as the group's earlier requests leave
+// it, into *o, writing nothing to the shard, and reports whether req
+// changed g. A log is decided on g's draft; the other algorithms on g.cur,
+// whose Ext (leases) is the group's own copy.
+func evaluate(now int64, req *algorithms.Request, g *groupKey, o *algorithms.Outcome) bool {
+	if req.Limit.Algo != algorithms.Log {
+		var next shard.Entry
+		if !apply(now, req, &g.cur, o, &next) {
+			return false
+		}
+		g.cur = next
+		return true
 	}
-	if algo == algorithms.Log && (!needNext || req.N == 0) {
-		r := req.Limit.SlidingLog().Check(logState(&e), now, req.N)
-		return algorithms.Outcome{Result: r}, e, false
+	if g.cur.Algo != algorithms.None && g.cur.Algo != algorithms.Log {
+		*o = algorithms.Outcome{Err: ErrWrongType}
+		return false
 	}
-	e.Ext = append([]int64(nil), e.Ext...)
-	write = apply(now, req, &e, &o, &next)
-	return o, next, write
+	if !g.drafting {
+		g.draft, g.drafting = algorithms.NewLogDraft(logState(&g.cur)), true
+	}
+	*o = algorithms.Outcome{Result: req.Limit.SlidingLog().Decide(&g.draft, now, req.N)}
+	if req.N == 0 || !o.Result.Allowed {
+		return false
+	}
+	g.cur.Algo, g.cur.Expire = algorithms.Log, expireAt(now, o.Result.ResetAfter)
+	return true
 }
 
 // reportUnchanged rewrites the outcomes of a group that changed nothing:
 // requests that would have been admitted report the stored state as a peek
 // does. It requires that the group's shards are locked.
-func (st *Store) reportUnchanged(now int64, reqs []algorithms.Request, out []algorithms.Outcome, shards []uint32) {
+func reportUnchanged(now int64, reqs []algorithms.Request, out []algorithms.Outcome, idx []int32, keys []groupKey) {
 	for i := range reqs {
 		if out[i].Err != nil || !out[i].Result.Allowed || reqs[i].N == 0 {
 			continue
 		}
+		g := &keys[idx[i]]
 		peek := reqs[i]
 		peek.N = 0
-		_, e := st.shards[shards[i]].Find(peek.Key, now)
-		o, _, _ := evaluate(now, &peek, e, false)
-		if o.Err == nil {
+		if peek.Limit.Algo == algorithms.Log {
+			out[i].Result = peek.Limit.SlidingLog().Check(logState(&g.orig), now, 0)
+			continue
+		}
+		var o algorithms.Outcome
+		var next shard.Entry
+		e := g.orig
+		if apply(now, &peek, &e, &o, &next); o.Err == nil {
 			out[i].Result = o.Result
 		}
 	}
+}
+
+// carryOut writes the final state of every key the admitted group changed,
+// all or nothing, and reports false, having changed nothing, when the
+// memory limit refuses. First the keys whose record must be made or grow
+// (see roomForGroup), which the limit may refuse; then the others, which
+// fit where they are. It requires that the group's shards are locked.
+func (st *Store) carryOut(now int64, reqs []algorithms.Request, out []algorithms.Outcome, keys []groupKey) bool {
+	grow := false
+	for k := range keys {
+		g := &keys[k]
+		if g.last < 0 || !g.cur.Live(now) {
+			continue
+		}
+		if g.drafting {
+			g.grow = g.draft.RingLen(reqs[g.last].Limit.Count) > int64(cap(g.cur.Ext))
+		} else {
+			g.grow = st.shards[g.shard].Need(g.ref, g.key, &g.cur, len(g.cur.Ext)) > 0
+		}
+		grow = grow || g.grow
+	}
+	if grow && !st.roomForGroup(now, reqs, out, keys) {
+		return false
+	}
+	for k := range keys {
+		g := &keys[k]
+		if g.last < 0 || g.done {
+			continue
+		}
+		sh, o := &st.shards[g.shard], &out[g.last]
+		if g.drafting {
+			writeLog(sh, g.ref, g.key, &g.cur, &g.draft, reqs[g.last].Limit.Count, now, o)
+		} else {
+			commit(sh, g.ref, g.key, &g.cur, o, now)
+		}
+	}
+	return true
+}
+
+// roomForGroup writes the keys whose record must be made or grow (g.grow),
+// or, for a log, gives its record the room its ring will need (which
+// changes no state), in key order, making room under the memory limit as a
+// single decision does. While it does, every key of the group is pinned,
+// so that making room for one never evicts another. If the limit refuses
+// one, it undoes what it wrote (a new key is removed, a grown record gets
+// its old entry back, which never needs more room) and returns false.
+func (st *Store) roomForGroup(now int64, reqs []algorithms.Request, out []algorithms.Outcome, keys []groupKey) bool {
+	for k := range keys {
+		st.shards[keys[k].shard].Pin(keys[k].key)
+	}
+	failed := -1
+	for k := range keys {
+		g := &keys[k]
+		if !g.grow {
+			continue
+		}
+		sh, o := &st.shards[g.shard], &out[g.last]
+		if g.drafting {
+			if !reserveLog(sh, &g.ref, g.key, &g.cur, &g.draft, reqs[g.last].Limit.Count, now, o) {
+				failed = k
+				break
+			}
+		} else {
+			if commit(sh, g.ref, g.key, &g.cur, o, now); o.Err != nil {
+				failed = k
+				break
+			}
+			g.done = true
+		}
+		sh.Pin(g.key) // a new record
+	}
+	for k := 0; k < failed; k++ {
+		g := &keys[k]
+		if !g.grow {
+			continue
+		}
+		sh := &st.shards[g.shard]
+		switch {
+		case g.orig.Algo == algorithms.None:
+			sh.Delete(g.key, now)
+		case !g.drafting:
+			ref, _ := sh.Find(g.key, now)
+			e := g.orig
+			if err := sh.Commit(ref, g.key, &e, now); err != nil {
+				panic("store: restoring a group's key needed room: " + err.Error())
+			}
+		}
+	}
+	for k := range keys {
+		st.shards[keys[k].shard].Unpin(keys[k].key)
+	}
+	return failed < 0
 }

@@ -1,17 +1,12 @@
 package store
 
 import (
-	"errors"
 	"math"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
-
-// errUnknownAlgo is the outcome of a request naming no algorithm the store
-// knows: a bug at the edge, never a client's mistake.
-var errUnknownAlgo = errors.New("ERR unknown algorithm")
 
 // How each algorithm's state sits in a shard.Entry:
 //
@@ -31,7 +26,9 @@ var errUnknownAlgo = errors.New("ERR unknown algorithm")
 // alone. So this relies on two things of shard: the Ext that Find returns
 // may be written while the lock is held, and Commit accepts an Ext that
 // shares memory with the stored one (it may keep the slice or copy it).
-// TestLogInPlaceMatchesThePureAlgorithm checks both through the store.
+// TestLogInPlaceMatchesThePureAlgorithm checks both through the store. A
+// decision on a single key goes to decideLog for Log instead, which gives
+// the ring its room in the shard before building it.
 func applyFamily(now int64, req *algorithms.Request, e *shard.Entry, o *algorithms.Outcome, next *shard.Entry) bool {
 	l := req.Limit
 	var r algorithms.Result
@@ -68,6 +65,62 @@ func applyFamily(now int64, req *algorithms.Request, e *shard.Entry, o *algorith
 	next.Expire = expireAt(now, r.ResetAfter)
 	*o = algorithms.Outcome{Result: r}
 	return req.N != 0 && r.Allowed
+}
+
+// decideLog is decideLocked for a sliding log: it decides on a draft, which
+// writes nothing, and then writes the draft with writeLog. It requires that
+// sh, the shard of req.Key (whose hash is h), is locked.
+func decideLog(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome) {
+	var entry shard.Entry
+	e := &entry
+	ref := sh.FindInto(req.Key, h, now, e)
+	if e.Algo != algorithms.None && e.Algo != algorithms.Log {
+		*o = algorithms.Outcome{Err: ErrWrongType}
+		return
+	}
+	d := algorithms.NewLogDraft(logState(e))
+	*o = algorithms.Outcome{Result: req.Limit.SlidingLog().Decide(&d, now, req.N)}
+	if req.N != 0 && o.Result.Allowed {
+		writeLog(sh, ref, req.Key, e, &d, req.Limit.Count, now, o)
+	}
+}
+
+// writeLog writes the draft d of key's log, decided with limit into the
+// outcome o, to the shard: *e is the entry Find returned at ref, d's base.
+// A ring that must grow past the room its record has gets that room first
+// (shard.Reserve, making room under the memory limit as a new key does), so
+// that it is built in the shard's memory, never on the heap, and a refusal
+// (o becomes the OOM error, nothing changes) comes before anything is
+// built. It requires that sh is locked.
+func writeLog(sh *shard.Shard, ref shard.Ref, key []byte, e *shard.Entry, d *algorithms.LogDraft, limit, now int64, o *algorithms.Outcome) {
+	if !reserveLog(sh, &ref, key, e, d, limit, now, o) {
+		return
+	}
+	s := d.Apply(limit)
+	next := shard.Entry{Algo: algorithms.Log, Expire: expireAt(now, o.Result.ResetAfter),
+		State: [3]int64{s.Head, s.Count}, Ext: s.Ring}
+	commit(sh, ref, key, &next, o, now)
+}
+
+// reserveLog gives key's record the room d's ring will need, and d's base
+// that room (see writeLog). It returns false, with o the error, when the
+// shard refuses. It requires that sh is locked.
+func reserveLog(sh *shard.Shard, ref *shard.Ref, key []byte, e *shard.Entry, d *algorithms.LogDraft, limit, now int64, o *algorithms.Outcome) bool {
+	size := d.RingLen(limit)
+	if size <= int64(cap(e.Ext)) {
+		return true
+	}
+	if e.Algo == algorithms.None {
+		// A new key's record, laid out as the log's will be: a head and
+		// a count (not 0), and an expiry.
+		*e = shard.Entry{Algo: algorithms.Log, Expire: expireAt(now, o.Result.ResetAfter), State: [3]int64{0, 1}}
+	}
+	if err := sh.Reserve(ref, key, e, int(size), now); err != nil {
+		*o = algorithms.Outcome{Err: err}
+		return false
+	}
+	d.Rebase(e.Ext)
+	return true
 }
 
 func slidingState(e *shard.Entry) algorithms.SlidingState {

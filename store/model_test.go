@@ -80,7 +80,7 @@ func TestStoreMatchesMapModel(t *testing.T) {
 			case op < 18:
 				now += rng.Int64N(int64(2 * time.Millisecond))
 			case op < 19:
-				st.SweepRounds(now, 1+rng.IntN(4))
+				st.sweepRounds(now, 1+rng.IntN(4), nil)
 			default:
 				if rng.IntN(50) == 0 {
 					st.Flush(now)
@@ -169,14 +169,8 @@ func TestMemoryLimitRefusesNewKeysOnly(t *testing.T) {
 	if o := decide(st, t0, token("fresh", time.Second, 10, 0)); o.Err != nil || !o.Result.Allowed {
 		t.Fatalf("peek at the cap: %+v %v", o.Result, o.Err)
 	}
-	found := false
-	for _, kv := range st.InfoMemory() {
-		if kv[0] == "oom_refused_keys" && kv[1] != "0" {
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("INFO memory does not report the refusal: %v", st.InfoMemory())
+	if s := st.Stats(); s.Refused == 0 {
+		t.Fatalf("the store's figures do not count the refusal: %+v", s)
 	}
 }
 
@@ -239,7 +233,7 @@ func otherLockers(t *testing.T, st *Store) (stop func()) {
 	})
 	loop(func(int) error {
 		var b bytes.Buffer
-		if err := st.SnapshotAt(&b, t0); err != nil {
+		if err := st.snapshotAt(&b, t0); err != nil {
 			return err
 		}
 		loaded := New(2)
@@ -293,5 +287,66 @@ func TestGroupAtTheCapIsRefusedWhole(t *testing.T) {
 	st.Decide(t0, group, out)
 	if out[0].Err != nil || out[1].Err != nil || !out[0].Result.Allowed || out[0].Result.Remaining != 8 {
 		t.Fatalf("group of existing keys at the cap: %+v", out)
+	}
+}
+
+// TestLogsAtTheCapMatchMapModel runs random RL.LOG decisions, deletes and
+// time steps on a store at a small memory cap (noeviction) against a model
+// of pure logs in a map. Every answer is the model's, or OOM: only for a
+// decision that would write (admitted, n ≠ 0), and then the model's state
+// stays as it was, as the store's did. Memory stays within the cap.
+func TestLogsAtTheCapMatchMapModel(t *testing.T) {
+	const limit = 256 << 10
+	for seed := uint64(1); seed <= 3; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 17))
+		type modelLog struct {
+			s      algorithms.LogState
+			expire int64 // the store forgets a log at its last write's reset
+		}
+		st, m := New(2), map[string]modelLog{}
+		st.SetMaxMemory(limit, NoEviction)
+		now, refused := t0, 0
+		for step := 0; step < 20_000; step++ {
+			k := fmt.Sprintf("log:%d", rng.IntN(200))
+			switch op := rng.IntN(20); {
+			case op < 16:
+				n := []int64{1, 1, 2, 50, 400, 0, -1, -30}[rng.IntN(8)]
+				r := req(algorithms.Log, k, 1000, time.Duration(1+rng.IntN(500))*time.Millisecond, n)
+				if now >= m[k].expire {
+					delete(m, k)
+				}
+				want, next := r.Limit.SlidingLog().Take(m[k].s.Clone(), now, n)
+				got := decide(st, now, r)
+				if got.Err == shard.ErrOOM {
+					if !want.Allowed || n <= 0 {
+						t.Fatalf("seed %d step %d: %s n=%d refused with OOM; the model %+v writes no more", seed, step, k, n, want)
+					}
+					refused++
+					continue
+				}
+				if got.Err != nil || got.Result != want {
+					t.Fatalf("seed %d step %d: %s n=%d = %+v (%v); model %+v", seed, step, k, n, got.Result, got.Err, want)
+				}
+				switch {
+				case !want.Allowed || n == 0:
+				case next.Count == 0:
+					delete(m, k)
+				default:
+					m[k] = modelLog{next, now + want.ResetAfter}
+				}
+			case op < 17:
+				delete(m, k)
+				st.Delete(now, [][]byte{[]byte(k)})
+			default:
+				now += rng.Int64N(int64(3 * time.Millisecond))
+			}
+			if used := st.Stats().Used(); used > limit {
+				t.Fatalf("seed %d step %d: used %d over the %d cap", seed, step, used, limit)
+			}
+		}
+		if refused == 0 {
+			t.Fatalf("seed %d: the cap never refused a growth", seed)
+		}
+		t.Logf("seed %d: %d growths refused", seed, refused)
 	}
 }

@@ -91,10 +91,10 @@ func TestRunsDecideAsOneByOne(t *testing.T) {
 		}
 		for _, p := range pairs {
 			var got, want bytes.Buffer
-			if err := p.st.SnapshotAt(&got, now); err != nil {
+			if err := p.st.snapshotAt(&got, now); err != nil {
 				t.Fatal(err)
 			}
-			if err := p.alone.SnapshotAt(&want, now); err != nil {
+			if err := p.alone.snapshotAt(&want, now); err != nil {
 				t.Fatal(err)
 			}
 			if got.Len() < 100 || !bytes.Equal(got.Bytes(), want.Bytes()) {

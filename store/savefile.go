@@ -21,11 +21,11 @@ import (
 // temporary file it is written to ("sluice.snap.tmp-123456789").
 const tmpInfix = ".tmp-"
 
-// SaveFile writes the store's snapshot to path without ever leaving a
+// saveFile writes the store's snapshot to path without ever leaving a
 // partial file there: it writes a temporary file in the same directory,
 // syncs it, renames it over path and syncs the directory. Traffic goes on
-// during the save (see SnapshotAt).
-func (st *Store) SaveFile(path string) error {
+// during the save (see snapshotAt).
+func (st *Store) saveFile(path string) error {
 	_, err := writeFile(path, func(w io.Writer) (uint64, error) {
 		return 0, st.Snapshot(w)
 	})
@@ -46,7 +46,7 @@ func (st *Store) hold() (release func()) {
 	}
 }
 
-// saveFileHeld writes a point-in-time snapshot to path as SaveFile does,
+// saveFileHeld writes a point-in-time snapshot to path as saveFile does,
 // at the latest instant any shard was given, and returns how many entries
 // it holds. It requires that the caller holds the store (hold).
 func (st *Store) saveFileHeld(path string) (uint64, error) {
@@ -153,7 +153,7 @@ func (st *Store) LoadFile(path string) (LoadedFile, error) {
 // RemoveStaleTemps removes the temporary files that saves of the snapshot
 // at path leave behind when the process dies during the write (kill -9
 // during BGSAVE): the files of path's directory named path's base name,
-// ".tmp-" and digits, as SaveFile names them. It returns the files it
+// ".tmp-" and digits, as saveFile names them. It returns the files it
 // removed and their sizes. Call it only while no save to path can be
 // running, that is, while holding the directory's lock (LockDir).
 func RemoveStaleTemps(path string) ([]RemovedFile, error) {
@@ -202,9 +202,6 @@ func allDigits(s string) bool {
 // LockFile is the name of the file in a data directory that a running
 // server holds locked.
 const LockFile = "sluice.lock"
-
-// ErrDirLocked is LockDir's error when another process holds the directory.
-var ErrDirLocked = errors.New("in use by another sluice process")
 
 // DirLock is a data directory held for the life of a process (LockDir).
 type DirLock struct {

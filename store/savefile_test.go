@@ -13,7 +13,7 @@ import (
 )
 
 // TestRemoveStaleTempsRemovesOnlyThisSnapshotsTemporaries: the files a
-// save killed mid-write leaves (named as SaveFile names its temporary
+// save killed mid-write leaves (named as saveFile names its temporary
 // files) go; anything else in the directory stays.
 func TestRemoveStaleTempsRemovesOnlyThisSnapshotsTemporaries(t *testing.T) {
 	dir := t.TempDir()
@@ -63,7 +63,7 @@ func TestRemoveStaleTempsRemovesOnlyThisSnapshotsTemporaries(t *testing.T) {
 
 // TestSaveFileLeavesNoTemporaryOnFailure: a save whose rename fails
 // removes its temporary file, and RemoveStaleTemps's pattern matches the
-// names SaveFile gives its temporary files.
+// names saveFile gives its temporary files.
 func TestSaveFileLeavesNoTemporaryOnFailure(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sluice.snap")
@@ -116,7 +116,7 @@ func TestLoadFileReportsWhatItFound(t *testing.T) {
 	os.Remove(path)
 	st := New(4)
 	decide(st, t0, token("k", time.Hour, 10, 1))
-	if err := st.SaveFile(path); err != nil {
+	if err := st.saveFile(path); err != nil {
 		t.Fatal(err)
 	}
 	fi, _ := os.Stat(path)

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,10 +8,6 @@ import (
 
 // The Saver behind SAVE, BGSAVE, LASTSAVE, the periodic save and the save
 // at shutdown.
-
-// ErrSaveInProgress is the reply to SAVE or BGSAVE while a background save
-// runs, in Redis's words.
-var ErrSaveInProgress = errors.New("ERR Background save already in progress")
 
 // Saver writes a store's snapshot file on demand, in the background and
 // periodically. It reads the wall clock only to stamp LASTSAVE.
@@ -74,7 +68,7 @@ func (s *Saver) Save() error {
 		return ErrSaveInProgress
 	}
 	defer s.end(done)
-	return s.record(time.Now(), s.st.SaveFile(s.path))
+	return s.record(time.Now(), s.st.saveFile(s.path))
 }
 
 // BackgroundSave starts writing the snapshot in its own goroutine. It is
@@ -86,7 +80,7 @@ func (s *Saver) BackgroundSave() error {
 	}
 	go func() {
 		defer s.end(done)
-		s.record(time.Now(), s.st.SaveFile(s.path))
+		s.record(time.Now(), s.st.saveFile(s.path))
 	}()
 	return nil
 }
@@ -157,24 +151,24 @@ func (s *Saver) Run(period time.Duration, stop <-chan struct{}) {
 	}
 }
 
-// Info returns INFO persistence fields, in Redis's names where it has them.
-func (s *Saver) Info() [][2]string {
-	status := "ok"
-	if !s.lastOK.Load() {
-		status = "err"
-	}
-	b := func(v bool) string {
-		if v {
-			return "1"
-		}
-		return "0"
-	}
-	return [][2]string{
-		{"rdb_bgsave_in_progress", b(s.bg.Load())},
-		{"rdb_last_save_time", strconv.FormatInt(s.lastSave.Load(), 10)},
-		{"rdb_last_bgsave_status", status},
-		{"rdb_last_save_time_ms", strconv.FormatInt(s.lastNS.Load()/1e6, 10)},
-		{"rdb_saves", strconv.FormatInt(s.saves.Load(), 10)},
-		{"snapshot_file", s.path},
+// SaverStats are what INFO persistence reports of a Saver.
+type SaverStats struct {
+	Running  bool          // a background save is running
+	LastSave int64         // unix seconds of the last successful save
+	LastOK   bool          // the last save worked
+	LastTook time.Duration // how long the last save took
+	Saves    int64         // successful saves
+	Path     string        // the snapshot file
+}
+
+// Stats returns the saver's figures.
+func (s *Saver) Stats() SaverStats {
+	return SaverStats{
+		Running:  s.bg.Load(),
+		LastSave: s.lastSave.Load(),
+		LastOK:   s.lastOK.Load(),
+		LastTook: time.Duration(s.lastNS.Load()),
+		Saves:    s.saves.Load(),
+		Path:     s.path,
 	}
 }

@@ -128,7 +128,7 @@ func TestScaleMemoryGCAndLatency(t *testing.T) {
 
 	var size countingWriter
 	t1 := time.Now()
-	if err := st.SnapshotAt(&size, now); err != nil {
+	if err := st.snapshotAt(&size, now); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("snapshot of %d keys: %d MiB in %v", n, size>>20, time.Since(t1).Round(time.Millisecond))
@@ -178,12 +178,9 @@ func TestScaleSweepThroughput(t *testing.T) {
 		calls++
 	}
 	took := time.Since(start)
-	stats := map[string]string{}
-	for _, kv := range st.InfoStats() {
-		stats[kv[0]] = kv[1]
-	}
-	t.Logf("sweep removed %d expired buckets in %d calls, %v of sweeping: %.1f M entries/s; rounds %s, longest call %s µs",
-		n, calls, took.Round(time.Millisecond), float64(n)/took.Seconds()/1e6, stats["sweep_rounds"], stats["sweep_max_us"])
+	sw := st.SweepTotals()
+	t.Logf("sweep removed %d expired buckets in %d calls, %v of sweeping: %.1f M entries/s; rounds %d, longest call %v",
+		n, calls, took.Round(time.Millisecond), float64(n)/took.Seconds()/1e6, sw.Rounds, sw.Most)
 	if st.Stats().Keys != 0 {
 		t.Fatalf("%d left", st.Stats().Keys)
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -57,17 +56,17 @@ func (e *SnapshotError) Error() string {
 }
 
 // Snapshot writes every live entry to w as of the latest instant the store
-// was given (Now). See SnapshotAt.
-func (st *Store) Snapshot(w io.Writer) error { return st.SnapshotAt(w, st.Now()) }
+// was given (Now). See snapshotAt.
+func (st *Store) Snapshot(w io.Writer) error { return st.snapshotAt(w, st.Now()) }
 
-// SnapshotAt writes every entry live at now to w, one shard at a time and
+// snapshotAt writes every entry live at now to w, one shard at a time and
 // within a shard 1024 records per lock hold, so traffic goes on throughout.
 // Each entry is written as it was at some instant of the save: an entry
 // live for the whole save is in it, one created or removed meanwhile may or
 // may not be. A point-in-time image needs the writes held off (the Raft FSM
 // snapshots between applies). Given the same entries and now, the bytes
 // are the same.
-func (st *Store) SnapshotAt(w io.Writer, now int64) error {
+func (st *Store) snapshotAt(w io.Writer, now int64) error {
 	sw := newSnapWriter(w, now)
 	var buf []byte
 	var spans []span
@@ -104,7 +103,7 @@ func (st *Store) Capture(now int64) *Capture {
 }
 
 // Write writes the captured entries in the snapshot format: the same
-// bytes SnapshotAt would have written at the capture's instant.
+// bytes snapshotAt would have written at the capture's instant.
 func (c *Capture) Write(w io.Writer) error {
 	sw := newSnapWriter(w, c.now)
 	for _, cs := range c.shards {
@@ -367,8 +366,6 @@ func (st *Store) put(key []byte, e shard.Entry, now int64) error {
 	}
 	return sh.Commit(ref, key, &e, now)
 }
-
-var errShort = errors.New("entry runs past its block")
 
 // decodeEntryKey decodes the entry at the start of b; the key and Ext
 // alias b. It never reads past b and never allocates more than b holds.

@@ -51,7 +51,7 @@ func fillShapes(t testing.TB, st *Store) map[string]shard.Entry {
 
 func snapshotBytes(t testing.TB, st *Store, now int64) []byte {
 	var b bytes.Buffer
-	if err := st.SnapshotAt(&b, now); err != nil {
+	if err := st.snapshotAt(&b, now); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -67,7 +67,7 @@ func TestSnapshotRoundTripsEveryShape(t *testing.T) {
 			t.Fatalf("%d shards: %v", shards, err)
 		}
 		for k, e := range want {
-			g := got.Get(t0, []byte(k))
+			g := got.get(t0, []byte(k))
 			if g.Algo != e.Algo || g.Expire != e.Expire || g.State != e.State || g.Depleted != e.Depleted ||
 				!slices.Equal(g.Ext, e.Ext) {
 				t.Fatalf("%d shards: %q = %+v; want %+v", shards, k, g.State, e.State)
@@ -190,7 +190,7 @@ func TestSaveFileAndLoadFile(t *testing.T) {
 	if lf, err := New(4).LoadFile(path); lf.Loaded || err != nil {
 		t.Fatalf("missing file: %+v, err %v; want an empty start", lf, err)
 	}
-	if err := st.SaveFile(path); err != nil {
+	if err := st.saveFile(path); err != nil {
 		t.Fatal(err)
 	}
 	got := New(4)
@@ -264,7 +264,7 @@ func TestSnapshotRoundTripsEveryAlgorithm(t *testing.T) {
 	for k := 0; k < 3; k++ {
 		for _, r := range oneOfEach(1) {
 			r.Key = []byte(fmt.Sprintf("%s:%d", r.Key, k))
-			a, b := st.Get(at, r.Key), got.Get(at, r.Key)
+			a, b := st.get(at, r.Key), got.get(at, r.Key)
 			if a.Algo != b.Algo || a.Expire != b.Expire || a.State != b.State || !slices.Equal(a.Ext, b.Ext) || a.Depleted != b.Depleted {
 				t.Fatalf("%s: restored %+v; want %+v", r.Key, b, a)
 			}
@@ -283,7 +283,7 @@ func TestCaptureIsPointInTime(t *testing.T) {
 		decide(st, t0, token(fmt.Sprintf("k%d", i), time.Second, 10, int64(1+i%5)))
 	}
 	var want bytes.Buffer
-	if err := st.SnapshotAt(&want, t0); err != nil {
+	if err := st.snapshotAt(&want, t0); err != nil {
 		t.Fatal(err)
 	}
 	c := st.Capture(t0)

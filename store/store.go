@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -11,10 +10,6 @@ import (
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
-
-// ErrWrongType is the outcome of using a key with an algorithm other than
-// the one whose state it holds.
-var ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
 
 // Store is the whole key space: a power-of-two number of shards.
 //
@@ -210,10 +205,25 @@ func (st *Store) decide(now int64, req *algorithms.Request, o *algorithms.Outcom
 // structs cost more than the decision itself (profiled: about a third of a
 // cached decision's time went to them).
 func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome) {
+	if req.Limit.Algo == algorithms.Log {
+		decideLog(sh, now, req, h, o)
+		return
+	}
 	var e, next shard.Entry
 	ref := sh.FindInto(req.Key, h, now, &e)
 	if apply(now, req, &e, o, &next) {
 		commit(sh, ref, req.Key, &next, o, now)
+	}
+}
+
+// commit stores next for key, as the outcome o decided: marked depleted
+// when o admitted the last unit (remaining 0). A new key or a larger record
+// refused for want of memory turns *o into the OOM error. commit requires that sh is locked
+// and ref came from its Find.
+func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *algorithms.Outcome, now int64) {
+	next.Depleted = o.Err == nil && o.Result.Allowed && o.Result.Remaining == 0
+	if err := sh.Commit(ref, key, next, now); err != nil {
+		*o = algorithms.Outcome{Err: err}
 	}
 }
 
@@ -262,7 +272,7 @@ func (st *Store) Delete(now int64, keys [][]byte) (int64, error) {
 func (st *Store) Exists(now int64, keys [][]byte) (int64, error) {
 	var n int64
 	for _, k := range keys {
-		if st.Get(now, k).Algo != algorithms.None {
+		if st.get(now, k).Algo != algorithms.None {
 			n++
 		}
 	}
@@ -271,21 +281,21 @@ func (st *Store) Exists(now int64, keys [][]byte) (int64, error) {
 
 // Type returns the algorithm of key's state, None if absent.
 func (st *Store) Type(now int64, key []byte) (algorithms.Algo, error) {
-	return st.Get(now, key).Algo, nil
+	return st.get(now, key).Algo, nil
 }
 
 // TTL returns the time until key's state expires, -1 if absent.
 func (st *Store) TTL(now int64, key []byte) (int64, error) {
-	e := st.Get(now, key)
+	e := st.get(now, key)
 	if e.Algo == algorithms.None {
 		return -1, nil
 	}
 	return e.Expire - now, nil
 }
 
-// Get returns key's live entry at now (Algo None if absent). Its Ext is a
+// get returns key's live entry at now (Algo None if absent). Its Ext is a
 // copy: the shard's own memory is only valid under its lock.
-func (st *Store) Get(now int64, key []byte) shard.Entry {
+func (st *Store) get(now int64, key []byte) shard.Entry {
 	sh := st.shardOf(key)
 	sh.Lock()
 	_, e := sh.Find(key, now)

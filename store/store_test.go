@@ -115,7 +115,7 @@ func TestSweepRemovesUntouchedEntries(t *testing.T) {
 	later := t0 + int64(time.Second)
 	var removed int
 	for i := 0; i < 1000 && st.Stats().Keys > 1; i++ {
-		removed += st.SweepRounds(later, 16).Removed
+		removed += st.sweepRounds(later, 16, nil).Removed
 	}
 	if removed != 10_000 || st.Stats().Keys != 1 {
 		t.Fatalf("sweep removed %d, %d entries left; want 10000 removed, 1 left", removed, st.Stats().Keys)
@@ -214,7 +214,7 @@ func TestSweepRacesWithWriters(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				st.SweepRounds(now.Load(), 4)
+				st.sweepRounds(now.Load(), 4, nil)
 			}
 		}
 	}()

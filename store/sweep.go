@@ -1,22 +1,21 @@
 package store
 
 import (
-	"strconv"
 	"sync/atomic"
 	"time"
 )
 
 // Active expiry: a bounded incremental sweep over every shard.
 
-// SweepStats sums what the sweep did in one call.
-type SweepStats struct {
+// sweepResult sums what the sweep did in one call.
+type sweepResult struct {
 	Examined, Removed, Rounds int
 }
 
 const (
-	sweepRound  = 20                    // entries examined per round, holding one shard lock
-	sweepRounds = 64                    // most rounds per shard in one Sweep call
-	sweepBudget = 25 * time.Millisecond // most time one Sweep call spends: a quarter of the edge's 100 ms tick
+	sweepRound     = 20                    // entries examined per round, holding one shard lock
+	maxSweepRounds = 64                    // most rounds per shard in one Sweep call
+	sweepBudget    = 25 * time.Millisecond // most time one Sweep call spends: a quarter of the edge's 100 ms tick
 )
 
 type sweepStats struct {
@@ -34,7 +33,7 @@ type sweepStats struct {
 func (st *Store) Sweep(now int64) {
 	start := time.Now()
 	deadline := start.Add(sweepBudget)
-	s := st.sweepRounds(now, sweepRounds, func() bool { return time.Now().After(deadline) })
+	s := st.sweepRounds(now, maxSweepRounds, func() bool { return time.Now().After(deadline) })
 	d := time.Since(start).Nanoseconds()
 	st.sweep.runs.Add(1)
 	st.sweep.rounds.Add(int64(s.Rounds))
@@ -44,16 +43,13 @@ func (st *Store) Sweep(now int64) {
 	}
 }
 
-// SweepRounds runs one step of active expiry over every shard at now: per
+// sweepRounds runs one step of active expiry over every shard at now: per
 // shard, rounds of 20 entries while more than a tenth of a round had
-// expired, at most maxRounds rounds. Each round holds one shard lock,
-// briefly. It reads no clock.
-func (st *Store) SweepRounds(now int64, maxRounds int) SweepStats {
-	return st.sweepRounds(now, maxRounds, nil)
-}
-
-func (st *Store) sweepRounds(now int64, maxRounds int, over func() bool) SweepStats {
-	var out SweepStats
+// expired, at most maxRounds rounds, stopping early when over (if not nil)
+// says so. Each round holds one shard lock, briefly. It reads no clock;
+// over may.
+func (st *Store) sweepRounds(now int64, maxRounds int, over func() bool) sweepResult {
+	var out sweepResult
 	n := uint64(len(st.shards))
 	first := st.sweep.next.Load() % n
 	for k := uint64(0); k < n; k++ {
@@ -79,24 +75,22 @@ func (st *Store) sweepRounds(now int64, maxRounds int, over func() bool) SweepSt
 	return out
 }
 
-// InfoStats returns the store's counters as INFO stats fields: keys that
-// expired (lazily, by the sweep, or to make room), keys evicted, and what
-// the sweep examined, removed and cost.
-func (st *Store) InfoStats() [][2]string {
-	s := st.Stats()
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	us := func(ns int64) string { return strconv.FormatInt(ns/1000, 10) }
-	return [][2]string{
-		{"expired_keys", itoa(s.ExpiredKeys)},
-		{"evicted_keys", itoa(s.Evicted)},
-		{"oom_refused_keys", itoa(s.Refused)},
-		{"sweep_examined", itoa(s.SweepSteps)},
-		{"sweep_removed", itoa(s.SweepRemoved)},
-		{"sweep_runs", itoa(st.sweep.runs.Load())},
-		{"sweep_rounds", itoa(st.sweep.rounds.Load())},
-		{"sweep_time_us", us(st.sweep.nanos.Load())},
-		{"sweep_last_us", us(st.sweep.last.Load())},
-		{"sweep_max_us", us(st.sweep.most.Load())},
-		{"shards", strconv.Itoa(len(st.shards))},
+// SweepTotals are what the active expiry has done and cost since the
+// store was made.
+type SweepTotals struct {
+	Runs, Rounds int64         // Sweep calls, and rounds of 20 entries in them
+	Time         time.Duration // spent in Sweep in all
+	Last, Most   time.Duration // the last call, and the longest
+}
+
+// SweepTotals returns the sweep's totals; the entries it examined and
+// removed are in Stats.
+func (st *Store) SweepTotals() SweepTotals {
+	return SweepTotals{
+		Runs:   st.sweep.runs.Load(),
+		Rounds: st.sweep.rounds.Load(),
+		Time:   time.Duration(st.sweep.nanos.Load()),
+		Last:   time.Duration(st.sweep.last.Load()),
+		Most:   time.Duration(st.sweep.most.Load()),
 	}
 }

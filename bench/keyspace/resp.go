@@ -4,19 +4,20 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
-// conn is a minimal pipelining RESP2 client: append commands, flush, read
-// replies. It understands the reply types the tool needs.
+// conn is a minimal pipelining RESP2 client on the shared codec
+// (internal/resp): append commands, flush, read replies as Go values.
 type conn struct {
 	nc  net.Conn
 	r   *bufio.Reader
 	out []byte
+	v   resp.Value
 }
 
 func dial(addr string) (*conn, error) {
@@ -30,18 +31,7 @@ func dial(addr string) (*conn, error) {
 func (c *conn) close() { c.nc.Close() }
 
 // add appends one command to the pipeline.
-func (c *conn) add(args ...string) {
-	c.out = append(c.out, '*')
-	c.out = strconv.AppendInt(c.out, int64(len(args)), 10)
-	c.out = append(c.out, '\r', '\n')
-	for _, a := range args {
-		c.out = append(c.out, '$')
-		c.out = strconv.AppendInt(c.out, int64(len(a)), 10)
-		c.out = append(c.out, '\r', '\n')
-		c.out = append(c.out, a...)
-		c.out = append(c.out, '\r', '\n')
-	}
-}
+func (c *conn) add(args ...string) { c.out = resp.AppendCommand(c.out, args...) }
 
 func (c *conn) flush() error {
 	_, err := c.nc.Write(c.out)
@@ -57,45 +47,35 @@ func (e errReply) Error() string { return string(e) }
 // reply reads one reply: int64, string, []any, nil, or an errReply value
 // (returned as the value, not as the error, so that a pipeline can go on).
 func (c *conn) reply() (any, error) {
-	line, err := c.r.ReadString('\n')
-	if err != nil {
+	if err := resp.Read(c.r, &c.v); err != nil {
 		return nil, err
 	}
-	if len(line) < 3 {
-		return nil, fmt.Errorf("short reply line %q", line)
-	}
-	body := line[1 : len(line)-2]
-	switch line[0] {
-	case '+':
-		return body, nil
-	case '-':
-		return errReply(body), nil
-	case ':':
-		return strconv.ParseInt(body, 10, 64)
-	case '$':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(c.r, b); err != nil {
-			return nil, err
-		}
-		return string(b[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < 0 {
-			return nil, err
-		}
-		out := make([]any, n)
-		for i := range out {
-			if out[i], err = c.reply(); err != nil {
+	return goValue(&c.v)
+}
+
+// goValue converts a reply to the Go values reply returns.
+func goValue(v *resp.Value) (any, error) {
+	switch {
+	case v.IsNull():
+		return nil, nil
+	case v.Kind == '+' || v.Kind == '$':
+		return string(v.Text), nil
+	case v.IsError():
+		return errReply(v.Text), nil
+	case v.IsInt():
+		return v.Num, nil
+	case v.Kind == '*':
+		out := make([]any, len(v.Elems))
+		for i := range v.Elems {
+			e, err := goValue(&v.Elems[i])
+			if err != nil {
 				return nil, err
 			}
+			out[i] = e
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("unexpected reply %q", line)
+	return nil, fmt.Errorf("unexpected reply %s", v)
 }
 
 // do sends one command and returns its reply; an error reply is an error.

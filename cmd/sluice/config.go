@@ -3,95 +3,84 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sluice-rl/sluice/certs"
 	"github.com/sluice-rl/sluice/cluster"
+	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/rls"
+	"github.com/sluice-rl/sluice/server"
 )
 
 // config is the resolved configuration: defaults, then the config file,
-// then the command line, the way redis-server layers them.
+// then the command line, the way redis-server layers them. The settings
+// that a package takes live in that package's Config, whose DefaultConfig
+// gives the defaults (and --help prints them); the rest are the process's
+// own: where to listen, the files, the key space's size and limit.
 type config struct {
-	file             string
-	port             int
-	bind             []string
-	requirepass      string
-	maxclients       int
-	timeout          time.Duration
-	shards           int
-	eventLoops       int // 0: a goroutine per client
-	debugCommand     string
-	loglevel         string
-	protoMaxBulkLen  int64
-	maxMultibulkLen  int64
-	queryBufferLimit int64
-	maxmemory        int64
-	maxmemoryPolicy  string
-	// maxmemory-clients: bytes, or a percentage of maxmemory when
-	// maxmemClientsPct > 0; 0 bytes: no limit.
+	file            string
+	port            int
+	bind            []string
+	shards          int
+	loglevel        string
+	maxmemory       int64
+	maxmemoryPolicy string
+	// maxmemory-clients: bytes (server.MaxMemoryClients's default), or a
+	// percentage of maxmemory when maxmemClientsPct > 0; 0 bytes: no limit.
 	maxmemClients    int64
 	maxmemClientsPct int
 	dir              string
 	dbfilename       string
-	save             int // seconds between periodic snapshots; 0: none, and none at shutdown
-	logMaxLimit      int
+	save             int    // seconds between periodic snapshots; 0: none, and none at shutdown
+	announceAddr     string // cluster.RESPAddr, if set; else the first --bind and --port
 
-	// Replication (node-id and raft-bind empty: a single node).
-	nodeID        string
-	raftBind      string
-	raftAdvertise string
-	announceAddr  string
-	bootstrap     string
-	peers         []string
-	join          string
-	raftAllow     []string
-	raftFsync     string
+	server   server.Config   // maxclients, timeout, the reader's limits, event-loops
+	commands commands.Config // requirepass, enable-debug-command, log-max-limit
+	cluster  cluster.Config  // node-id, raft-bind, bootstrap, peers, join, raft-fsync …
 
-	// TLS, with Redis's option names (tls.go). Only the Raft port uses it
-	// so far (tls-replication yes).
+	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
+	policies       []string
+	grpcBind       string
+	grpcReflection bool
+	rls            rls.Config // grpc-batch, grpc-unknown-domain, grpc-headers, grpc-count-over-limit
+
+	// TLS, with Redis's option names (tls.go): the Raft port's mutual TLS
+	// (tls-replication yes).
 	tlsCertFile, tlsKeyFile             string
 	tlsClientCertFile, tlsClientKeyFile string
 	tlsCAFile                           string
 	tlsReplication                      string
+	tlsPort                             int    // the clients' TLS port (0: none)
+	tlsAuthClients                      string // yes, no or optional
 	tlsProtocols, tlsCiphers            string
 	tlsCiphersuites                     string
 }
 
 func defaultConfig() config {
+	srv := server.DefaultConfig()
 	return config{
-		port:             6380,
-		bind:             []string{"127.0.0.1"},
-		maxclients:       10000,
-		shards:           max(4, 2*runtime.GOMAXPROCS(0)), // few shards: a pipeline's keys share locks and their lookups overlap
-		eventLoops:       runtime.GOMAXPROCS(0),
-		debugCommand:     "no",
-		loglevel:         "notice",
-		protoMaxBulkLen:  1 << 20,
-		maxMultibulkLen:  1 << 20,
-		queryBufferLimit: 8 << 20,
-		maxmemoryPolicy:  "noeviction",
-		dir:              ".",
-		dbfilename:       "sluice.snap",
-		save:             300,
-		bootstrap:        "no",
-		raftFsync:        "yes",
-		tlsReplication:   "no",
-		logMaxLimit:      10000,
-
-		// All clients' buffers together, as Redis's maxmemory-clients (which
-		// is off by default). On here, because 150 connections each holding
-		// an unfinished 8 MiB command took 1.48 GB: 256 MiB holds the first
-		// 16 KiB buffers of the default 10000 clients (170 MB with their
-		// other state) and still leaves room for a dozen commands at the
-		// query buffer limit, while sluice's own commands are a few hundred
-		// bytes.
-		maxmemClients: 256 << 20,
+		port:            6380,
+		bind:            []string{"127.0.0.1"},
+		shards:          max(4, 2*runtime.GOMAXPROCS(0)), // few shards: a pipeline's keys share locks and their lookups overlap
+		loglevel:        "notice",
+		maxmemoryPolicy: "noeviction",
+		maxmemClients:   srv.MaxMemoryClients,
+		dir:             ".",
+		dbfilename:      "sluice.snap",
+		save:            300,
+		server:          srv,
+		commands:        commands.DefaultConfig(),
+		cluster:         cluster.DefaultConfig(),
+		rls:             rls.DefaultConfig(),
+		tlsReplication:  "no",
+		tlsAuthClients:  "yes",
 	}
 }
+
+// replicated reports whether the configuration asks for a replicated node.
+func (c *config) replicated() bool { return c.cluster.ID != "" || c.cluster.RaftBind != "" }
 
 // setting is one configuration directive: how to read its value and how to
 // print it back for CONFIG GET.
@@ -111,35 +100,40 @@ var settings = []setting{
 		c.bind = append([]string(nil), a...)
 		return nil
 	}, func(c *config) string { return strings.Join(c.bind, " ") }},
-	{"requirepass", func(c *config, a []string) error { return stringArg(a, &c.requirepass) },
-		func(c *config) string { return c.requirepass }},
-	{"maxclients", func(c *config, a []string) error { return intArg(a, 1, 1<<20, &c.maxclients) },
-		func(c *config) string { return strconv.Itoa(c.maxclients) }},
-	{"timeout", func(c *config, a []string) error {
-		var s int
-		if err := intArg(a, 0, 1<<31-1, &s); err != nil {
-			return err
-		}
-		c.timeout = time.Duration(s) * time.Second
-		return nil
-	}, func(c *config) string { return strconv.Itoa(int(c.timeout / time.Second)) }},
+	{"requirepass", func(c *config, a []string) error { return stringArg(a, &c.commands.Password) },
+		func(c *config) string { return c.commands.Password }},
+	{"maxclients", func(c *config, a []string) error { return intArg(a, 1, 1<<20, &c.server.MaxClients) },
+		func(c *config) string { return strconv.Itoa(c.server.MaxClients) }},
+	{"timeout", func(c *config, a []string) error { return secondsArg(a, &c.server.IdleTimeout) },
+		func(c *config) string { return strconv.Itoa(int(c.server.IdleTimeout.Seconds())) }},
 	{"shards", func(c *config, a []string) error { return intArg(a, 1, 1<<16, &c.shards) },
 		func(c *config) string { return strconv.Itoa(c.shards) }},
-	{"event-loops", func(c *config, a []string) error { return intArg(a, 0, 1024, &c.eventLoops) },
-		func(c *config) string { return strconv.Itoa(c.eventLoops) }},
+	{"event-loops", func(c *config, a []string) error { return intArg(a, 0, 1024, &c.server.EventLoops) },
+		func(c *config) string { return strconv.Itoa(c.server.EventLoops) }},
 	{"enable-debug-command", func(c *config, a []string) error {
-		return enumArg(a, &c.debugCommand, "yes", "no", "local")
-	}, func(c *config) string { return c.debugCommand }},
+		var v string
+		err := enumArg(a, &v, string(commands.DebugYes), string(commands.DebugNo), string(commands.DebugLocal))
+		if err == nil {
+			c.commands.Debug = commands.DebugMode(v)
+		}
+		return err
+	}, func(c *config) string { return string(c.commands.Debug) }},
 	{"loglevel", func(c *config, a []string) error {
 		return enumArg(a, &c.loglevel, "debug", "verbose", "notice", "warning", "nothing")
 	}, func(c *config) string { return c.loglevel }},
-	{"proto-max-bulk-len", func(c *config, a []string) error { return memArg(a, 1, 1<<30, &c.protoMaxBulkLen) },
-		func(c *config) string { return strconv.FormatInt(c.protoMaxBulkLen, 10) }},
-	{"proto-max-multibulk-len", func(c *config, a []string) error { return memArg(a, 1, 1<<31-1, &c.maxMultibulkLen) },
-		func(c *config) string { return strconv.FormatInt(c.maxMultibulkLen, 10) }},
+	{"proto-max-bulk-len", func(c *config, a []string) error { return memArg(a, 1, 1<<30, &c.server.Limits.MaxBulk) },
+		func(c *config) string { return strconv.FormatInt(c.server.Limits.MaxBulk, 10) }},
+	{"proto-max-multibulk-len", func(c *config, a []string) error {
+		return memArg(a, 1, 1<<31-1, &c.server.Limits.MaxArgs)
+	}, func(c *config) string { return strconv.FormatInt(c.server.Limits.MaxArgs, 10) }},
 	{"client-query-buffer-limit", func(c *config, a []string) error {
-		return memArg(a, 1<<10, 1<<31-1, &c.queryBufferLimit)
-	}, func(c *config) string { return strconv.FormatInt(c.queryBufferLimit, 10) }},
+		var n int64
+		err := memArg(a, 1<<10, 1<<31-1, &n)
+		if err == nil {
+			c.server.QueryBufferLimit = int(n)
+		}
+		return err
+	}, func(c *config) string { return strconv.Itoa(c.server.QueryBufferLimit) }},
 	{"maxmemory", func(c *config, a []string) error { return memArg(a, 0, 1<<50, &c.maxmemory) },
 		func(c *config) string { return strconv.FormatInt(c.maxmemory, 10) }},
 	{"maxmemory-clients", func(c *config, a []string) error {
@@ -176,24 +170,41 @@ var settings = []setting{
 		}
 		return intArg(a, 0, 1<<31-1, &c.save)
 	}, func(c *config) string { return strconv.Itoa(c.save) }},
-	{"node-id", func(c *config, a []string) error { return stringArg(a, &c.nodeID) },
-		func(c *config) string { return c.nodeID }},
-	{"raft-bind", func(c *config, a []string) error { return stringArg(a, &c.raftBind) },
-		func(c *config) string { return c.raftBind }},
-	{"raft-advertise", func(c *config, a []string) error { return stringArg(a, &c.raftAdvertise) },
-		func(c *config) string { return c.raftAdvertise }},
+	{"node-id", func(c *config, a []string) error { return stringArg(a, &c.cluster.ID) },
+		func(c *config) string { return c.cluster.ID }},
+	{"raft-bind", func(c *config, a []string) error { return stringArg(a, &c.cluster.RaftBind) },
+		func(c *config) string { return c.cluster.RaftBind }},
+	{"raft-advertise", func(c *config, a []string) error { return stringArg(a, &c.cluster.RaftAdvertise) },
+		func(c *config) string { return c.cluster.RaftAdvertise }},
 	{"announce-addr", func(c *config, a []string) error { return stringArg(a, &c.announceAddr) },
 		func(c *config) string { return c.announceAddr }},
-	{"bootstrap", func(c *config, a []string) error { return enumArg(a, &c.bootstrap, "yes", "no", "force") },
-		func(c *config) string { return c.bootstrap }},
-	{"peers", func(c *config, a []string) error { return listArg(a, &c.peers) },
-		func(c *config) string { return strings.Join(c.peers, " ") }},
-	{"join", func(c *config, a []string) error { return stringArg(a, &c.join) },
-		func(c *config) string { return c.join }},
-	{"raft-allow", func(c *config, a []string) error { return listArg(a, &c.raftAllow) },
-		func(c *config) string { return strings.Join(c.raftAllow, " ") }},
-	{"raft-fsync", func(c *config, a []string) error { return enumArg(a, &c.raftFsync, "yes", "no") },
-		func(c *config) string { return c.raftFsync }},
+	{"bootstrap", func(c *config, a []string) error {
+		var v string
+		if err := enumArg(a, &v, "yes", "no", "force"); err != nil {
+			return err
+		}
+		c.cluster.Bootstrap = bootstrapModes[v]
+		return nil
+	}, func(c *config) string {
+		for name, m := range bootstrapModes {
+			if m == c.cluster.Bootstrap {
+				return name
+			}
+		}
+		return ""
+	}},
+	{"peers", func(c *config, a []string) error { return listArg(a, &c.cluster.Peers) },
+		func(c *config) string { return strings.Join(c.cluster.Peers, " ") }},
+	{"join", func(c *config, a []string) error { return stringArg(a, &c.cluster.Join) },
+		func(c *config) string { return c.cluster.Join }},
+	{"raft-allow", func(c *config, a []string) error { return listArg(a, &c.cluster.RaftAllow) },
+		func(c *config) string { return strings.Join(c.cluster.RaftAllow, " ") }},
+	{"raft-fsync", func(c *config, a []string) error { return boolArg(a, &c.cluster.Fsync) },
+		func(c *config) string { return yesNo(c.cluster.Fsync) }},
+	{"tls-port", func(c *config, a []string) error { return intArg(a, 0, 65535, &c.tlsPort) },
+		func(c *config) string { return strconv.Itoa(c.tlsPort) }},
+	{"tls-auth-clients", func(c *config, a []string) error { return enumArg(a, &c.tlsAuthClients, "yes", "no", "optional") },
+		func(c *config) string { return c.tlsAuthClients }},
 	{"tls-cert-file", func(c *config, a []string) error { return stringArg(a, &c.tlsCertFile) },
 		func(c *config) string { return c.tlsCertFile }},
 	{"tls-key-file", func(c *config, a []string) error { return stringArg(a, &c.tlsKeyFile) },
@@ -232,8 +243,63 @@ var settings = []setting{
 	}, func(c *config) string { return c.tlsCiphersuites }},
 	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
 	// bytes per logged unit, 16 per lease holder.
-	{"log-max-limit", func(c *config, a []string) error { return intArg(a, 1, 100_000_000, &c.logMaxLimit) },
-		func(c *config) string { return strconv.Itoa(c.logMaxLimit) }},
+	{"log-max-limit", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 1, 100_000_000, &n)
+		if err == nil {
+			c.commands.LogMaxLimit = int64(n)
+		}
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.LogMaxLimit, 10) }},
+	// The most limits one RL.ALL may name, and the most units its LOG
+	// limits may log together (n times their number): a group holds the
+	// locks of every shard it touches while it decides.
+	{"all-max-limits", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 1, 1<<20, &n)
+		if err == nil {
+			c.commands.AllMaxLimits = int64(n)
+		}
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.AllMaxLimits, 10) }},
+	{"all-max-log-units", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 1, 1<<40, &n)
+		if err == nil {
+			c.commands.AllMaxLogUnits = int64(n)
+		}
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.AllMaxLogUnits, 10) }},
+	// Rules files (envoyproxy/ratelimit's YAML) and directories of them.
+	{"policies", func(c *config, a []string) error { return listArg(a, &c.policies) },
+		func(c *config) string { return strings.Join(c.policies, " ") }},
+	// The Envoy RLS v3 gRPC front end (policies.go).
+	{"grpc-bind", func(c *config, a []string) error { return addrArg(a, &c.grpcBind) },
+		func(c *config) string { return c.grpcBind }},
+	{"grpc-reflection", func(c *config, a []string) error { return boolArg(a, &c.grpcReflection) },
+		func(c *config) string { return yesNo(c.grpcReflection) }},
+	{"grpc-headers", func(c *config, a []string) error { return namedArg(a, &c.rls.Headers, rlsHeaders) },
+		func(c *config) string { return nameOf(c.rls.Headers, rlsHeaders) }},
+	{"grpc-unknown-domain", func(c *config, a []string) error { return namedArg(a, &c.rls.UnknownDomain, rlsUnknownDomains) },
+		func(c *config) string { return nameOf(c.rls.UnknownDomain, rlsUnknownDomains) }},
+	{"grpc-batch", func(c *config, a []string) error { return namedArg(a, &c.rls.Batch, rlsBatches) },
+		func(c *config) string { return nameOf(c.rls.Batch, rlsBatches) }},
+	{"grpc-count-over-limit", func(c *config, a []string) error { return boolArg(a, &c.rls.CountOverLimit) },
+		func(c *config) string { return yesNo(c.rls.CountOverLimit) }},
+}
+
+// The values of the --grpc-* settings that name an rls constant.
+var (
+	rlsHeaders = []named[rls.Headers]{{"no", rls.HeadersOff}, {"ietf", rls.HeadersIETF},
+		{"x-ratelimit", rls.HeadersXRateLimit}, {"ratelimit-limit", rls.HeadersRateLimitTrio}}
+	rlsUnknownDomains = []named[rls.UnknownDomain]{{"ok", rls.UnknownDomainOK},
+		{"over-limit", rls.UnknownDomainOverLimit}, {"error", rls.UnknownDomainError}}
+	rlsBatches = []named[rls.Batch]{{"descriptor", rls.BatchDescriptor}, {"call", rls.BatchCall}}
+)
+
+// bootstrapModes are --bootstrap's values.
+var bootstrapModes = map[string]cluster.BootstrapMode{
+	"no": cluster.NoBootstrap, "yes": cluster.BootstrapIfNew, "force": cluster.BootstrapForce,
 }
 
 func findSetting(name string) *setting {
@@ -243,238 +309,4 @@ func findSetting(name string) *setting {
 		}
 	}
 	return nil
-}
-
-// parseArgs reads redis-server style arguments: an optional config file
-// first, then "--name value…" pairs that override it.
-func parseArgs(argv []string) (config, error) {
-	c := defaultConfig()
-	if len(argv) > 0 && !strings.HasPrefix(argv[0], "--") {
-		c.file = argv[0]
-		text, err := os.ReadFile(c.file)
-		if err != nil {
-			return c, err
-		}
-		directives, err := parseConfigText(string(text))
-		if err != nil {
-			return c, fmt.Errorf("%s: %w", c.file, err)
-		}
-		for _, d := range directives {
-			if err := apply(&c, d.args[0], d.args[1:]); err != nil {
-				return c, fmt.Errorf("%s:%d: %w", c.file, d.line, err)
-			}
-		}
-		argv = argv[1:]
-	}
-	for i := 0; i < len(argv); {
-		name, ok := strings.CutPrefix(argv[i], "--")
-		if !ok || name == "" {
-			return c, fmt.Errorf("unexpected argument %q: options look like --port 6380", argv[i])
-		}
-		j := i + 1
-		for j < len(argv) && !strings.HasPrefix(argv[j], "--") {
-			j++
-		}
-		if err := apply(&c, name, argv[i+1:j]); err != nil {
-			return c, fmt.Errorf("--%s: %w", name, err)
-		}
-		i = j
-	}
-	return c, nil
-}
-
-func apply(c *config, name string, args []string) error {
-	s := findSetting(strings.ToLower(name))
-	if s == nil {
-		return fmt.Errorf("unknown option %q", name)
-	}
-	return s.set(c, args)
-}
-
-// directive is one line of a config file, split into words.
-type directive struct {
-	line int
-	args []string
-}
-
-// parseConfigText splits a redis.conf-style text into directives: one per
-// line, words separated by blanks, "double" or 'single' quoted words, and
-// lines starting with # ignored.
-func parseConfigText(text string) ([]directive, error) {
-	var out []directive
-	for n, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		words, err := splitWords(line)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", n+1, err)
-		}
-		if len(words) > 0 {
-			out = append(out, directive{line: n + 1, args: words})
-		}
-	}
-	return out, nil
-}
-
-func splitWords(line string) ([]string, error) {
-	var words []string
-	for i := 0; i < len(line); {
-		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
-			i++
-		}
-		if i == len(line) {
-			break
-		}
-		if q := line[i]; q == '"' || q == '\'' {
-			end := strings.IndexByte(line[i+1:], q)
-			if end < 0 {
-				return nil, errors.New("unbalanced quotes")
-			}
-			words = append(words, line[i+1:i+1+end])
-			i += end + 2
-			if i < len(line) && line[i] != ' ' && line[i] != '\t' {
-				return nil, errors.New("a closing quote must be followed by a space")
-			}
-			continue
-		}
-		start := i
-		for i < len(line) && line[i] != ' ' && line[i] != '\t' {
-			i++
-		}
-		words = append(words, line[start:i])
-	}
-	return words, nil
-}
-
-func oneArg(a []string) (string, error) {
-	if len(a) != 1 {
-		return "", fmt.Errorf("wants one value, got %d", len(a))
-	}
-	return a[0], nil
-}
-
-func stringArg(a []string, dst *string) error {
-	v, err := oneArg(a)
-	if err == nil {
-		*dst = v
-	}
-	return err
-}
-
-// listArg reads words, and "" (config file: peers "") as an empty list.
-func listArg(a []string, dst *[]string) error {
-	var out []string
-	for _, w := range a {
-		if w != "" {
-			out = append(out, w)
-		}
-	}
-	*dst = out
-	return nil
-}
-
-// bootstrapMode maps --bootstrap to the cluster's mode.
-func bootstrapMode(v string) cluster.BootstrapMode {
-	switch v {
-	case "yes":
-		return cluster.BootstrapIfNew
-	case "force":
-		return cluster.BootstrapForce
-	default:
-		return cluster.NoBootstrap
-	}
-}
-
-func intArg(a []string, lo, hi int, dst *int) error {
-	v, err := oneArg(a)
-	if err != nil {
-		return err
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < lo || n > hi {
-		return fmt.Errorf("%q is not an integer from %d to %d", v, lo, hi)
-	}
-	*dst = n
-	return nil
-}
-
-func enumArg(a []string, dst *string, allowed ...string) error {
-	v, err := oneArg(a)
-	if err != nil {
-		return err
-	}
-	for _, ok := range allowed {
-		if strings.EqualFold(v, ok) {
-			*dst = ok
-			return nil
-		}
-	}
-	return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
-}
-
-// memArg reads a size the way redis.conf writes them: 1024, 1k (1000),
-// 1kb (1024), 1m, 1mb, 1g, 1gb.
-func memArg(a []string, lo, hi int64, dst *int64) error {
-	v, err := oneArg(a)
-	if err != nil {
-		return err
-	}
-	n, err := parseMemory(v)
-	if err != nil || n < lo || n > hi {
-		return fmt.Errorf("%q is not a size from %d to %d bytes", v, lo, hi)
-	}
-	*dst = n
-	return nil
-}
-
-func parseMemory(v string) (int64, error) {
-	s := strings.ToLower(v)
-	units := []struct {
-		suffix string
-		mul    int64
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}}
-	mul := int64(1)
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, mul = num, u.mul
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 || (n > 0 && mul > (1<<62)/n) {
-		return 0, fmt.Errorf("invalid size %q", v)
-	}
-	return n * mul, nil
-}
-
-// parseClientMemory reads maxmemory-clients as redis.conf writes it: a size
-// (0: no limit), or a percentage of maxmemory from 1% to 100%.
-func parseClientMemory(v string) (bytes int64, pct int, err error) {
-	if num, ok := strings.CutSuffix(v, "%"); ok {
-		pct, err := strconv.Atoi(num)
-		if err != nil || pct < 1 || pct > 100 || num[0] == '+' {
-			return 0, 0, fmt.Errorf("%q is not a percentage of maxmemory from 1%% to 100%%", v)
-		}
-		return 0, pct, nil
-	}
-	if err := memArg([]string{v}, 0, 1<<50, &bytes); err != nil {
-		return 0, 0, err
-	}
-	return bytes, 0, nil
-}
-
-// clientMemoryCap returns maxmemory-clients in bytes, a percentage taken of
-// maxmemory, or -1 for no limit.
-func (c *config) clientMemoryCap() (int64, error) {
-	switch {
-	case c.maxmemClientsPct > 0 && c.maxmemory == 0:
-		return 0, fmt.Errorf("--maxmemory-clients %d%% is a share of --maxmemory, which is not set", c.maxmemClientsPct)
-	case c.maxmemClientsPct > 0:
-		return max(c.maxmemory*int64(c.maxmemClientsPct)/100, 1), nil // maxmemory is at most 2^50
-	case c.maxmemClients == 0:
-		return -1, nil
-	}
-	return c.maxmemClients, nil
 }

@@ -3,11 +3,15 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluice-rl/sluice/cluster"
+	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/rls"
+	"github.com/sluice-rl/sluice/server"
 )
 
 func TestDefaults(t *testing.T) {
@@ -15,8 +19,70 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.port != 6380 || len(c.bind) != 1 || c.bind[0] != "127.0.0.1" || c.debugCommand != "no" || c.shards < 4 {
+	if c.port != 6380 || len(c.bind) != 1 || c.bind[0] != "127.0.0.1" || c.commands.Debug != commands.DebugNo || c.shards < 4 {
 		t.Fatalf("defaults = %+v", c)
+	}
+}
+
+// TestDefaultsComeFromThePackages: the flag table's defaults are the
+// packages' DefaultConfig, so --help and CONFIG GET print what the packages
+// run with, and no default is written twice.
+func TestDefaultsComeFromThePackages(t *testing.T) {
+	c := defaultConfig()
+	srv, cmds, cl := server.DefaultConfig(), commands.DefaultConfig(), cluster.DefaultConfig()
+	for name, want := range map[string]string{
+		"maxclients":                strconv.Itoa(srv.MaxClients),
+		"timeout":                   strconv.Itoa(int(srv.IdleTimeout.Seconds())),
+		"event-loops":               strconv.Itoa(srv.EventLoops),
+		"proto-max-bulk-len":        strconv.FormatInt(srv.Limits.MaxBulk, 10),
+		"proto-max-multibulk-len":   strconv.FormatInt(srv.Limits.MaxArgs, 10),
+		"client-query-buffer-limit": strconv.Itoa(srv.QueryBufferLimit),
+		"maxmemory-clients":         strconv.FormatInt(srv.MaxMemoryClients, 10),
+		"enable-debug-command":      string(cmds.Debug),
+		"log-max-limit":             strconv.FormatInt(cmds.LogMaxLimit, 10),
+		"requirepass":               cmds.Password,
+		"raft-fsync":                "yes",
+		"bootstrap":                 "no",
+		"grpc-batch":                "descriptor",
+		"grpc-unknown-domain":       "ok",
+		"grpc-headers":              "no",
+		"grpc-count-over-limit":     "no",
+	} {
+		if got := findSetting(name).get(&c); got != want {
+			t.Errorf("default %s = %q; want %q, the package's", name, got, want)
+		}
+	}
+	if !cl.Fsync || cl.Bootstrap != cluster.NoBootstrap {
+		t.Errorf("cluster.DefaultConfig() = %+v", cl)
+	}
+	if err := c.server.Validate(); err != nil {
+		t.Error(err)
+	}
+	if err := c.commands.Validate(); err != nil {
+		t.Error(err)
+	}
+	if c.rls != rls.DefaultConfig() {
+		t.Errorf("rls config %+v; want rls.DefaultConfig() %+v", c.rls, rls.DefaultConfig())
+	}
+	if err := c.rls.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBooleansAreBooleans: raft-fsync is read into a bool, and printed
+// back as redis.conf writes it.
+func TestBooleansAreBooleans(t *testing.T) {
+	for v, want := range map[string]bool{"yes": true, "no": false, "YES": true, "No": false} {
+		c, err := parseArgs([]string{"--raft-fsync", v})
+		if err != nil || c.cluster.Fsync != want {
+			t.Errorf("--raft-fsync %s: %v, %v; want %v", v, c.cluster.Fsync, err, want)
+		}
+		if got := findSetting("raft-fsync").get(&c); got != yesNo(want) {
+			t.Errorf("--raft-fsync %s prints as %q", v, got)
+		}
+	}
+	if _, err := parseArgs([]string{"--raft-fsync", "1"}); err == nil {
+		t.Error("--raft-fsync 1 was accepted")
 	}
 }
 
@@ -30,8 +96,8 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.port != 7001 || c.requirepass != "s3 cret" || c.timeout != 30*time.Second || c.maxclients != 50 ||
-		c.protoMaxBulkLen != 64<<10 || c.debugCommand != "yes" || strings.Join(c.bind, ",") != "127.0.0.1,::1" {
+	if c.port != 7001 || c.commands.Password != "s3 cret" || c.server.IdleTimeout != 30*time.Second || c.server.MaxClients != 50 ||
+		c.server.Limits.MaxBulk != 64<<10 || c.commands.Debug != commands.DebugYes || strings.Join(c.bind, ",") != "127.0.0.1,::1" {
 		t.Fatalf("config = %+v", c)
 	}
 }
@@ -92,12 +158,12 @@ func FuzzParseConfigText(f *testing.F) {
 func TestMaxmemoryClients(t *testing.T) {
 	for _, tc := range []struct {
 		argv      []string
-		want      int64 // the cap in bytes, -1: none
+		want      int64 // the cap in bytes, 0: none (server.Config.MaxMemoryClients)
 		configGet string
 	}{
 		{nil, 256 << 20, "268435456"},
 		{[]string{"--maxmemory-clients", "64mb"}, 64 << 20, "67108864"},
-		{[]string{"--maxmemory-clients", "0"}, -1, "0"},
+		{[]string{"--maxmemory-clients", "0"}, 0, "0"},
 		{[]string{"--maxmemory", "1gb", "--maxmemory-clients", "10%"}, (1 << 30) * 10 / 100, "10%"},
 		{[]string{"--maxmemory-clients", "100%", "--maxmemory", "64mb"}, 64 << 20, "100%"},
 	} {
@@ -156,20 +222,21 @@ func TestReplicationFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bootstrapMode(c.bootstrap) != cluster.BootstrapForce || strings.Join(c.peers, ",") != "10.0.0.2:6380,10.0.0.3:6380" ||
-		strings.Join(c.raftAllow, ",") != "10.0.0.0/16,192.168.1.7" {
+	if c.cluster.Bootstrap != cluster.BootstrapForce || strings.Join(c.cluster.Peers, ",") != "10.0.0.2:6380,10.0.0.3:6380" ||
+		strings.Join(c.cluster.RaftAllow, ",") != "10.0.0.0/16,192.168.1.7" {
 		t.Fatalf("config = %+v", c)
 	}
 	for v, want := range map[string]cluster.BootstrapMode{"yes": cluster.BootstrapIfNew, "no": cluster.NoBootstrap, "FORCE": cluster.BootstrapForce} {
 		c, err := parseArgs([]string{"--bootstrap", v})
-		if err != nil || bootstrapMode(c.bootstrap) != want {
-			t.Errorf("--bootstrap %s: %v, %v; want %v", v, bootstrapMode(c.bootstrap), err, want)
+		if err != nil || c.cluster.Bootstrap != want {
+			t.Errorf("--bootstrap %s: %v, %v; want %v", v, c.cluster.Bootstrap, err, want)
 		}
 	}
 	if _, err := parseArgs([]string{"--bootstrap", "maybe"}); err == nil {
 		t.Error("--bootstrap maybe was accepted")
 	}
-	if c, err := parseArgs(nil); err != nil || len(c.peers) != 0 || len(c.raftAllow) != 0 || c.bootstrap != "no" {
+	if c, err := parseArgs(nil); err != nil || len(c.cluster.Peers) != 0 || len(c.cluster.RaftAllow) != 0 ||
+		c.cluster.Bootstrap != cluster.NoBootstrap {
 		t.Fatalf("defaults: %+v, %v", c, err)
 	}
 }

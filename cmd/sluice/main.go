@@ -14,6 +14,8 @@ import (
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -54,16 +56,6 @@ func usage() {
 	for _, s := range settings {
 		fmt.Printf("  --%-26s default %q\n", s.name, s.get(&d))
 	}
-}
-
-// persisterOf returns saver as the commands' Persister, or a nil interface
-// in a replicated group, where SAVE and BGSAVE are refused (RAFT.SNAPSHOT
-// snapshots the state machine).
-func persisterOf(saver *store.Saver) commands.Persister {
-	if saver == nil {
-		return nil
-	}
-	return saver
 }
 
 // clusterOf returns node as the commands' Cluster, or a nil interface on a
@@ -111,54 +103,39 @@ func run(cfg config) error {
 	var ks commands.Keyspace = st
 	var node *cluster.Node
 	var saver *store.Saver
-	if cfg.nodeID != "" || cfg.raftBind != "" {
+	if cfg.replicated() {
 		// In a group the state comes from the Raft log and its snapshots
 		// (in --dir/raft), not from the snapshot file.
-		if cfg.nodeID == "" || cfg.raftBind == "" {
+		if cfg.cluster.ID == "" || cfg.cluster.RaftBind == "" {
 			return errors.New("replication needs both --node-id and --raft-bind")
 		}
 		if cfg.maxmemory > 0 {
 			return errors.New("--maxmemory is not supported with replication: replicas that refused different keys would diverge")
 		}
-		announce := cfg.announceAddr
-		if announce == "" {
-			announce = net.JoinHostPort(cfg.bind[0], strconv.Itoa(cfg.port))
-		}
-		ccfg := cluster.Config{
-			ID:            cfg.nodeID,
-			RaftBind:      cfg.raftBind,
-			RaftAdvertise: cfg.raftAdvertise,
-			RESPAddr:      announce,
-			Dir:           cfg.dir,
-			Bootstrap:     bootstrapMode(cfg.bootstrap),
-			Peers:         cfg.peers,
-			Join:          cfg.join,
-			RaftAllow:     cfg.raftAllow,
-			Fsync:         cfg.raftFsync == "yes",
-			Password:      cfg.requirepass,
-			Logger:        log,
-		}
-		if tlsr != nil {
-			// The RESP connections between nodes (forwarding, RAFT.JOIN,
-			// RAFT.MEMBERS) stay plaintext until clients can use TLS.
-			ccfg.RaftServerTLS, ccfg.RaftClientTLS = tlsr.PeerServerConfig(), tlsr.ClientConfig()
-		}
-		var err error
-		node, err = cluster.Open(ccfg, st)
+		ccfg := cfg.cluster
+		ccfg.Dir, ccfg.Password, ccfg.Logger = cfg.dir, cfg.commands.Password, log
+		respPort, err := clusterTLS(cfg, tlsr, &ccfg)
 		if err != nil {
+			return err
+		}
+		ccfg.RESPAddr = cfg.announceAddr
+		if ccfg.RESPAddr == "" {
+			ccfg.RESPAddr = net.JoinHostPort(cfg.bind[0], strconv.Itoa(respPort))
+		}
+		if node, err = cluster.Open(ccfg, st); err != nil {
 			return err
 		}
 		defer node.Close()
 		ks = node
 		cfg.save = 0
-		log.Info("replication on", "node_id", cfg.nodeID, "raft_bind", cfg.raftBind, "dir", cfg.dir,
-			"fsync", cfg.raftFsync)
+		log.Info("replication on", "node_id", ccfg.ID, "raft_bind", ccfg.RaftBind, "dir", cfg.dir,
+			"fsync", yesNo(ccfg.Fsync))
 	} else {
-		policy, err := store.ParsePolicy(cfg.maxmemoryPolicy)
+		evict, err := store.ParsePolicy(cfg.maxmemoryPolicy)
 		if err != nil {
 			return err
 		}
-		st.SetMaxMemory(cfg.maxmemory, policy)
+		st.SetMaxMemory(cfg.maxmemory, evict)
 		if saver, err = loadSnapshot(log, st, cfg); err != nil {
 			return err
 		}
@@ -167,71 +144,110 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	// The rules files: a broken set stops the start (exit 2, a bad
+	// configuration file); later reloads keep the rules in force.
+	rules := policy.NewRegistry()
+	loader, err := loadPolicies(log, cfg, rules)
+	if err != nil {
+		log.Error("refusing to start", "err", err)
+		return exitStatus(exitUsage)
+	}
+	defer loader.close()
 	stop := newStopper(log, finalSave(log, saver), probeSave(saver), cfg.save > 0)
-	var params []commands.Param
+	clock := commands.NewClock()
+	ccfg := cfg.commands
 	for _, s := range settings {
-		params = append(params, commands.Param{Name: s.name, Value: s.get(&cfg)})
+		ccfg.Params = append(ccfg.Params, commands.Param{Name: s.name, Value: s.get(&cfg)})
 	}
 	// Redis tools (redis-benchmark) ask for this; sluice has no append-only file.
-	params = append(params, commands.Param{Name: "appendonly", Value: "no"})
-	srv := commands.NewServer(commands.Config{
-		Password:    cfg.requirepass,
-		MaxClients:  cfg.maxclients,
-		IdleTimeout: cfg.timeout,
-		Limits: commands.ReaderLimits{
-			MaxBulk:   cfg.protoMaxBulkLen,
-			MaxArgs:   cfg.maxMultibulkLen,
-			MaxInline: 64 << 10,
-		},
-		QueryBufferLimit: int(cfg.queryBufferLimit),
-		MaxMemoryClients: clientMemory,
-		Debug:            cfg.debugCommand,
-		LogMaxLimit:      int64(cfg.logMaxLimit),
-		Logger:           log,
-		Params:           params,
-		Persister:        persisterOf(saver),
-		Shutdowner:       stop,
-		Info: []commands.Param{
-			{Name: "config_file", Value: cfg.file},
-			{Name: "shards", Value: strconv.Itoa(st.Shards())},
-		},
-		Cluster:    clusterOf(node),
-		EventLoops: cfg.eventLoops,
-	}, ks, commands.NewClock())
+	ccfg.Params = append(ccfg.Params, commands.Param{Name: "appendonly", Value: "no"})
+	ccfg.Info = []commands.Param{
+		{Name: "config_file", Value: cfg.file},
+		{Name: "shards", Value: strconv.Itoa(st.Shards())},
+	}
+	ccfg.Logger, ccfg.Stats = log, storeStats{st}
+	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(node), persisterOf(saver), stop
+	cmds, err := commands.New(ccfg, ks, clock)
+	if err != nil {
+		return err
+	}
+	scfg := cfg.server
+	scfg.MaxMemoryClients, scfg.Clock, scfg.Logger = clientMemory, clock, log
+	srv, err := server.New(scfg, cmds) // a replicated node's commands wait for Raft: a goroutine per client
+	if err != nil {
+		return err
+	}
+	cmds.Attach(srv)
 	// The event loops are the store's deciders; with one, a pipeline's run
 	// holds all of its shards at once (0: a goroutine per client).
 	st.SetDeciders(srv.EventLoops())
 
+	// SIGTERM, SIGINT and SHUTDOWN go to the stopper, which says when and
+	// how the process ends: caught from before the first client can be
+	// served, so that a signal never finds the default action.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	hup := make(chan os.Signal, 1) // reloads the TLS certificates; as Redis, never stops the server
+	signal.Notify(hup, syscall.SIGHUP)
+
 	warnExposed(log, cfg)
-	var lns []net.Listener
-	for _, host := range cfg.bind {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.port)))
-		if err != nil {
-			for _, l := range lns {
-				l.Close()
-			}
-			return err
+	if cfg.port == 0 && cfg.tlsPort == 0 {
+		if cfg.grpcBind == "" {
+			return errors.New("--port 0 and no --tls-port: no port to serve clients on")
 		}
-		lns = append(lns, ln)
+		log.Warn("--port 0 and no --tls-port: the RESP protocol is not served, only gRPC on --grpc-bind")
+	}
+	// The plaintext port and the TLS port side by side, on every --bind
+	// address, as Redis; --port 0 closes the plaintext one.
+	type listener struct {
+		ln  net.Listener
+		tls bool
+	}
+	var lns []listener
+	for _, host := range cfg.bind {
+		for _, l := range []struct {
+			port int
+			tls  bool
+		}{{cfg.port, false}, {cfg.tlsPort, true}} {
+			if l.port == 0 {
+				continue
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(l.port)))
+			if err != nil {
+				for _, l := range lns {
+					l.ln.Close()
+				}
+				return err
+			}
+			lns = append(lns, listener{ln, l.tls})
+		}
 	}
 	errs := make(chan error, len(lns))
-	for _, ln := range lns {
-		log.Info("sluice ready to accept connections", "addr", ln.Addr().String(), "version", commands.Version,
-			"shards", st.Shards(), "event_loops", srv.EventLoops(), "debug_command", cfg.debugCommand)
-		go func(ln net.Listener) { errs <- srv.Serve(ln) }(ln)
+	for _, l := range lns {
+		log.Info("sluice ready to accept connections", "addr", l.ln.Addr().String(), "tls", yesNo(l.tls), "version", commands.Version,
+			"shards", st.Shards(), "event_loops", srv.EventLoops(), "debug_command", cfg.commands.Debug)
+		if l.tls {
+			go func(ln net.Listener) { errs <- srv.ServeTLS(ln, tlsr.ServerConfig()) }(l.ln)
+		} else {
+			go func(ln net.Listener) { errs <- srv.Serve(ln) }(l.ln)
+		}
+	}
+
+	grpcErrs := make(chan error, 1)
+	front, err := startGRPC(log, cfg, ks, rules, clock, grpcErrs)
+	if err != nil {
+		for _, l := range lns {
+			l.ln.Close()
+		}
+		return err
 	}
 
 	stopSaves := make(chan struct{})
 	if cfg.save > 0 {
 		go saver.Run(time.Duration(cfg.save)*time.Second, stopSaves)
 	}
+	go cmds.Sweep(stopSaves) // one sweep loop, whatever the number of listeners
 
-	// SIGTERM, SIGINT and SHUTDOWN go to the stopper, which says when and
-	// how the process ends.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	hup := make(chan os.Signal, 1) // reloads the TLS certificates; as Redis, never stops the server
-	signal.Notify(hup, syscall.SIGHUP)
 	var end stopping
 	for waiting := true; waiting; {
 		select {
@@ -245,14 +261,21 @@ func run(cfg config) error {
 			}
 			errs = nil // one listener's failure is one request to stop
 			stop.Signal("listener failure")
+		case err := <-grpcErrs:
+			if err != nil {
+				log.Error("the gRPC listener failed; shutting down", "err", err)
+			}
+			grpcErrs = nil
+			stop.Signal("gRPC listener failure")
 		case end = <-stop.Done():
 			waiting = false
 		}
 	}
 	if !end.held {
-		// Nothing was saved at exit: let the batches in hand finish.
+		// Nothing was saved at exit: let the batches and calls in hand finish.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		front.stop(ctx)
 		if err := srv.Shutdown(ctx); err != nil {
 			log.Warn("clients did not finish in time; closed them", "err", err)
 		}

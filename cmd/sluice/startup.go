@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -80,14 +81,14 @@ func probeSave(saver *store.Saver) func() error {
 // other than loopback, without a password: anyone who can reach it can
 // reset every limit.
 func warnExposed(log *slog.Logger, cfg config) {
-	if cfg.requirepass != "" {
+	if cfg.commands.Password != "" {
 		return
 	}
 	for _, host := range cfg.bind {
 		if isLoopback(host) {
 			continue
 		}
-		if cfg.debugCommand == "yes" {
+		if cfg.commands.Debug == commands.DebugYes {
 			log.Warn("DANGER: listening on "+host+" with no password and --enable-debug-command yes: "+
 				"anyone who can reach this port can move the server clock with DEBUG CLOCK and refill or reset "+
 				"every limit at once, and FLUSHALL, RL.RESET or DEL any of them. "+

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// The gRPC load generator: closed-loop callers of
+// envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit, as Envoy
+// makes them (one unary call per request, one descriptor, many calls in
+// flight on a few HTTP/2 connections). Each caller sends a call, waits for
+// the answer, checks it, records its latency, and sends the next.
+
+// rlsDomain and rlsRules are the rules both services load: one fixed window
+// per client address, high enough that the load stays within it.
+const (
+	rlsDomain = "bench"
+	rlsLimit  = 1_000_000
+	rlsRules  = "domain: bench\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: minute, requests_per_unit: 1000000}\n"
+)
+
+// rlsLoad is one run's load: callers spread over conns connections.
+type rlsLoad struct {
+	callers, conns int
+	keys           uint64
+	phase          atomic.Int32
+}
+
+// rlsCaller is one closed loop.
+type rlsCaller struct {
+	l      *rlsLoad
+	client rlsv3.RateLimitServiceClient
+	rng    *rand.Rand
+	t      tally
+	reqs   []*rlsv3.RateLimitRequest // prebuilt, one per key slot
+}
+
+// dialRLS opens conns connections to addr.
+func dialRLS(addr string, conns int) ([]*grpc.ClientConn, error) {
+	var out []*grpc.ClientConn
+	for i := 0; i < conns; i++ {
+		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			for _, o := range out {
+				o.Close()
+			}
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// rlsRequest is the call for client address number k.
+func rlsRequest(k uint64) *rlsv3.RateLimitRequest {
+	return &rlsv3.RateLimitRequest{Domain: rlsDomain, Descriptors: []*ratelimitv3.RateLimitDescriptor{{
+		Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "10." + strconv.FormatUint(k>>16&255, 10) +
+			"." + strconv.FormatUint(k>>8&255, 10) + "." + strconv.FormatUint(k&255, 10)}},
+	}}}
+}
+
+// checkRLS checks an answer to a one-descriptor call: a status with the
+// rule's limit, OK with what is left, or OVER_LIMIT.
+func checkRLS(resp *rlsv3.RateLimitResponse) (allowed bool, problem string) {
+	if len(resp.GetStatuses()) != 1 {
+		return false, fmt.Sprintf("%d statuses for one descriptor", len(resp.GetStatuses()))
+	}
+	st := resp.Statuses[0]
+	lim := st.GetCurrentLimit()
+	switch {
+	case lim.GetRequestsPerUnit() != rlsLimit || lim.GetUnit() != rlsv3.RateLimitResponse_RateLimit_MINUTE:
+		return false, "current_limit " + lim.String() + "; want 1000000 per MINUTE"
+	case st.GetCode() != resp.GetOverallCode():
+		return false, "status " + st.GetCode().String() + " under overall " + resp.GetOverallCode().String()
+	case st.GetCode() == rlsv3.RateLimitResponse_OK && st.GetLimitRemaining() >= rlsLimit:
+		return false, "OK with limit_remaining " + strconv.FormatUint(uint64(st.GetLimitRemaining()), 10)
+	case st.GetCode() == rlsv3.RateLimitResponse_OK:
+		return true, ""
+	case st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT:
+		return false, ""
+	}
+	return false, "code " + st.GetCode().String()
+}
+
+func (c *rlsCaller) run() {
+	c.t = tally{hist: newHistogram(), problems: map[string]*problem{}}
+	for c.l.phase.Load() != phaseStop {
+		req := c.reqs[c.rng.IntN(len(c.reqs))]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		resp, err := c.client.ShouldRateLimit(ctx, req)
+		lat := time.Since(start)
+		cancel()
+		if c.l.phase.Load() != phaseMeasure {
+			continue
+		}
+		if err != nil {
+			c.t.fail(1, "error: "+err.Error())
+			continue
+		}
+		allowed, problem := checkRLS(resp)
+		if problem != "" {
+			c.t.fail(1, problem)
+			continue
+		}
+		c.t.ok++
+		if allowed {
+			c.t.allowed++
+		} else {
+			c.t.denied++
+		}
+		c.t.hist.RecordValue(int64(lat))
+	}
+}
+
+// driveRLS runs the callers against conns: warmup, then d measured. mark
+// is called when the measured part starts; the measured wall time is
+// returned with the merged tally.
+func driveRLS(l *rlsLoad, conns []*grpc.ClientConn, warmup, d time.Duration, mark func()) (*tally, time.Duration) {
+	// The calls' keys: the same pseudo-random set for every run.
+	slots := int(min(l.keys, 65536))
+	reqs := make([]*rlsv3.RateLimitRequest, slots)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range reqs {
+		reqs[i] = rlsRequest(rng.Uint64N(l.keys))
+	}
+	callers := make([]*rlsCaller, l.callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		c := &rlsCaller{l: l, client: rlsv3.NewRateLimitServiceClient(conns[i%len(conns)]),
+			rng: rand.New(rand.NewPCG(uint64(i)+1, 3)), reqs: reqs}
+		callers[i] = c
+		wg.Add(1)
+		go func() { defer wg.Done(); c.run() }()
+	}
+	time.Sleep(warmup)
+	mark()
+	start := time.Now()
+	l.phase.Store(phaseMeasure)
+	time.Sleep(d)
+	l.phase.Store(phaseStop)
+	elapsed := time.Since(start)
+	wg.Wait()
+	total := &tally{hist: newHistogram(), problems: map[string]*problem{}}
+	for _, c := range callers {
+		total.merge(&c.t)
+	}
+	return total, elapsed
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// The Envoy RLS v3 gRPC front end of the real binary: flags, the rules
+// files loaded at start, reloaded on change and on SIGHUP, and the keyspace
+// it shares with the RESP server.
+
+var grpcReadyRE = regexp.MustCompile(`gRPC\) ready" addr=(127\.0\.0\.1:\d+)`)
+
+// grpcClient connects to the gRPC address p logged.
+func grpcClient(t *testing.T, p *proc) (rlsv3.RateLimitServiceClient, *grpc.ClientConn) {
+	t.Helper()
+	m := grpcReadyRE.FindStringSubmatch(p.waitLog(t, grpcReadyRE.String()))
+	conn, err := grpc.NewClient(m[1], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return rlsv3.NewRateLimitServiceClient(conn), conn
+}
+
+// shouldRateLimit asks for one descriptor of one entry.
+func shouldRateLimit(t *testing.T, c rlsv3.RateLimitServiceClient, domain, key, value string) *rlsv3.RateLimitResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := c.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: domain, Descriptors: []*ratelimitv3.RateLimitDescriptor{
+		{Entries: []*ratelimitv3.RateLimitDescriptor_Entry{{Key: key, Value: value}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// limitOf returns a one-status answer as "CODE rpu/UNIT remaining".
+func limitOf(resp *rlsv3.RateLimitResponse) string {
+	st := resp.Statuses[0]
+	return fmt.Sprintf("%v %d/%v %d", st.Code, st.CurrentLimit.GetRequestsPerUnit(), st.CurrentLimit.GetUnit(), st.LimitRemaining)
+}
+
+func writeRules(t *testing.T, path string, rpu int) {
+	t.Helper()
+	text := "domain: api\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: hour, requests_per_unit: " + strconv.Itoa(rpu) + "}\n"
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGRPCFrontEndDecidesWithTheRulesFilesAndReloadsThem(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules")
+	if err := os.Mkdir(rules, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(rules, "api.yaml")
+	writeRules(t, path, 2)
+	p := start(t, "--dir", dir, "--save", "0", "--policies", rules, "--grpc-bind", "127.0.0.1:0",
+		"--grpc-headers", "x-ratelimit", "--enable-debug-command", "yes")
+	p.waitLog(t, `msg="rules loaded" files=1 domains=1 rules=1`)
+	rdb := client(t, p)
+	// Freeze the clock both front ends share: 10 minutes into an hour.
+	if err := rdb.Do(context.Background(), "DEBUG", "CLOCK", "SET", time.Date(2026, 3, 2, 12, 10, 0, 0, time.UTC).UnixMilli()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, conn := grpcClient(t, p)
+
+	for _, want := range []string{"OK 2/HOUR 1", "OK 2/HOUR 0"} {
+		if got := limitOf(shouldRateLimit(t, c, "api", "remote_address", "192.0.2.1")); got != want {
+			t.Fatalf("got %s; want %s", got, want)
+		}
+	}
+	resp := shouldRateLimit(t, c, "api", "remote_address", "192.0.2.1")
+	if resp.OverallCode != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("third call: %v", resp)
+	}
+	var headers []string
+	for _, h := range resp.ResponseHeadersToAdd {
+		headers = append(headers, h.Key+": "+h.Value)
+	}
+	if got, want := strings.Join(headers, ", "), "X-RateLimit-Limit: 2, X-RateLimit-Remaining: 0, X-RateLimit-Reset: 3000, Retry-After: 3000"; got != want {
+		t.Fatalf("headers %s; want %s", got, want)
+	}
+	// The state is in the keyspace the RESP server serves.
+	keys, _, err := rdb.Scan(context.Background(), 0, "rls:api:*", 100).Result()
+	if err != nil || len(keys) != 1 || keys[0] != "rls:api:fixed:remote_address=192.0.2.1" {
+		t.Fatalf("SCAN 0 MATCH rls:api:* = %v, %v", keys, err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}); err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health: %v, %v", h, err)
+	}
+
+	// An edit takes effect without a signal: the file is read every second.
+	writeRules(t, path, 4)
+	p.waitLog(t, `msg="the rules files changed: rules reloaded"`)
+	if got, want := limitOf(shouldRateLimit(t, c, "api", "remote_address", "192.0.2.1")), "OK 4/HOUR 1"; got != want {
+		t.Fatalf("after the edit: %s; want %s (the count of 2 carries over)", got, want)
+	}
+
+	// A broken file is refused; the rules in force stay.
+	if err := os.WriteFile(path, []byte("domain: api\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: fortnight}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog(t, `the rules files changed and were refused.*invalid rate limit unit 'fortnight'`)
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.waitLog(t, `SIGHUP: the rules files were refused`)
+	if got, want := limitOf(shouldRateLimit(t, c, "api", "remote_address", "192.0.2.1")), "OK 4/HOUR 0"; got != want {
+		t.Fatalf("after the broken file: %s; want %s", got, want)
+	}
+
+	// SIGHUP reloads what the files hold now.
+	writeRules(t, path, 9)
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	p.waitLog(t, `SIGHUP: rules reloaded|the rules files changed: rules reloaded.*\n(.|\n)*the rules files changed: rules reloaded`)
+	if got, want := limitOf(shouldRateLimit(t, c, "api", "remote_address", "192.0.2.1")), "OK 9/HOUR 4"; got != want {
+		t.Fatalf("after SIGHUP: %s; want %s", got, want)
+	}
+
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.exitCode(t); code != exitOK {
+		t.Fatalf("exit code %d:\n%s", code, p.logText())
+	}
+}
+
+func TestBrokenRulesFileStopsTheStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.yaml")
+	if err := os.WriteFile(path, []byte("domain: api\ndescriptors:\n  - rate_limit: {unit: hour, requests_per_unit: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code, _ := runFor(5*time.Second, "--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1", "--dir", dir, "--policies", path, "--grpc-bind", "127.0.0.1:0")
+	if code != exitUsage || !strings.Contains(string(out), "rules.yaml:3:5: descriptor has empty key") {
+		t.Fatalf("exit code %d; want %d with the fault's position\n%s", code, exitUsage, out)
+	}
+}
+
+func TestGRPCIsOffWithoutGRPCBind(t *testing.T) {
+	p := start(t, "--save", "0", "--dir", t.TempDir())
+	serving(t, client(t, p), "k", 10)
+	if strings.Contains(p.logText(), "gRPC") {
+		t.Fatalf("a gRPC server without --grpc-bind:\n%s", p.logText())
+	}
+}
+
+func TestGRPCFlags(t *testing.T) {
+	for _, bad := range [][]string{
+		{"--grpc-bind", "8081"},
+		{"--grpc-headers", "yes"},
+		{"--grpc-unknown-domain", "deny"},
+		{"--grpc-batch", "all"},
+		{"--grpc-reflection", "maybe"},
+		{"--grpc-count-over-limit", "sometimes"},
+	} {
+		if _, err := parseArgs(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	cfg, err := parseArgs([]string{"--grpc-bind", "127.0.0.1:8081", "--grpc-headers", "IETF", "--grpc-batch", "call",
+		"--grpc-unknown-domain", "over-limit", "--grpc-count-over-limit", "yes", "--policies", "a.yaml", "rules.d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.rls
+	if cfg.grpcBind != "127.0.0.1:8081" || strings.Join(cfg.policies, ",") != "a.yaml,rules.d" ||
+		c.Headers != 1 || c.Batch != 1 || c.UnknownDomain != 1 || !c.CountOverLimit {
+		t.Fatalf("config %+v, service config %+v", cfg, c)
+	}
+}

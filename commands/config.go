@@ -1,0 +1,86 @@
+package commands
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Config is the commands' configuration. Start from DefaultConfig and
+// change what differs; New refuses a Config that Validate refuses.
+type Config struct {
+	// Password is requirepass: clients must AUTH with it first ("": none).
+	Password string
+	// Debug is enable-debug-command: whether DEBUG CLOCK is allowed.
+	Debug DebugMode
+	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
+	// (log-max-limit): their state holds one entry per unit or holder.
+	LogMaxLimit int64
+	// AllMaxLimits is the most limits one RL.ALL may name (all-max-limits),
+	// and AllMaxLogUnits the most units its LOG limits may log together, n
+	// times their number (all-max-log-units): a group holds the locks of
+	// every shard it touches while it decides, and its scratch state grows
+	// with its size.
+	AllMaxLimits   int64
+	AllMaxLogUnits int64
+	// Logger receives the commands' log lines. nil: slog.Default().
+	Logger *slog.Logger
+	// Params are the resolved settings that CONFIG GET reports.
+	Params []Param
+	// Info adds lines to INFO's server section (shards, config file).
+	Info []Param
+	// Stats reports the key space's figures for INFO memory and INFO
+	// stats; nil reports none.
+	Stats StatsReporter
+	// Cluster is the replicated node, nil on a single node.
+	Cluster Cluster
+	// Persister carries out SAVE and BGSAVE; nil refuses them.
+	Persister Persister
+	// Shutdowner carries out SHUTDOWN; nil refuses it.
+	Shutdowner Shutdowner
+}
+
+// DebugMode is enable-debug-command, with Redis's values.
+type DebugMode string
+
+// The values of enable-debug-command.
+const (
+	DebugNo    DebugMode = "no"    // DEBUG refused
+	DebugYes   DebugMode = "yes"   // DEBUG allowed
+	DebugLocal DebugMode = "local" // DEBUG allowed from loopback connections only
+)
+
+// Param is one name/value pair of configuration.
+type Param struct{ Name, Value string }
+
+// DefaultConfig returns the defaults: no password, no DEBUG, RL.LOG's and
+// RL.ACQUIRE's limits at most 10000, and RL.ALL at most 10000 limits and
+// 1,000,000 logged units.
+func DefaultConfig() Config {
+	return Config{Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000}
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.Debug != DebugNo && c.Debug != DebugYes && c.Debug != DebugLocal:
+		return fmt.Errorf("commands: Debug %q: want no, yes or local", c.Debug)
+	case c.LogMaxLimit < 1:
+		return fmt.Errorf("commands: LogMaxLimit %d: want at least 1", c.LogMaxLimit)
+	case c.AllMaxLimits < 1:
+		return fmt.Errorf("commands: AllMaxLimits %d: want at least 1", c.AllMaxLimits)
+	case c.AllMaxLogUnits < 1:
+		return fmt.Errorf("commands: AllMaxLogUnits %d: want at least 1", c.AllMaxLogUnits)
+	}
+	return nil
+}
+
+// Persister writes the keyspace's snapshot: SAVE, BGSAVE, LASTSAVE and
+// INFO persistence. Errors are reply errors in Redis's words.
+type Persister interface {
+	Save() error
+	BackgroundSave() error
+	// LastSave returns the unix time of the last successful save.
+	LastSave() int64
+	// PersistenceStats returns what INFO persistence reports.
+	PersistenceStats() PersistenceStats
+}

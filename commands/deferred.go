@@ -1,0 +1,203 @@
+package commands
+
+import "github.com/sluice-rl/sluice/algorithms"
+
+// The work a batch defers. Decisions (RL.*, CL.THROTTLE, RL.ALL) are not
+// carried out as they are parsed: they are queued, and the queue is carried
+// out in one call to the keyspace, so that a pipeline's decisions share
+// their shard locks and overlap their cache misses (in a replicated group,
+// their log entry). A follower's forwarded submissions (RAFT.FORWARD) are
+// queued the same way and handed to the leader's batcher together.
+
+// deferClass says how a command's work runs: at once, or queued with the
+// work of the same class.
+type deferClass uint8
+
+const (
+	classNone     deferClass = iota // runs at once; the queue is empty while it runs
+	classDecision                   // queued as requests for Keyspace.Decide
+	classForward                    // queued as submissions for Cluster.Forward
+)
+
+// deferKind says what a queued item is and how its reply is written.
+type deferKind uint8
+
+const (
+	kindDecision  deferKind = iota // the five fields of every RL.* decision
+	kindThrottle                   // CL.THROTTLE: redis-cell's five integers, in seconds
+	kindRelease                    // RL.RELEASE: 1 if a lease was released, else 0
+	kindAll                        // the first request of an RL.ALL group: the whole group's reply
+	kindAllMember                  // the group's other requests, answered with the first
+	kindForward                    // a forwarded submission: its encoded results, or its error
+)
+
+// deferred is one queue of deferred work, tagged by kind.
+//
+// The invariant that keeps replies in command order: the queue only ever
+// holds items of one class, and every command that writes a reply of its
+// own, or whose work is of another class, first has the queue carried out
+// (session.exec, rejectDecision), which writes the queued items' replies in
+// the order they were queued. So at any moment every reply already in the
+// output precedes every queued item's, and each queued item's precedes the
+// replies of the commands that follow it. The transport's EndBatch carries
+// the queue out before the batch's replies are written, and before the
+// memory that queued arguments point into is reused.
+//
+// kinds is the queue: one entry per item, in command order. The items'
+// payloads sit in reqs (the decisions' requests, one per decision item, in
+// the same order) or blobs (the forwards', one per forward item), so that
+// a whole run goes to the keyspace as one slice without copying.
+type deferred struct {
+	class deferClass
+	kinds []deferKind
+	reqs  []algorithms.Request
+	outs  []algorithms.Outcome // Decide's scratch, kept between batches
+	blobs [][]byte
+}
+
+// queueDecision adds a decision to the queue.
+func (s *session) queueDecision(req algorithms.Request, kind deferKind) {
+	q := &s.queue
+	q.class = classDecision
+	q.kinds = append(q.kinds, kind)
+	q.reqs = append(q.reqs, req)
+}
+
+// queueForward adds a forwarded submission to the queue.
+func (s *session) queueForward(blob []byte) {
+	q := &s.queue
+	q.class = classForward
+	q.kinds = append(q.kinds, kindForward)
+	q.blobs = append(q.blobs, blob)
+}
+
+// unqueue drops the items queued after the first mark ones (an RL.ALL
+// whose arguments turned out wrong). The queue holds decisions.
+func (s *session) unqueue(mark int) {
+	q := &s.queue
+	clear(q.reqs[mark:])
+	q.reqs, q.kinds = q.reqs[:mark], q.kinds[:mark]
+}
+
+// runDeferred carries out the queued work and writes its replies, in
+// order, then empties the queue.
+func (s *session) runDeferred() {
+	q := &s.queue
+	if len(q.kinds) == 0 {
+		q.class = classNone
+		return
+	}
+	switch q.class {
+	case classDecision:
+		s.runDecisions()
+	case classForward:
+		s.runForwards()
+	}
+	clear(q.reqs) // drop references into the input buffer
+	clear(q.blobs)
+	q.kinds, q.reqs, q.blobs = q.kinds[:0], q.reqs[:0], q.blobs[:0]
+	q.class = classNone
+}
+
+// runDecisions carries out the queued decisions in one call to the
+// keyspace and writes their replies.
+func (s *session) runDecisions() {
+	q := &s.queue
+	n := len(q.reqs)
+	if cap(q.outs) < n {
+		q.outs = make([]algorithms.Outcome, n, 2*n)
+	}
+	out := q.outs[:n]
+	s.decide(q.reqs, out)
+	for i := 0; i < n; i++ {
+		kind := q.kinds[i]
+		if kind == kindAll {
+			j := i + 1
+			for j < n && q.kinds[j] == kindAllMember {
+				j++
+			}
+			s.writeAll(out[i:j])
+			i = j - 1
+			continue
+		}
+		if out[i].Err != nil {
+			s.writeError(out[i].Err)
+			continue
+		}
+		if kind == kindRelease {
+			s.writeReleased(out[i].Result.Allowed)
+			continue
+		}
+		if out[i].Result.Allowed {
+			s.allowed++
+		} else {
+			s.denied++
+		}
+		if kind == kindThrottle {
+			s.writeThrottle(&out[i].Result)
+		} else {
+			s.writeDecision(&out[i].Result)
+		}
+	}
+}
+
+// decide carries out reqs: through the keyspace, except that a READONLY
+// connection's peeks are answered from this node's own state.
+func (s *session) decide(reqs []algorithms.Request, out []algorithms.Outcome) {
+	cl := s.h.cfg.Cluster
+	now := s.conn.Now()
+	if !s.readonly || cl == nil {
+		s.h.ks.Decide(now, reqs, out)
+		return
+	}
+	var rest []algorithms.Request
+	var restIdx []int
+	for i := range reqs {
+		r := &reqs[i]
+		if r.N == 0 && r.Group == 0 {
+			cl.LocalDecide(reqs[i:i+1], out[i:i+1])
+			continue
+		}
+		rest = append(rest, *r)
+		restIdx = append(restIdx, i)
+	}
+	if len(rest) == 0 {
+		return
+	}
+	restOut := make([]algorithms.Outcome, len(rest))
+	s.h.ks.Decide(now, rest, restOut)
+	for j, i := range restIdx {
+		out[i] = restOut[j]
+	}
+}
+
+// runForwards carries out the queued forwards through the cluster and
+// writes their replies.
+func (s *session) runForwards() {
+	q := &s.queue
+	replies, errs := s.h.cfg.Cluster.Forward(s.conn.Now(), q.blobs)
+	for i := range q.blobs {
+		if errs[i] != nil {
+			s.writeError(errs[i])
+			continue
+		}
+		s.writeBulk(replies[i])
+	}
+}
+
+// nextGroup returns a group number for an RL.ALL, never 0 and never the
+// previous one.
+func (s *session) nextGroup() int32 {
+	s.group++
+	if s.group <= 0 {
+		s.group = 1
+	}
+	return s.group
+}
+
+// rejectDecision answers a decision whose arguments are wrong, after the
+// work queued before it.
+func (s *session) rejectDecision(err error) {
+	s.runDeferred()
+	s.writeError(err)
+}

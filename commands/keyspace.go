@@ -1,0 +1,77 @@
+package commands
+
+import (
+	"time"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+// Keyspace is what the commands need from the state behind them: the store
+// on a single node, the Raft node in a replicated group. Every method takes
+// the instant the edge read for the batch. Errors are reply errors: their
+// text starts with a Redis error code (WRONGTYPE, OOM, CLUSTERDOWN,
+// TRYAGAIN …), or gets ERR (see replyText).
+type Keyspace interface {
+	// Decide carries out reqs in order and writes each outcome to the same
+	// index of out.
+	Decide(now int64, reqs []algorithms.Request, out []algorithms.Outcome)
+	Delete(now int64, keys [][]byte) (int64, error)
+	Exists(now int64, keys [][]byte) (int64, error)
+	// Type returns the algorithm of key's state, None if absent.
+	Type(now int64, key []byte) (algorithms.Algo, error)
+	// TTL returns the time until key's state expires, or -1 if absent.
+	TTL(now int64, key []byte) (int64, error)
+	// Scan visits about count entries from cursor and returns the cursor to
+	// continue from, 0 when done. It calls fn with no lock held; when fn
+	// returns false it stops, and the cursor it returns resumes at that key.
+	Scan(now int64, cursor uint64, count int, fn func(key []byte, algo algorithms.Algo) bool) (uint64, error)
+	DBSize(now int64) (int64, error)
+	Flush(now int64) error
+	// Info returns key's stored state (Algo None if absent), for RL.INFO.
+	Info(now int64, key []byte) (algorithms.KeyInfo, error)
+}
+
+// Sweeper is implemented by keyspaces that expire entries actively;
+// Handler.Sweep calls Sweep with the clock a few times a second.
+type Sweeper interface {
+	Sweep(now int64)
+}
+
+// StatsReporter reports the key space's figures for INFO memory and INFO
+// stats. On a replicated node they are the node's own replica's: its
+// memory, and what its own sweep and applies expired.
+type StatsReporter interface {
+	KeyspaceStats() KeyspaceStats
+}
+
+// KeyspaceStats are the key space's figures, as INFO memory and INFO
+// stats print them.
+type KeyspaceStats struct {
+	UsedMemory  int64 // keyspace_used_memory: arenas and index, free space included
+	ArenaBytes  int64
+	IndexBytes  int64
+	FreeBytes   int64
+	Keys        int64
+	MaxMemory   int64  // 0: no limit
+	Policy      string // maxmemory-policy
+	ExpiredKeys int64
+	EvictedKeys int64
+	RefusedKeys int64 // new keys refused at maxmemory (OOM)
+
+	// The active expiry's work.
+	SweepExamined, SweepRemoved int64
+	SweepRuns, SweepRounds      int64
+	SweepTime, SweepLast        time.Duration // in all; the last run's
+	SweepMax                    time.Duration // the longest run
+	Shards                      int
+}
+
+// PersistenceStats are INFO persistence's figures.
+type PersistenceStats struct {
+	BackgroundSaveRunning bool
+	LastSave              int64 // unix seconds of the last successful save
+	LastSaveOK            bool  // the last save's status
+	LastSaveTook          time.Duration
+	Saves                 int64
+	Path                  string // the snapshot file
+}

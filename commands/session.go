@@ -1,0 +1,149 @@
+package commands
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/server"
+)
+
+const maxNameSize = 1 << 10 // CLIENT SETNAME, SETINFO
+
+// session is one connection as the commands see it: who the client is, how
+// it speaks, and the work its batch has deferred. Only the connection's
+// owner touches it, except the fields that CLIENT LIST and INFO read from
+// other goroutines: those are atomics or guarded by mu.
+type session struct {
+	h    *Handler
+	conn *server.Conn
+
+	mu      sync.Mutex // guards name, libName, libVer
+	name    string
+	libName string
+	libVer  string
+
+	resp3    atomic.Bool
+	authed   bool
+	readonly bool     // READONLY: peeks answered from this node's own state
+	prevCmd  *command // the command run last, looked up first
+
+	// The last rate parsed and its interval (see rate).
+	lastRate   []byte
+	lastRateNS int64
+
+	queue deferred // the batch's deferred work (deferred.go)
+	group int32    // the last RL.ALL group number handed out
+
+	// Counters of the batch being run, added to totals once per batch.
+	cmds, errors, allowed, denied int64
+	totals                        totals
+}
+
+// totals are a session's counters (and, summed, the Handler's), read by
+// INFO from other goroutines.
+type totals struct {
+	cmds, errors, allowed, denied atomic.Int64
+}
+
+func (t *totals) add(o *totals) {
+	t.cmds.Add(o.cmds.Load())
+	t.errors.Add(o.errors.Load())
+	t.allowed.Add(o.allowed.Load())
+	t.denied.Add(o.denied.Load())
+}
+
+func newSession(h *Handler, c *server.Conn) *session {
+	return &session{
+		h:        h,
+		conn:     c,
+		authed:   h.cfg.Password == "",
+		lastRate: make([]byte, 0, 32),
+	}
+}
+
+// exec runs one command: lookup, arity and authentication checks, then the
+// handler. A command that cannot join the deferred work queued so far
+// first has that work carried out, so replies keep their order (see
+// deferred).
+func (s *session) exec(args [][]byte) {
+	s.cmds++
+	cmd := s.lookup(args[0])
+	if cmd == nil {
+		s.runDeferred()
+		s.writeError(errUnknownCommand(args))
+		return
+	}
+	if !s.authed && cmd.flags&flagNoAuth == 0 {
+		s.runDeferred()
+		s.writeError(errNoAuth)
+		return
+	}
+	if !cmd.arityOK(len(args)) {
+		s.runDeferred()
+		s.writeError(errWrongArgs(cmd.name))
+		return
+	}
+	if s.queue.class != cmd.class {
+		s.runDeferred()
+	}
+	cmd.run(s, args)
+}
+
+// lookup finds a command, trying first the one the client ran last: a
+// pipeline mostly repeats one command.
+func (s *session) lookup(name []byte) *command {
+	if p := s.prevCmd; p != nil && equalFold(name, p.name) {
+		return p
+	}
+	cmd := lookupCommand(name)
+	if cmd != nil {
+		s.prevCmd = cmd
+	}
+	return cmd
+}
+
+// endBatch carries out the deferred work, publishes the batch's counters
+// and tells the transport what the session holds.
+func (s *session) endBatch() {
+	s.runDeferred()
+	s.publish()
+	s.conn.SetSessionBytes(s.footprint())
+}
+
+// publish adds the batch's counters to the totals: a few uncontended
+// atomic adds per batch rather than per command.
+func (s *session) publish() {
+	if s.cmds > 0 {
+		s.totals.cmds.Add(s.cmds)
+		s.cmds = 0
+	}
+	if s.errors > 0 {
+		s.totals.errors.Add(s.errors)
+		s.errors = 0
+	}
+	if s.allowed > 0 {
+		s.totals.allowed.Add(s.allowed)
+		s.allowed = 0
+	}
+	if s.denied > 0 {
+		s.totals.denied.Add(s.denied)
+		s.denied = 0
+	}
+}
+
+// The sizes of a session and of the elements of its tables.
+const (
+	sessionSize = int64(unsafe.Sizeof(session{}))
+	sliceSize   = int64(unsafe.Sizeof([]byte(nil)))
+	requestSize = int64(unsafe.Sizeof(algorithms.Request{}))
+	outcomeSize = int64(unsafe.Sizeof(algorithms.Outcome{}))
+)
+
+// footprint is the bytes the session holds, for maxmemory-clients.
+func (s *session) footprint() int64 {
+	q := &s.queue
+	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
+		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize
+}

@@ -1,0 +1,119 @@
+//go:build linux
+
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"runtime"
+	"testing"
+)
+
+// loopSocket is one client of a server with one event loop and a
+// fakeHandler, over loopback, that writes a pipeline and reads back its
+// replies without allocating.
+type loopSocket struct {
+	nc    net.Conn
+	batch []byte
+	buf   []byte
+	lines int // reply lines per batch
+}
+
+func newLoopSocket(tb testing.TB, depth int, cmd string) *loopSocket {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := &fakeHandler{}
+	srv, err := New(testConfig(Config{EventLoops: 1}), h)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h.srv = srv
+	go srv.Serve(ln)
+	tb.Cleanup(func() { srv.Shutdown(tb.Context()) })
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { nc.Close() })
+	lines := depth // +PONG
+	if cmd != "PING" {
+		lines = 4 * depth // *2, :1 and a bulk of two lines
+	}
+	return &loopSocket{nc: nc, batch: pipeline(depth, 1000, cmd), buf: make([]byte, 64<<10), lines: lines}
+}
+
+// round writes the pipeline and reads until every reply line is in.
+func (s *loopSocket) round(tb testing.TB) {
+	if _, err := s.nc.Write(s.batch); err != nil {
+		tb.Fatal(err)
+	}
+	for seen := 0; seen < s.lines; {
+		n, err := s.nc.Read(s.buf)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if bytes.IndexByte(s.buf[:n], '-') >= 0 {
+			tb.Fatalf("error reply: %q", s.buf[:n])
+		}
+		seen += bytes.Count(s.buf[:n], []byte{'\n'})
+	}
+}
+
+// TestEventLoopDoesNotAllocate holds the transport's path, socket to socket
+// through an event loop, to no heap allocation per command.
+func TestEventLoopDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation count is measured in full runs")
+	}
+	s := newLoopSocket(t, 16, "DEFER")
+	for range 100 {
+		s.round(t) // warm up: buffers and the keys' entries exist after this
+	}
+	const rounds = 2000
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range rounds {
+		s.round(t)
+	}
+	runtime.ReadMemStats(&after)
+	perDecision := float64(after.Mallocs-before.Mallocs) / (rounds * 16)
+	t.Logf("%d allocations in the process for %d commands", after.Mallocs-before.Mallocs, rounds*16)
+	if perDecision > 0.01 { // the runtime's own timers may allocate now and then
+		t.Fatalf("%.3f allocations per command; want 0", perDecision)
+	}
+}
+
+func benchEventLoop(b *testing.B, depth int, cmd string) {
+	s := newLoopSocket(b, depth, cmd)
+	s.round(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += depth {
+		s.round(b)
+	}
+}
+
+// Socket to socket through one event loop, with the client in the same
+// process: a round trip per batch.
+func BenchmarkEventLoopDeferP1(b *testing.B)  { benchEventLoop(b, 1, "DEFER") }
+func BenchmarkEventLoopDeferP16(b *testing.B) { benchEventLoop(b, 16, "DEFER") }
+func BenchmarkEventLoopPingP16(b *testing.B)  { benchEventLoop(b, 16, "PING") }
+
+// pipeline is depth commands: PING, or DEFER of a key among keys.
+func pipeline(depth, keys int, cmd string) []byte {
+	var b []byte
+	for i := 0; i < depth; i++ {
+		key := fmt.Sprintf("user:%06d", i%keys)
+		switch cmd {
+		case "PING":
+			b = append(b, "*1\r\n$4\r\nPING\r\n"...)
+		default:
+			b = fmt.Appendf(b, "*2\r\n$5\r\nDEFER\r\n$%d\r\n%s\r\n", len(key), key)
+		}
+	}
+	return b
+}

@@ -1,0 +1,363 @@
+//go:build linux
+
+package server
+
+import (
+	"net"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event loops (Linux): a few goroutines each wait in their own epoll for
+// many clients, as Redis's single thread does, instead of one goroutine
+// parked in the runtime's poller per client. A loop reads a ready client,
+// runs its batch and writes the replies without a goroutine switch, and the
+// clients ready at one wake-up share one epoll_wait: fewer system calls and
+// no scheduler queue between a socket becoming readable and its batch
+// running (measurements in bench/RESULTS.md).
+//
+// A loop never blocks on a client: a reply that does not fit the socket
+// stays in the client's buffer, the loop stops reading that client (its
+// input waits in its own bounded buffer) and asks epoll for room to write.
+// Only keyspaces that answer without waiting may be served this way: a
+// replicated node waits for Raft, so it keeps a goroutine per client.
+
+const (
+	loopEvents     = 256                    // events taken per epoll_wait
+	loopCheckEvery = 100 * time.Millisecond // idle clients and kills are checked this often
+)
+
+// loopsSupported says whether Config.EventLoops can take effect here.
+const loopsSupported = true
+
+// eventLoop is one epoll instance and the clients it serves. Only the
+// loop's goroutine touches conns and the clients' buffers; other goroutines
+// hand it clients to add and to close through the queue, and wake it with
+// the eventfd.
+type eventLoop struct {
+	srv    *Server
+	epfd   int
+	wakeFD int
+	events []unix.EpollEvent
+	conns  []*Conn // by descriptor
+	tick   int64   // monotonic ns read once per wake-up
+	done   chan struct{}
+
+	mu    sync.Mutex
+	adds  []*Conn
+	kills []*Conn
+	stop  bool
+}
+
+func newEventLoop(s *Server) (*eventLoop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	wfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &ev); err != nil {
+		unix.Close(epfd)
+		unix.Close(wfd)
+		return nil, err
+	}
+	return &eventLoop{srv: s, epfd: epfd, wakeFD: wfd, events: make([]unix.EpollEvent, loopEvents),
+		done: make(chan struct{})}, nil
+}
+
+// startLoops starts n event loops.
+func startLoops(s *Server, n int) ([]*eventLoop, error) {
+	loops := make([]*eventLoop, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := newEventLoop(s)
+		if err != nil {
+			for _, o := range loops {
+				o.shutdown()
+			}
+			return nil, err
+		}
+		loops = append(loops, l)
+		go l.run()
+	}
+	return loops, nil
+}
+
+// detach takes a connection's descriptor out of the Go runtime's poller:
+// it duplicates the descriptor (still non-blocking: the flag belongs to the
+// socket) and closes the net.Conn, which removes the original from the
+// runtime's epoll.
+func detach(nc net.Conn) (int, error) {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return -1, errNoDescriptor
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd, dupErr := -1, error(nil)
+	if err := rc.Control(func(f uintptr) {
+		fd, dupErr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return -1, err
+	}
+	if dupErr != nil {
+		return -1, dupErr
+	}
+	nc.Close()
+	return fd, nil
+}
+
+// add hands the loop a client whose descriptor is detached.
+func (l *eventLoop) add(c *Conn) { l.post(func() { l.adds = append(l.adds, c) }) }
+
+// kill asks the loop to close c once the batch it may be running is done.
+func (l *eventLoop) kill(c *Conn) { l.post(func() { l.kills = append(l.kills, c) }) }
+
+// shutdown closes every client the loop holds and ends it.
+func (l *eventLoop) shutdown() { l.post(func() { l.stop = true }) }
+
+// post changes the loop's queue under its lock and wakes the loop.
+func (l *eventLoop) post(change func()) {
+	l.mu.Lock()
+	change()
+	l.mu.Unlock()
+	l.wake()
+}
+
+func (l *eventLoop) wake() {
+	one := [8]byte{1}
+	unix.Write(l.wakeFD, one[:]) // EAGAIN: the counter is already set, the loop will wake
+}
+
+func (l *eventLoop) run() {
+	defer close(l.done)
+	last := monotonic()
+	for {
+		wait := -1
+		if l.srv.cfg.IdleTimeout > 0 {
+			wait = int(loopCheckEvery / time.Millisecond)
+		}
+		n, err := unix.EpollWait(l.epfd, l.events, wait)
+		if err != nil && err != unix.EINTR {
+			l.srv.log.Error("epoll_wait failed; closing the loop's clients", "err", err)
+			l.finish()
+			return
+		}
+		l.tick = monotonic()
+		for i := 0; i < n; i++ {
+			ev := &l.events[i]
+			fd := int(ev.Fd)
+			if fd == l.wakeFD {
+				var b [8]byte
+				unix.Read(l.wakeFD, b[:])
+				if l.control() {
+					return
+				}
+				continue
+			}
+			if fd < len(l.conns) && l.conns[fd] != nil {
+				l.serve(l.conns[fd])
+			}
+		}
+		if l.tick-last >= int64(loopCheckEvery) {
+			last = l.tick
+			l.closeIdle()
+		}
+	}
+}
+
+// control takes the queued additions and kills. It reports true when the
+// loop has stopped.
+func (l *eventLoop) control() bool {
+	l.mu.Lock()
+	adds, kills, stop := l.adds, l.kills, l.stop
+	l.adds, l.kills = nil, nil
+	l.mu.Unlock()
+	for _, c := range adds {
+		for c.fd >= len(l.conns) {
+			l.conns = append(l.conns, make([]*Conn, len(l.conns)+64)...)
+		}
+		l.conns[c.fd] = c
+		c.lastIO = l.tick
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(c.fd)}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+			l.srv.log.Error("epoll_ctl add failed; closing the client", "client", c.id, "err", err)
+			l.close(c)
+		}
+	}
+	for _, c := range kills {
+		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c {
+			l.close(c)
+		}
+	}
+	if stop {
+		l.finish()
+	}
+	return stop
+}
+
+// finish closes every client the loop holds, then the loop's descriptors.
+func (l *eventLoop) finish() {
+	for _, c := range l.conns {
+		if c != nil {
+			l.close(c)
+		}
+	}
+	unix.Close(l.epfd)
+	unix.Close(l.wakeFD)
+}
+
+// closeIdle closes the clients that have neither sent nor taken a byte for
+// the idle timeout.
+func (l *eventLoop) closeIdle() {
+	t := int64(l.srv.cfg.IdleTimeout)
+	if t <= 0 {
+		return
+	}
+	for _, c := range l.conns {
+		if c != nil && l.tick-c.lastIO > t {
+			l.close(c)
+		}
+	}
+}
+
+// serve handles a readiness event of c: room to write its waiting
+// replies, or input to read and run (the interest registered says which).
+func (l *eventLoop) serve(c *Conn) {
+	if c.waiting {
+		if !c.writeOut() {
+			l.close(c)
+			return
+		}
+		if c.waiting {
+			return
+		}
+		if c.closing {
+			l.close(c)
+			return
+		}
+		l.watch(c, unix.EPOLLIN)
+		if c.start < c.end { // input left unrun while the replies waited
+			l.runAndWrite(c)
+		}
+		return
+	}
+	if err := c.roomToRead(); err != nil {
+		if err != errClientEvicted {
+			c.protocolError(err)
+			c.writeOut()
+		}
+		l.close(c)
+		return
+	}
+	n, err := rawRead(c.fd, c.in[c.end:])
+	switch {
+	case n > 0:
+		c.end += n
+		c.lastIO = l.tick
+		c.netIn.Add(int64(n))
+		l.runAndWrite(c)
+	case err == unix.EAGAIN || err == unix.EINTR:
+	default: // end of input or a broken connection
+		l.close(c)
+	}
+}
+
+// runAndWrite runs the complete commands in c's input and writes the
+// replies; replies that do not fit make the loop wait for room.
+func (l *eventLoop) runAndWrite(c *Conn) {
+	c.runBatch()
+	if c.settle(0) == errClientEvicted || !c.writeOut() || c.panicked {
+		l.close(c) // after a panic, the error is written once, as far as the socket takes it
+		return
+	}
+	if c.waiting {
+		l.watch(c, unix.EPOLLOUT)
+		return
+	}
+	if c.closing {
+		l.close(c)
+	}
+}
+
+func (l *eventLoop) watch(c *Conn, events uint32) {
+	ev := unix.EpollEvent{Events: events, Fd: int32(c.fd)}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_MOD, c.fd, &ev); err != nil {
+		l.close(c)
+	}
+}
+
+// close closes c's descriptor and removes it from the server.
+func (l *eventLoop) close(c *Conn) {
+	if c.fd < 0 {
+		return
+	}
+	l.conns[c.fd] = nil
+	unix.Close(c.fd) // also drops it from the epoll set: the loop holds its only descriptor
+	c.fd = -1
+	l.srv.removeConn(c)
+}
+
+// writeOut writes as much of c's replies as the socket takes. It reports
+// false if the connection is broken; c.waiting says whether replies remain.
+func (c *Conn) writeOut() bool {
+	for c.outOff < len(c.Out) {
+		n, err := rawWrite(c.fd, c.Out[c.outOff:])
+		if n > 0 {
+			c.outOff += n
+			c.lastIO = c.loop.tick
+			c.netOut.Add(int64(n))
+			continue
+		}
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			c.waiting = true
+			return true
+		default:
+			return false
+		}
+	}
+	c.waiting = false
+	c.outOff = 0
+	c.dropOut()
+	return true
+}
+
+// rawRead and rawWrite call read(2) and write(2) on a non-blocking socket
+// without telling the scheduler: they never block.
+func rawRead(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, unix.EINVAL
+	}
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func rawWrite(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+var monoStart = time.Now()
+
+func monotonic() int64 { return int64(time.Since(monoStart)) }

@@ -1,0 +1,24 @@
+package store
+
+import "errors"
+
+// The store's errors. Those a client sees are reply errors: their text
+// starts with a Redis error code (WRONGTYPE), or has none and gets the
+// generic ERR from the one rule of the commands that write them. The
+// others wrap the details with %w.
+var (
+	// ErrWrongType is the outcome of using a key with an algorithm other
+	// than the one whose state it holds.
+	ErrWrongType = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+	// ErrSaveInProgress is the reply to SAVE or BGSAVE while a background
+	// save runs, in Redis's words.
+	ErrSaveInProgress = errors.New("Background save already in progress")
+	// ErrDirLocked is LockDir's error when another process holds the
+	// directory.
+	ErrDirLocked = errors.New("in use by another sluice process")
+	// errUnknownAlgo is the outcome of a request naming no algorithm the
+	// store knows: a bug at the edge, never a client's mistake.
+	errUnknownAlgo = errors.New("unknown algorithm")
+	// errShort is a snapshot entry that runs past its block.
+	errShort = errors.New("entry runs past its block")
+)
