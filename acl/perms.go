@@ -111,6 +111,10 @@ func (p *Perms) CheckKey(key []byte, access Access) bool {
 	return p.allKeys || p.keyAllowed(key, access)
 }
 
+// AllowsAll reports whether every command and key is allowed (allcommands
+// allkeys, as the default user): the caller can skip Check.
+func (p *Perms) AllowsAll() bool { return p.fast }
+
 // AllowsAllKeys reports whether every key is allowed (the caller can skip
 // collecting keys for CheckKey).
 func (p *Perms) AllowsAllKeys() bool { return p.allKeys }

@@ -10,6 +10,9 @@ import (
 type Config struct {
 	// Password is requirepass: clients must AUTH with it first ("": none).
 	Password string
+	// ACLFile is aclfile: the users, loaded at start and by ACL LOAD,
+	// written by ACL SAVE ("": none).
+	ACLFile string
 	// Debug is enable-debug-command: whether DEBUG CLOCK is allowed.
 	Debug DebugMode
 	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept

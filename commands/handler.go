@@ -21,6 +21,7 @@ type Handler struct {
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
+	acl   aclState // users and the ACL LOG (acl.go)
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
@@ -50,7 +51,11 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now()}, nil
+	users, err := newACL(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users}, nil
 }
 
 // Attach tells h the transport that serves it, for CLIENT LIST, CLIENT

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/server"
 )
@@ -26,8 +27,9 @@ type session struct {
 
 	resp3    atomic.Bool
 	authed   bool
-	readonly bool     // READONLY: peeks answered from this node's own state
-	prevCmd  *command // the command run last, looked up first
+	user     *acl.User // the ACL user the connection runs as (acl.go)
+	readonly bool      // READONLY: peeks answered from this node's own state
+	prevCmd  *command  // the command run last, looked up first
 
 	// The last rate parsed and its interval (see rate).
 	lastRate   []byte
@@ -58,7 +60,8 @@ func newSession(h *Handler, c *server.Conn) *session {
 	return &session{
 		h:        h,
 		conn:     c,
-		authed:   h.cfg.Password == "",
+		authed:   !h.acl.users.NeedsAuth(),
+		user:     h.acl.users.Default(),
 		lastRate: make([]byte, 0, 32),
 	}
 }
@@ -78,6 +81,9 @@ func (s *session) exec(args [][]byte) {
 	if !s.authed && cmd.flags&flagNoAuth == 0 {
 		s.runDeferred()
 		s.writeError(errNoAuth)
+		return
+	}
+	if s.forbidden(cmd, args) {
 		return
 	}
 	if !cmd.arityOK(len(args)) {

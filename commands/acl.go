@@ -1,0 +1,238 @@
+package commands
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sluice-rl/sluice/acl"
+)
+
+// The ACL wired into the commands: every command of the table registered
+// with the acl package (its categories and key positions), a Handler's
+// users and ACL LOG, and the check session.exec makes before a command
+// runs.
+
+// aclRegistry registers the command table once, in name order, so that
+// every process with the same commands renders and encodes users alike.
+// It sets each command's acl handle; it runs before the first Handler
+// serves anyone (New calls it) and the table is not changed after.
+var aclRegistry = sync.OnceValues(func() (*acl.Registry, error) {
+	reg, err := acl.NewRegistry(acl.Categories)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(commandTable))
+	for name := range commandTable {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cmd := commandTable[name]
+		if cmd.acl, err = reg.Register(acl.Spec{Name: name, Categories: aclCategories(cmd, ""),
+			Keys: aclKeys(cmd), NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
+			return nil, err
+		}
+		for _, sub := range cmd.subs {
+			if _, err := reg.Register(acl.Spec{Name: name + "|" + sub, Categories: aclCategories(cmd, sub),
+				Keys: aclKeys(cmd), NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return reg, nil
+})
+
+// aclCategories derives a command's (or its subcommand sub's) categories
+// from its flags, group and name.
+func aclCategories(cmd *command, sub string) []string {
+	var cats []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if !strings.Contains(" "+strings.Join(cats, " ")+" ", " "+n+" ") {
+				cats = append(cats, n)
+			}
+		}
+	}
+	f := cmd.flags
+	if f&flagDecision != 0 {
+		add("limiter", "write")
+	}
+	if f&flagWrite != 0 {
+		add("write")
+	}
+	if f&flagReadOnly != 0 {
+		add("read")
+	}
+	if f&flagAdmin != 0 || f&flagForward != 0 {
+		add("admin", "dangerous")
+	}
+	switch cmd.group {
+	case "connection":
+		add("connection")
+	case "generic":
+		add("keyspace")
+	}
+	full := cmd.name
+	if sub != "" {
+		full += "|" + sub
+	}
+	switch {
+	case cmd.name == "rl.reset":
+		add("keyspace")
+	case cmd.name == "flushall" || cmd.name == "flushdb":
+		add("keyspace", "admin", "dangerous")
+	case cmd.name == "acl" || strings.HasPrefix(cmd.name, "raft."):
+		add("admin", "dangerous")
+	case full == "client|kill" || full == "client|list" || full == "client|no-evict":
+		add("admin", "dangerous")
+	case cmd.name == "info" || cmd.name == "command" || cmd.name == "config" && sub == "get":
+		add("dangerous")
+	case cmd.name == "multi" || cmd.name == "exec" || cmd.name == "discard" || cmd.name == "watch" || cmd.name == "unwatch":
+		add("transaction")
+	case strings.HasPrefix(cmd.name, "rl.policy") || strings.HasPrefix(cmd.name, "rl.override") || cmd.name == "rl.check":
+		add("policy")
+	}
+	if cmd.name == "acl" && (sub == "whoami" || sub == "cat" || sub == "help") { // Redis: not @admin
+		cats = []string{"connection"}
+	}
+	if f&flagFast != 0 {
+		add("fast")
+	} else {
+		add("slow")
+	}
+	return cats
+}
+
+// aclKeys locates a command's keys from its COMMAND key positions. A
+// decision reads and changes its key; DEL, UNLINK and RL.RESET change
+// theirs; RL.INFO reads; EXISTS, TYPE, PTTL and TTL only look at it, which
+// any pattern admits, as Redis's commands without a read or write flag.
+func aclKeys(cmd *command) []acl.KeySpec {
+	if cmd.firstKey == 0 {
+		return nil
+	}
+	var access acl.Access
+	switch {
+	case cmd.flags&flagDecision != 0:
+		access = acl.Read | acl.Write
+	case cmd.flags&flagWrite != 0:
+		access = acl.Write
+	case cmd.name == "rl.info":
+		access = acl.Read
+	}
+	last := cmd.lastKey
+	if cmd.name == "rl.all" {
+		last = -1 // RL.ALL n ALGO key p1 p2 …: every fourth argument from the third
+	}
+	return []acl.KeySpec{{First: cmd.firstKey, Last: last, Step: max(cmd.keyStep, 1), Access: access}}
+}
+
+// aclState is a Handler's users and ACL LOG.
+type aclState struct {
+	reg   *acl.Registry
+	users *acl.Users
+	log   *acl.Log
+}
+
+// newACL returns the users as the configuration sets them: requirepass on
+// the default user, then the aclfile if there is one (which names its own
+// default user, or keeps it).
+func newACL(cfg *Config) (aclState, error) {
+	reg, err := aclRegistry()
+	if err != nil {
+		return aclState{}, err
+	}
+	st := aclState{reg: reg, users: acl.NewUsers(reg), log: acl.NewLog(acl.DefaultLogMax)}
+	st.users.SetDefaultPassword(cfg.Password)
+	if cfg.ACLFile != "" {
+		if err := st.users.LoadFile(cfg.ACLFile); err != nil {
+			return aclState{}, err
+		}
+	}
+	return st, nil
+}
+
+// forbidden checks the session's user's permissions for a command and, if
+// they deny it, logs the denial, answers NOPERM and reports true. The
+// default user's all-allowing permissions cost one atomic load and one
+// branch.
+func (s *session) forbidden(cmd *command, args [][]byte) bool {
+	p := s.user.Perms()
+	if p.AllowsAll() {
+		return false
+	}
+	ac := cmd.acl
+	if len(cmd.subs) > 0 && len(args) > 1 {
+		for _, sc := range ac.Subs {
+			if equalFold(args[1], sc.Name[len(ac.Name)+1:]) {
+				ac = sc
+				break
+			}
+		}
+	}
+	d := p.Check(ac, args)
+	if d.Reason == acl.Allowed {
+		return false
+	}
+	s.runDeferred()
+	object := ac.Name
+	if d.Reason == acl.DeniedKey {
+		object = string(args[d.Pos])
+	}
+	s.logDenial(d.Reason, object)
+	s.writeError(codeError(d.Error(ac.Name)))
+	return true
+}
+
+// forbiddenKey checks one key that no key position locates (the derived
+// key of a policy check): true, after answering NOPERM, if the user may
+// not touch it.
+func (s *session) forbiddenKey(cmdName string, key []byte, access acl.Access) bool {
+	p := s.user.Perms()
+	if p.AllowsAll() || p.CheckKey(key, access) {
+		return false
+	}
+	s.runDeferred()
+	s.logDenial(acl.DeniedKey, string(key))
+	s.writeError(codeError(acl.Denial{Reason: acl.DeniedKey}.Error(cmdName)))
+	return true
+}
+
+// logDenial adds an entry to the ACL LOG for this session.
+func (s *session) logDenial(reason acl.Reason, object string) {
+	user := ""
+	if s.user != nil {
+		user = s.user.Name()
+	}
+	s.h.acl.log.Add(acl.LogEntry{Reason: reason, Context: acl.Toplevel, Object: object, Username: user,
+		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe()})
+}
+
+// authenticate checks a username/password pair against the users (AUTH,
+// HELLO AUTH) and, on success, makes the session that user. A failure is
+// logged in the ACL LOG with the command that tried.
+func (s *session) authenticate(cmdName string, user, pass []byte, defaultOnly bool) error {
+	var u *acl.User
+	var err error
+	if defaultOnly {
+		u, err = s.h.acl.users.AuthDefault(string(pass))
+	} else {
+		u, err = s.h.acl.users.Authenticate(string(user), string(pass))
+	}
+	switch {
+	case err == acl.ErrNoDefaultPass:
+		return errNoPassSet
+	case err != nil:
+		s.logDenialAs(string(user), cmdName)
+		return errWrongPass
+	}
+	s.user, s.authed = u, true
+	s.conn.SetUnauthenticated(false)
+	return nil
+}
+
+func (s *session) logDenialAs(user, cmdName string) {
+	s.h.acl.log.Add(acl.LogEntry{Reason: acl.DeniedAuth, Context: acl.Toplevel, Object: cmdName, Username: user,
+		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe()})
+}
