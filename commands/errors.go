@@ -56,6 +56,8 @@ var (
 	errNoAuth      = codeError("NOAUTH Authentication required.")
 	errHelloNoAuth = codeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	errWrongPass   = codeError("WRONGPASS invalid username-password pair or user is disabled.")
+	errNoACLFile   = replyError("This instance is not configured to use an ACL file. Start it with --aclfile, or set users with ACL SETUSER")
+	errACLSave     = replyError("There was an error trying to save the ACLs. Please check the server logs for more information")
 	errNoProto     = codeError("NOPROTO unsupported protocol version")
 )
 

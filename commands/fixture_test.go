@@ -28,6 +28,7 @@ import (
 // clients.
 type testConfig struct {
 	Password    string
+	ACLFile     string
 	Debug       DebugMode // "": yes
 	LogMaxLimit int64
 	// AllMaxLimits and AllMaxLogUnits: 0 for the defaults.
@@ -77,6 +78,7 @@ func startServer(t testing.TB, tc testConfig) *testServer {
 		cfg.AllMaxLogUnits = tc.AllMaxLogUnits
 	}
 	cfg.Password, cfg.Params, cfg.Shutdowner, cfg.Logger = tc.Password, tc.Params, tc.Shutdowner, quiet
+	cfg.ACLFile = tc.ACLFile
 	ks := tc.Keyspace
 	if ks == nil {
 		ks = store.New(8)

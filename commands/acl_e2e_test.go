@@ -1,0 +1,251 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The ACL over real sockets, with go-redis: users, categories, key
+// patterns (RL.ALL's keys included), NOPERM's wording, the ACL LOG and the
+// aclfile.
+
+// asUser returns a RESP2 client that authenticates as user on connect.
+func asUser(t *testing.T, ts *testServer, user, pass string) *redis.Client {
+	t.Helper()
+	return ts.client(t, &redis.Options{Protocol: 2, DisableIndentity: true, Username: user, Password: pass, PoolSize: 1})
+}
+
+// TestACLUserLimitedToItsKeyPrefix: a tenant limited to ~tenant-a:* and
+// @limiter decides on its own keys and gets Redis's NOPERM for any key of
+// tenant B, whichever command names it, RL.ALL's inner keys included.
+func TestACLUserLimitedToItsKeyPrefix(t *testing.T) {
+	ioModels(t, func(t *testing.T, loops int) {
+		ts := startServer(t, testConfig{EventLoops: loops})
+		admin := ts.client(t, proto(2))
+		do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~tenant-a:*", "+@limiter", "+@connection")
+		a := asUser(t, ts, "a", "pa")
+
+		if got := ints(t, do(t, a, "RL.TOKEN", "tenant-a:k", "1/h", 10, 1)); !strings.HasPrefix(got, "[1 10 9 ") {
+			t.Fatalf("RL.TOKEN on its own key = %s", got)
+		}
+		const keyDenied = "NOPERM this user has no permissions to access one of the keys used as arguments"
+		for _, cmd := range [][]any{
+			{"RL.TOKEN", "tenant-b:k", "1/h", 10, 1},
+			{"RL.ALL", 1, "TOKEN", "tenant-a:k", "1/h", 10, "TOKEN", "tenant-b:k", "1/h", 10},
+			{"RL.ALL", 1, "FIXED", "tenant-b:x", "1/h", 10},
+			{"CL.THROTTLE", "tenant-b:k", 10, 1, 60},
+		} {
+			if got := doErr(t, a, cmd...); got != keyDenied {
+				t.Errorf("%v = %q; want %q", cmd, got, keyDenied)
+			}
+		}
+		// The RL.ALL that was refused changed nothing on tenant A's key.
+		if got := ints(t, do(t, admin, "RL.TOKEN", "tenant-a:k", "1/h", 10, 0)); !strings.HasPrefix(got, "[1 10 9 ") {
+			t.Errorf("tenant A's key after the refused RL.ALL = %s; want 9 left", got)
+		}
+		for _, cmd := range [][]any{{"DEL", "tenant-a:k"}, {"FLUSHALL"}, {"CONFIG", "GET", "port"}, {"RL.RESET", "tenant-a:k"}} {
+			want := fmt.Sprintf("NOPERM this user has no permissions to run the '%s' command", strings.ToLower(cmd[0].(string)))
+			if cmd[0] == "CONFIG" {
+				want = "NOPERM this user has no permissions to run the 'config|get' command"
+			}
+			if got := doErr(t, a, cmd...); got != want {
+				t.Errorf("%v = %q; want %q", cmd, got, want)
+			}
+		}
+		if got := do(t, a, "ACL", "WHOAMI"); got != "a" {
+			t.Errorf("ACL WHOAMI = %v", got)
+		}
+		// The default user is untouched by the check.
+		if got := ints(t, do(t, admin, "RL.TOKEN", "tenant-b:k", "1/h", 10, 1)); !strings.HasPrefix(got, "[1 10 9 ") {
+			t.Errorf("the default user on tenant B's key = %s", got)
+		}
+	})
+}
+
+// TestACLDeniesEachCategory: a user given everything but one category is
+// refused that category's commands and runs the others.
+func TestACLDeniesEachCategory(t *testing.T) {
+	ts := startServer(t, testConfig{})
+	admin := ts.client(t, proto(2))
+	probes := map[string][]any{
+		"limiter":   {"RL.TOKEN", "k", "1/h", 10, 1},
+		"read":      {"RL.INFO", "k"},
+		"keyspace":  {"DEL", "k"},
+		"admin":     {"RAFT.MEMBERS"},
+		"write":     {"RL.RESET", "k"},
+		"dangerous": {"FLUSHALL"},
+	}
+	for cat, cmd := range probes {
+		user := "no-" + cat
+		do(t, admin, "ACL", "SETUSER", user, "on", "nopass", "allkeys", "+@all", "-@"+cat)
+		c := asUser(t, ts, user, "x")
+		got := doErr(t, c, cmd...)
+		want := fmt.Sprintf("NOPERM this user has no permissions to run the '%s' command", strings.ToLower(cmd[0].(string)))
+		if got != want {
+			t.Errorf("-@%s: %v = %q; want %q", cat, cmd, got, want)
+		}
+		if err := c.Ping(context.Background()).Err(); err != nil {
+			t.Errorf("-@%s: PING: %v", cat, err)
+		}
+	}
+	cats := do(t, admin, "ACL", "CAT").([]any)
+	if len(cats) != 11 || cats[9] != "limiter" || cats[10] != "policy" {
+		t.Errorf("ACL CAT = %v", cats)
+	}
+}
+
+// TestACLAuthAndHello: AUTH user pass and HELLO 3 AUTH user pass switch the
+// connection's user; a wrong pair is WRONGPASS and is logged; requirepass
+// is the default user's password.
+func TestACLAuthAndHello(t *testing.T) {
+	ts := startServer(t, testConfig{Password: "root"})
+	c := dialRaw(t, ts.addr)
+	if got := c.do("RL.TOKEN k 1/h 10 1\r\n"); got != "-NOAUTH Authentication required." {
+		t.Fatalf("before AUTH = %q", got)
+	}
+	if got := c.do("AUTH root\r\n"); got != "+OK" {
+		t.Fatalf("AUTH root = %q", got)
+	}
+	if got := c.do("ACL SETUSER bob on >secret ~bob:* +@limiter +@connection\r\n"); got != "+OK" {
+		t.Fatalf("SETUSER = %q", got)
+	}
+	if got := c.do("AUTH bob wrong\r\n"); got != "-WRONGPASS invalid username-password pair or user is disabled." {
+		t.Fatalf("AUTH bob wrong = %q", got)
+	}
+	if got := c.do("ACL WHOAMI\r\n"); got != "$default" {
+		t.Fatalf("after a failed AUTH, WHOAMI = %q; want still default", got)
+	}
+	if got := c.do("HELLO 2 AUTH bob secret\r\n"); !strings.HasPrefix(got, "[$server $sluice") {
+		t.Fatalf("HELLO 2 AUTH bob secret = %q", got)
+	}
+	if got := c.do("ACL WHOAMI\r\n"); got != "$bob" {
+		t.Fatalf("after HELLO AUTH, WHOAMI = %q", got)
+	}
+	// go-redis with a username and RESP3 sends HELLO 3 AUTH bob secret.
+	b := ts.client(t, &redis.Options{Protocol: 3, DisableIndentity: true, Username: "bob", Password: "secret", PoolSize: 1})
+	if got := do(t, b, "ACL", "WHOAMI"); got != "bob" {
+		t.Fatalf("HELLO 3 AUTH: WHOAMI = %v", got)
+	}
+	if got := doErr(t, b, "ACL", "LIST"); got != "NOPERM this user has no permissions to run the 'acl|list' command" {
+		t.Fatalf("bob's ACL LIST = %q", got)
+	}
+	admin := asUser(t, ts, "default", "root")
+	log := do(t, admin, "ACL", "LOG").([]any)
+	if len(log) < 2 {
+		t.Fatalf("ACL LOG = %v; want the denial and the failed AUTH", log)
+	}
+	first := fmt.Sprint(log[0])
+	if !strings.Contains(first, "reason command") || !strings.Contains(first, "object acl|list") || !strings.Contains(first, "username bob") {
+		t.Errorf("newest ACL LOG entry = %s", first)
+	}
+	second := fmt.Sprint(log[1])
+	if !strings.Contains(second, "reason auth") || !strings.Contains(second, "object auth") {
+		t.Errorf("second ACL LOG entry = %s", second)
+	}
+	if got := do(t, admin, "ACL", "LOG", "RESET"); got != "OK" {
+		t.Errorf("ACL LOG RESET = %v", got)
+	}
+	if got := do(t, admin, "ACL", "LOG").([]any); len(got) != 0 {
+		t.Errorf("ACL LOG after RESET = %v", got)
+	}
+}
+
+// TestACLUserCommands: GETUSER, LIST, USERS, DELUSER, DRYRUN and the rule
+// errors, with Redis 7's replies.
+func TestACLUserCommands(t *testing.T) {
+	ts := startServer(t, testConfig{})
+	rdb := ts.client(t, proto(2))
+	do(t, rdb, "ACL", "SETUSER", "t", "on", "#"+strings.Repeat("a", 64), "~t:*", "%R~shared:*", "+rl.token", "+@read")
+	u := fmt.Sprint(do(t, rdb, "ACL", "GETUSER", "t"))
+	for _, want := range []string{"flags [on]", "passwords [" + strings.Repeat("a", 64) + "]", "keys ~t:* %R~shared:*", "channels "} {
+		if !strings.Contains(u, want) {
+			t.Errorf("GETUSER t = %s; want %q in it", u, want)
+		}
+	}
+	if v, err := rdb.Do(context.Background(), "ACL", "GETUSER", "nobody").Result(); err != redis.Nil {
+		t.Errorf("GETUSER nobody = %v, %v; want nil", v, err)
+	}
+	if got := fmt.Sprint(do(t, rdb, "ACL", "USERS")); got != "[default t]" {
+		t.Errorf("ACL USERS = %s", got)
+	}
+	list := fmt.Sprint(do(t, rdb, "ACL", "LIST"))
+	if !strings.Contains(list, "user default on nopass ~* &* +@all") || !strings.Contains(list, "user t on #"+strings.Repeat("a", 64)) {
+		t.Errorf("ACL LIST = %s", list)
+	}
+	for _, tc := range []struct {
+		args []any
+		want any
+	}{
+		{[]any{"ACL", "DRYRUN", "t", "RL.TOKEN", "t:1", "1/h", "10", "1"}, "OK"},
+		{[]any{"ACL", "DRYRUN", "t", "RL.TOKEN", "u:1", "1/h", "10", "1"}, "This user has no permissions to access the 'u:1' key"},
+		{[]any{"ACL", "DRYRUN", "t", "RL.INFO", "shared:x"}, "OK"},
+		{[]any{"ACL", "DRYRUN", "t", "DEL", "t:1"}, "This user has no permissions to run the 'del' command"},
+	} {
+		if got := do(t, rdb, tc.args...); got != tc.want {
+			t.Errorf("%v = %v; want %v", tc.args, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"ACL", "SETUSER", "t", "+nosuch"}, "ERR Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL"},
+		{[]any{"ACL", "SETUSER", "t", "bogus"}, "ERR Error in ACL SETUSER modifier 'bogus': Syntax error"},
+		{[]any{"ACL", "DRYRUN", "nobody", "PING"}, "ERR User 'nobody' not found"},
+		{[]any{"ACL", "DRYRUN", "t", "NOSUCH"}, "ERR Command 'NOSUCH' not found"},
+		{[]any{"ACL", "CAT", "nosuch"}, "ERR Unknown category 'nosuch'"},
+		{[]any{"ACL", "DELUSER", "default"}, "ERR The 'default' user cannot be removed"},
+		{[]any{"ACL", "SAVE"}, "ERR " + errNoACLFile.Error()},
+		{[]any{"ACL", "NOSUCH"}, "ERR unknown subcommand 'NOSUCH'. Try ACL HELP."},
+		{[]any{"ACL", "WHOAMI", "x"}, "ERR wrong number of arguments for 'acl|whoami' command"},
+	} {
+		if got := doErr(t, rdb, tc.args...); got != tc.want {
+			t.Errorf("%v = %q; want %q", tc.args, got, tc.want)
+		}
+	}
+	if got := do(t, rdb, "ACL", "DELUSER", "t", "nobody"); got != int64(1) {
+		t.Errorf("DELUSER t nobody = %v; want 1", got)
+	}
+}
+
+// TestACLSaveAndLoad: ACL SAVE writes the aclfile, ACL LOAD reads it back,
+// and a broken file is refused with the users in force kept.
+func TestACLSaveAndLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.acl")
+	if err := os.WriteFile(path, []byte("user ops on >ops ~* +@all\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, testConfig{ACLFile: path})
+	rdb := ts.client(t, proto(2))
+	if got := fmt.Sprint(do(t, rdb, "ACL", "USERS")); got != "[default ops]" {
+		t.Fatalf("users loaded from the aclfile = %s", got)
+	}
+	do(t, rdb, "ACL", "SETUSER", "svc", "on", ">p", "~svc:*", "+@limiter")
+	if got := do(t, rdb, "ACL", "SAVE"); got != "OK" {
+		t.Fatalf("ACL SAVE = %v", got)
+	}
+	text, _ := os.ReadFile(path)
+	if !strings.Contains(string(text), "user svc on #") || !strings.Contains(string(text), "~svc:* resetchannels -@all +@limiter") {
+		t.Fatalf("aclfile after SAVE:\n%s", text)
+	}
+	do(t, rdb, "ACL", "DELUSER", "svc")
+	if got := do(t, rdb, "ACL", "LOAD"); got != "OK" {
+		t.Fatalf("ACL LOAD = %v", got)
+	}
+	if got := fmt.Sprint(do(t, rdb, "ACL", "USERS")); got != "[default ops svc]" {
+		t.Fatalf("after LOAD = %s", got)
+	}
+	os.WriteFile(path, []byte("user x on +nosuch\n"), 0o600)
+	if got := doErr(t, rdb, "ACL", "LOAD"); !strings.Contains(got, "nosuch") {
+		t.Fatalf("ACL LOAD of a broken file = %q", got)
+	}
+	if got := fmt.Sprint(do(t, rdb, "ACL", "USERS")); got != "[default ops svc]" {
+		t.Fatalf("after a refused LOAD = %s", got)
+	}
+}
