@@ -236,3 +236,11 @@ func (s *session) logDenialAs(user, cmdName string) {
 	s.h.acl.log.Add(acl.LogEntry{Reason: acl.DeniedAuth, Context: acl.Toplevel, Object: cmdName, Username: user,
 		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe()})
 }
+
+// refuse answers a connection that protected mode refuses, whatever it
+// sent, and closes it, as Redis does.
+func (s *session) refuse() {
+	s.runDeferred()
+	s.writeError(errProtected)
+	s.conn.CloseAfterReply()
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -248,4 +249,37 @@ func TestACLSaveAndLoad(t *testing.T) {
 	if got := fmt.Sprint(do(t, rdb, "ACL", "USERS")); got != "[default ops svc]" {
 		t.Fatalf("after a refused LOAD = %s", got)
 	}
+}
+
+// TestOnlyAuthHelloAndQuitAnswerBeforeAuth: with a password set, every
+// other command of the table gets NOAUTH before AUTH, under both I/O
+// models.
+func TestOnlyAuthHelloAndQuitAnswerBeforeAuth(t *testing.T) {
+	ioModels(t, func(t *testing.T, loops int) {
+		ts := startServer(t, testConfig{Password: "pw", EventLoops: loops})
+		c := dialRaw(t, ts.addr)
+		var noauth []string
+		for name, cmd := range commandTable {
+			if cmd.flags&flagNoAuth != 0 {
+				noauth = append(noauth, name)
+				continue
+			}
+			if got := c.do(name + " x\r\n"); got != "-NOAUTH Authentication required." {
+				t.Errorf("%s before AUTH = %q", name, got)
+			}
+		}
+		slices.Sort(noauth)
+		if got := strings.Join(noauth, " "); got != "auth hello quit" {
+			t.Errorf("commands allowed before AUTH: %s; want auth hello quit", got)
+		}
+		if got := c.do("HELLO 2\r\n"); got != "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time" {
+			t.Errorf("HELLO 2 before AUTH = %q", got)
+		}
+		if got := c.do("AUTH pw\r\n"); got != "+OK" {
+			t.Fatalf("AUTH pw = %q", got)
+		}
+		if got := c.do("PING\r\n"); got != "+PONG" {
+			t.Fatalf("PING after AUTH = %q", got)
+		}
+	})
 }

@@ -13,6 +13,9 @@ type Config struct {
 	// ACLFile is aclfile: the users, loaded at start and by ACL LOAD,
 	// written by ACL SAVE ("": none).
 	ACLFile string
+	// ProtectedMode is protected-mode: while the default user needs no
+	// password, clients that do not connect over loopback are refused.
+	ProtectedMode bool
 	// Debug is enable-debug-command: whether DEBUG CLOCK is allowed.
 	Debug DebugMode
 	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
@@ -59,7 +62,7 @@ type Param struct{ Name, Value string }
 // RL.ACQUIRE's limits at most 10000, and RL.ALL at most 10000 limits and
 // 1,000,000 logged units.
 func DefaultConfig() Config {
-	return Config{Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000}
+	return Config{ProtectedMode: true, Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000}
 }
 
 // Validate reports the first setting that cannot work.

@@ -74,6 +74,7 @@ func (h *Handler) MayBlock() bool { return h.cfg.Cluster != nil }
 // Open starts a connection's session.
 func (h *Handler) Open(c *server.Conn) {
 	s := newSession(h, c)
+	s.refused = h.cfg.ProtectedMode && !c.Loopback() && !h.acl.users.NeedsAuth()
 	c.SetSession(s)
 	c.SetUnauthenticated(!s.authed)
 	c.SetSessionBytes(s.footprint())

@@ -27,6 +27,7 @@ type session struct {
 
 	resp3    atomic.Bool
 	authed   bool
+	refused  bool      // protected mode refuses the connection (acl.go)
 	user     *acl.User // the ACL user the connection runs as (acl.go)
 	readonly bool      // READONLY: peeks answered from this node's own state
 	prevCmd  *command  // the command run last, looked up first
@@ -72,6 +73,10 @@ func newSession(h *Handler, c *server.Conn) *session {
 // deferred).
 func (s *session) exec(args [][]byte) {
 	s.cmds++
+	if s.refused {
+		s.refuse()
+		return
+	}
 	cmd := s.lookup(args[0])
 	if cmd == nil {
 		s.runDeferred()

@@ -110,6 +110,10 @@ var settings = []setting{
 		func(c *config) string { return strconv.Itoa(c.shards) }},
 	{"event-loops", func(c *config, a []string) error { return intArg(a, 0, 1024, &c.server.EventLoops) },
 		func(c *config) string { return strconv.Itoa(c.server.EventLoops) }},
+	{"protected-mode", func(c *config, a []string) error { return boolArg(a, &c.commands.ProtectedMode) },
+		func(c *config) string { return yesNo(c.commands.ProtectedMode) }},
+	{"aclfile", func(c *config, a []string) error { return stringArg(a, &c.commands.ACLFile) },
+		func(c *config) string { return c.commands.ACLFile }},
 	{"enable-debug-command", func(c *config, a []string) error {
 		var v string
 		err := enumArg(a, &v, string(commands.DebugYes), string(commands.DebugNo), string(commands.DebugLocal))
