@@ -329,6 +329,10 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 			notes = append(notes, "sluice: the binary "+bin+" (-sluice-bin), not built from this tree.")
 		}
 		targets["sluice"] = &target{kind: "sluice", bin: bin, dir: tmp}
+		for _, fsync := range []string{"everysec", "always"} {
+			targets["sluice-aof-"+fsync] = &target{kind: "sluice", bin: bin, dir: tmp,
+				extra: []string{"--appendonly", "yes", "--appendfsync", fsync}}
+		}
 		for name, t := range groupTargets(bin, tmp, o.cluster) {
 			targets[name] = t
 		}

@@ -15,6 +15,7 @@ const (
 	groupKeys  = "keys"  // key cardinality at pipeline 16
 	groupZipf  = "zipf"  // skewed keys at pipeline 16
 	groupCores = "cores" // sluice with GOMAXPROCS 1 and 2
+	groupAOF   = "aof"   // RL.TOKEN with the append-only log off, everysec, always
 	groupOwn   = "custom"
 )
 
@@ -24,6 +25,7 @@ var groupTitles = map[string]string{
 	groupZipf:  "Zipfian keys (pipeline 16)",
 	groupCores: "sluice on 1 and 2 cores (GOMAXPROCS of the server, one event loop per core; `own`: cores the generator does not use, `shared`: every core, the generator's too; Redis is single-threaded)",
 	groupOwn:   "Runs",
+	groupAOF:   "sluice RL.TOKEN with the append-only log off, `--appendonly yes --appendfsync everysec`, and `always` (a fresh --dir on the machine's disk per run)",
 }
 
 // The scenarios the ratios and the chart compare.
@@ -65,7 +67,23 @@ func (b base) wants(name string) bool {
 func quickPlan(b base) []runSpec {
 	runs := depthRuns(b, []int{1, 16}, append(append([]string{"redis-ping"}, references...), decisionPairs...),
 		[]int{4, 64}, chartSet)
-	return append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
+	runs = append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
+	return append(runs, aofRuns(b)...)
+}
+
+// aofRuns runs RL.TOKEN at pipeline 1 and 16 with the append-only log
+// off, everysec and always, one after the other so that they are close in
+// time.
+func aofRuns(b base) []runSpec {
+	var runs []runSpec
+	for _, depth := range []int{1, 16} {
+		for _, name := range []string{"sluice-token", "sluice-token-aof-everysec", "sluice-token-aof-always"} {
+			if b.wants(name) {
+				runs = append(runs, b.spec(groupAOF, name, depth))
+			}
+		}
+	}
+	return runs
 }
 
 // coreRuns runs names at depths with sluice on one core, then two.
@@ -109,7 +127,8 @@ func fullPlan(b base) []runSpec {
 			}
 		}
 	}
-	return append(runs, coreRuns(b, []int{1, 16}, []string{"sluice-ping", "sluice-token"})...)
+	runs = append(runs, coreRuns(b, []int{1, 16}, []string{"sluice-ping", "sluice-token"})...)
+	return append(runs, aofRuns(b)...)
 }
 
 // depthRuns runs every one of names at depths, and chart at more depths, in

@@ -56,6 +56,17 @@ func (rep *report) find(name string, depth int) *result {
 	return nil
 }
 
+// findIn returns the result of name at depth in group, nil if there is
+// none.
+func (rep *report) findIn(group, name string, depth int) *result {
+	for _, r := range rep.results {
+		if r.spec.group == group && r.spec.sc.name == name && r.spec.depth == depth && r.skipped == "" && r.t.ok > 0 {
+			return r
+		}
+	}
+	return nil
+}
+
 // ratio is one line of the ratio table.
 type ratio struct {
 	what   string
@@ -83,6 +94,24 @@ func (rep *report) ratios() []ratio {
 				return math.NaN()
 			}
 			return float64(x.quantile(99)) / float64(y.quantile(99))
+		}
+	}
+	aof := func(a, b string) func(int) float64 {
+		return func(d int) float64 {
+			x, y := rep.findIn(groupAOF, a, d), rep.findIn(groupAOF, b, d)
+			if x == nil || y == nil {
+				return math.NaN()
+			}
+			return x.opsPerSec() / y.opsPerSec()
+		}
+	}
+	aofCPU := func(a, b string) func(int) float64 {
+		return func(d int) float64 {
+			x, y := rep.findIn(groupAOF, a, d), rep.findIn(groupAOF, b, d)
+			if x == nil || y == nil {
+				return math.NaN()
+			}
+			return x.figs().srvPerM / y.figs().srvPerM
 		}
 	}
 	cpu := func(a, b string) func(int) float64 {
@@ -116,6 +145,10 @@ func (rep *report) ratios() []ratio {
 		{"Redis INCR ÷ Redis PING, throughput (Redis's cheapest write against its no-op)", tput("redis-incr", "redis-ping"), "", nil, nil},
 		{"Redis PING ÷ Redis INCR, server CPU per request", cpu("redis-ping", "redis-incr"), "", nil, nil},
 		{"Redis Lua token bucket ÷ Redis INCR, throughput (the cost of Lua)", tput("redis-lua-token", "redis-incr"), "", nil, nil},
+		{"sluice RL.TOKEN, appendfsync everysec ÷ log off, throughput", aof("sluice-token-aof-everysec", "sluice-token"), "", nil, nil},
+		{"sluice RL.TOKEN, appendfsync everysec ÷ log off, server CPU per decision", aofCPU("sluice-token-aof-everysec", "sluice-token"),
+			"≤ 1.1 at P16 (everysec would then be the default)", []int{1}, func(v [2]float64) bool { return v[1] <= 1.1 }},
+		{"sluice RL.TOKEN, appendfsync always ÷ log off, throughput", aof("sluice-token-aof-always", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN (one node), throughput", tput("group-token", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → leader p99 ÷ sluice RL.TOKEN p99", p99("group-token", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → follower ÷ → leader, throughput", tput("group-token-follower", "group-token"), "", nil, nil},

@@ -66,6 +66,10 @@ var scenarios = []*scenario{
 		},
 		check: checkDecision,
 	},
+	// The same decisions with the append-only log on (a fresh directory
+	// per server), at two appendfsync policies.
+	aofToken("sluice-token-aof-everysec", "sluice RL.TOKEN, appendfsync everysec", "sluice-aof-everysec"),
+	aofToken("sluice-token-aof-always", "sluice RL.TOKEN, appendfsync always", "sluice-aof-always"),
 	// The same decisions through a replicated group of -cluster nodes that
 	// bench starts for every round (see groupruns.go).
 	groupToken("group-token", "group RL.TOKEN → leader", "group"),
@@ -109,6 +113,12 @@ func groupToken(name, label, server string) *scenario {
 		},
 		check: checkDecision,
 	}
+}
+
+func aofToken(name, label, server string) *scenario {
+	sc := groupToken(name, label, server)
+	sc.prefix = "ta:"
+	return sc
 }
 
 func findScenario(name string) *scenario {

@@ -30,6 +30,9 @@ type target struct {
 	bin  string // the binary to start when addr is empty
 	dir  string // where logs of started servers go
 	grp  groupTarget
+	// extra are more flags for a started sluice; with any, each server
+	// gets a fresh --dir of its own under dir (its append-only log).
+	extra []string
 }
 
 // server is one reachable server. pid is 0 when its process is unknown, and
@@ -98,8 +101,15 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 	switch t.kind {
 	case "sluice":
 		// No snapshots, as for Redis: a benchmark server starts empty and leaves nothing behind.
+		dir := t.dir
+		if len(t.extra) > 0 {
+			if dir, err = os.MkdirTemp(t.dir, "sluice-dir-"); err != nil {
+				return nil, err
+			}
+		}
 		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--loglevel", "warning",
-			"--save", "0", "--dir", t.dir}
+			"--save", "0", "--dir", dir}
+		args = append(args, t.extra...)
 	case "redis":
 		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--daemonize", "no", "--loglevel", "warning", "--io-threads", "1"}

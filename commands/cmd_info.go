@@ -135,7 +135,7 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 		if st.BackgroundSaveRunning {
 			running = "1"
 		}
-		return []Param{
+		out := []Param{
 			{"rdb_bgsave_in_progress", running},
 			{"rdb_last_save_time", itoa(st.LastSave)},
 			{"rdb_last_bgsave_status", status},
@@ -143,6 +143,7 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 			{"rdb_saves", itoa(st.Saves)},
 			{"snapshot_file", st.Path},
 		}
+		return append(out, h.appendOnlyInfo()...)
 	case "stats":
 		ts := h.transportStats()
 		t := h.totals(s)

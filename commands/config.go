@@ -41,6 +41,9 @@ type Config struct {
 	Cluster Cluster
 	// Persister carries out SAVE and BGSAVE; nil refuses them.
 	Persister Persister
+	// AppendOnly is the append-only log, which every batch syncs before
+	// its replies are written; nil: none (BGREWRITEAOF is refused).
+	AppendOnly AppendOnly
 	// Shutdowner carries out SHUTDOWN; nil refuses it.
 	Shutdowner Shutdowner
 }
@@ -78,6 +81,34 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("commands: AllMaxLogUnits %d: want at least 1", c.AllMaxLogUnits)
 	}
 	return nil
+}
+
+// AppendOnly is the append-only log (appendonly yes): BGREWRITEAOF and
+// INFO persistence, and Sync, which the end of every batch calls before
+// its replies are written.
+type AppendOnly interface {
+	// Sync makes the changes of the batches so far as durable as
+	// appendfsync says; it may wait for a disk write. A failure is the
+	// log's to report (its log line, aof_last_write_status): the replies
+	// are written, as the changes are made.
+	Sync()
+	// BackgroundRewrite starts a rewrite; an error is a reply error.
+	BackgroundRewrite() error
+	// AppendOnlyStats returns what INFO persistence reports.
+	AppendOnlyStats() AppendOnlyStats
+}
+
+// AppendOnlyStats are INFO persistence's figures of the append-only log,
+// with Redis's names.
+type AppendOnlyStats struct {
+	RewriteInProgress bool  // aof_rewrite_in_progress
+	LastRewriteOK     bool  // aof_last_rewrite_status
+	Rewrites          int64 // aof_rewrites
+	CurrentSize       int64 // aof_current_size
+	BaseSize          int64 // aof_base_size
+	LastWriteOK       bool  // aof_last_write_status
+	DelayedFsync      int64 // aof_delayed_fsync
+	PendingBytes      int64 // aof_buffer_length: appended, not yet written
 }
 
 // Persister writes the keyspace's snapshot: SAVE, BGSAVE, LASTSAVE and

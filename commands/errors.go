@@ -37,6 +37,8 @@ var (
 	errNoShutdown        = replyError("No shutdown in progress.")
 	errNoShutdowner      = replyError("SHUTDOWN is not available on this server")
 	errNoPersistence     = replyError("snapshots are not configured on this server")
+	errAOFOff            = replyError("the append-only log is off on this server (start it with --appendonly yes)")
+	errAOFInGroup        = replyError("BGREWRITEAOF is not available in a Raft group: the Raft log already persists every decision")
 	errNoCluster         = replyError("This instance has cluster support disabled")
 
 	// The arguments of the decisions (args.go, cmd_throttle.go).

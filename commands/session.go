@@ -119,6 +119,7 @@ func (s *session) lookup(name []byte) *command {
 // and tells the transport what the session holds.
 func (s *session) endBatch() {
 	s.runDeferred()
+	s.syncLog()
 	s.publish()
 	s.conn.SetSessionBytes(s.footprint())
 }

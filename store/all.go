@@ -95,6 +95,33 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 	if !st.carryOut(now, reqs, out, keys) {
 		clear(out)
 		out[0].Err = shard.ErrOOM // the group's reply is this error; nothing changed
+		return
+	}
+	if lg := st.aof.Load(); lg != nil {
+		st.logGroup(lg, now, keys)
+	}
+}
+
+// logGroup appends one frame to lg holding the final state of every key
+// the group wrote, read back from the shards: recovery applies the group
+// whole or not at all. It requires that the group's shards are locked.
+func (st *Store) logGroup(lg *AOF, now int64, keys []groupKey) {
+	var buf [512]byte
+	items := buf[:0]
+	for k := range keys {
+		g := &keys[k]
+		if g.last < 0 {
+			continue
+		}
+		_, e := st.shards[g.shard].Find(g.key, now)
+		if e.Algo == algorithms.None {
+			items = appendDeleteItem(items, g.key)
+		} else {
+			items = appendSetItem(items, g.key, &e)
+		}
+	}
+	if len(items) > 0 {
+		lg.appendFrame(now, items)
 	}
 }
 
@@ -209,9 +236,9 @@ func (st *Store) carryOut(now int64, reqs []algorithms.Request, out []algorithms
 		}
 		sh, o := &st.shards[g.shard], &out[g.last]
 		if g.drafting {
-			writeLog(sh, g.ref, g.key, &g.cur, &g.draft, reqs[g.last].Limit.Count, now, o)
+			writeLog(sh, g.ref, g.key, &g.cur, &g.draft, reqs[g.last].Limit.Count, now, o, nil)
 		} else {
-			commit(sh, g.ref, g.key, &g.cur, o, now)
+			commit(sh, g.ref, g.key, &g.cur, o, now, nil)
 		}
 	}
 	return true
@@ -241,7 +268,7 @@ func (st *Store) roomForGroup(now int64, reqs []algorithms.Request, out []algori
 				break
 			}
 		} else {
-			if commit(sh, g.ref, g.key, &g.cur, o, now); o.Err != nil {
+			if commit(sh, g.ref, g.key, &g.cur, o, now, nil); o.Err != nil {
 				failed = k
 				break
 			}

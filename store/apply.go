@@ -70,7 +70,7 @@ func applyFamily(now int64, req *algorithms.Request, e *shard.Entry, o *algorith
 // decideLog is decideLocked for a sliding log: it decides on a draft, which
 // writes nothing, and then writes the draft with writeLog. It requires that
 // sh, the shard of req.Key (whose hash is h), is locked.
-func decideLog(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome) {
+func decideLog(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome, lg *AOF) {
 	var entry shard.Entry
 	e := &entry
 	ref := sh.FindInto(req.Key, h, now, e)
@@ -81,7 +81,7 @@ func decideLog(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o 
 	d := algorithms.NewLogDraft(logState(e))
 	*o = algorithms.Outcome{Result: req.Limit.SlidingLog().Decide(&d, now, req.N)}
 	if req.N != 0 && o.Result.Allowed {
-		writeLog(sh, ref, req.Key, e, &d, req.Limit.Count, now, o)
+		writeLog(sh, ref, req.Key, e, &d, req.Limit.Count, now, o, lg)
 	}
 }
 
@@ -91,15 +91,16 @@ func decideLog(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o 
 // (shard.Reserve, making room under the memory limit as a new key does), so
 // that it is built in the shard's memory, never on the heap, and a refusal
 // (o becomes the OOM error, nothing changes) comes before anything is
-// built. It requires that sh is locked.
-func writeLog(sh *shard.Shard, ref shard.Ref, key []byte, e *shard.Entry, d *algorithms.LogDraft, limit, now int64, o *algorithms.Outcome) {
+// built. What it wrote is appended to lg unless lg is nil. It requires
+// that sh is locked.
+func writeLog(sh *shard.Shard, ref shard.Ref, key []byte, e *shard.Entry, d *algorithms.LogDraft, limit, now int64, o *algorithms.Outcome, lg *AOF) {
 	if !reserveLog(sh, &ref, key, e, d, limit, now, o) {
 		return
 	}
 	s := d.Apply(limit)
 	next := shard.Entry{Algo: algorithms.Log, Expire: expireAt(now, o.Result.ResetAfter),
 		State: [3]int64{s.Head, s.Count}, Ext: s.Ring}
-	commit(sh, ref, key, &next, o, now)
+	commit(sh, ref, key, &next, o, now, lg)
 }
 
 // reserveLog gives key's record the room d's ring will need, and d's base

@@ -21,4 +21,13 @@ var (
 	errUnknownAlgo = errors.New("unknown algorithm")
 	// errShort is a snapshot entry that runs past its block.
 	errShort = errors.New("entry runs past its block")
+	// ErrRewriteInProgress is the reply to BGREWRITEAOF while a rewrite of
+	// the append-only log runs, in Redis's words.
+	ErrRewriteInProgress = errors.New("Background append only file rewriting already in progress")
+	// errAOFClosed is the append-only log's error after Close.
+	errAOFClosed = errors.New("the append-only log is closed")
+	// errBadFsync is an appendfsync value other than always, everysec, no.
+	errBadFsync = errors.New("want always, everysec or no")
+	// errBadAutoRewrite is a negative automatic rewrite threshold.
+	errBadAutoRewrite = errors.New("auto-aof-rewrite-percentage and auto-aof-rewrite-min-size must not be negative")
 )

@@ -17,11 +17,13 @@ import (
 // one key holds that key's shard lock from read to write, so decisions on a
 // key are linearizable. Determinism: no method reads a clock; given the same
 // calls with the same instants, a store reaches the same state, which is
-// what a Raft FSM needs.
+// what a Raft FSM needs. With an append-only log attached (SetAOF), every
+// change is appended to it while the lock that applied it is held.
 type Store struct {
 	shards   []shard.Shard
 	mask     uint64
-	together atomic.Bool // one decider: a run locks all its shards at once (SetDeciders)
+	together atomic.Bool         // one decider: a run locks all its shards at once (SetDeciders)
+	aof      atomic.Pointer[AOF] // the append-only log every change goes to; nil: none (SetAOF)
 	mem      memory
 	sweep    sweepStats
 }
@@ -140,8 +142,9 @@ func (st *Store) decideOnShard(sh *shard.Shard, now int64, reqs []algorithms.Req
 		}
 		shard.Prefetch(shs[:len(hs)], hs)
 	}
+	lg := st.aof.Load()
 	for j, m := range idx {
-		decideLocked(sh, now, &reqs[m], hs[j], &out[m])
+		decideLocked(sh, now, &reqs[m], hs[j], &out[m], lg)
 	}
 }
 
@@ -186,8 +189,9 @@ func (st *Store) decideTogether(now int64, reqs []algorithms.Request, out []algo
 	locks := st.lockAll(set[:n])
 	defer st.unlockAll(locks) // open-coded; no lock survives a panic
 	shard.Prefetch(shs[:len(reqs)], hs[:len(reqs)])
+	lg := st.aof.Load()
 	for k := range reqs {
-		decideLocked(shs[k], now, &reqs[k], hs[k], &out[k])
+		decideLocked(shs[k], now, &reqs[k], hs[k], &out[k], lg)
 	}
 }
 
@@ -196,34 +200,40 @@ func (st *Store) decide(now int64, req *algorithms.Request, o *algorithms.Outcom
 	sh := &st.shards[h&st.mask]
 	sh.Lock()
 	defer sh.Unlock() // open-coded: free, and no lock survives a panic
-	decideLocked(sh, now, req, h, o)
+	decideLocked(sh, now, req, h, o, st.aof.Load())
 }
 
-// decideLocked computes and commits one decision into *o; it requires that
-// sh, the shard of req.Key (whose hash is h), is locked. Entries and
+// decideLocked computes and commits one decision into *o, and appends what
+// it wrote to lg unless lg is nil; it requires that sh, the shard of
+// req.Key (whose hash is h), is locked. Entries and
 // outcomes go by pointer: on this path, copies of these 56- and 72-byte
 // structs cost more than the decision itself (profiled: about a third of a
 // cached decision's time went to them).
-func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome) {
+func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome, lg *AOF) {
 	if req.Limit.Algo == algorithms.Log {
-		decideLog(sh, now, req, h, o)
+		decideLog(sh, now, req, h, o, lg)
 		return
 	}
 	var e, next shard.Entry
 	ref := sh.FindInto(req.Key, h, now, &e)
 	if apply(now, req, &e, o, &next) {
-		commit(sh, ref, req.Key, &next, o, now)
+		commit(sh, ref, req.Key, &next, o, now, lg)
 	}
 }
 
 // commit stores next for key, as the outcome o decided: marked depleted
 // when o admitted the last unit (remaining 0). A new key or a larger record
-// refused for want of memory turns *o into the OOM error. commit requires that sh is locked
+// refused for want of memory turns *o into the OOM error. What it stored
+// is appended to lg, unless lg is nil. commit requires that sh is locked
 // and ref came from its Find.
-func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *algorithms.Outcome, now int64) {
+func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *algorithms.Outcome, now int64, lg *AOF) {
 	next.Depleted = o.Err == nil && o.Result.Allowed && o.Result.Remaining == 0
 	if err := sh.Commit(ref, key, next, now); err != nil {
 		*o = algorithms.Outcome{Err: err}
+		return
+	}
+	if lg != nil {
+		lg.appendSet(now, key, next)
 	}
 }
 
@@ -256,11 +266,15 @@ func apply(now int64, req *algorithms.Request, e *shard.Entry, o *algorithms.Out
 // with the Raft node, which can fail.
 func (st *Store) Delete(now int64, keys [][]byte) (int64, error) {
 	var n int64
+	lg := st.aof.Load()
 	for _, k := range keys {
 		sh := st.shardOf(k)
 		sh.Lock()
 		if sh.Delete(k, now) {
 			n++
+			if lg != nil {
+				lg.appendDelete(now, k)
+			}
 		}
 		sh.Unlock()
 	}
@@ -327,8 +341,19 @@ func (st *Store) DBSize(now int64) (int64, error) {
 	return n, nil
 }
 
-// Flush removes every key.
+// Flush removes every key. With a log it holds every shard while it
+// does, so that the log's flush comes after every change before it and
+// before every change after it.
 func (st *Store) Flush(now int64) error {
+	if lg := st.aof.Load(); lg != nil {
+		release := st.hold()
+		defer release()
+		for i := range st.shards {
+			st.shards[i].Flush()
+		}
+		lg.appendFrame(now, []byte{itemFlush})
+		return nil
+	}
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/rls"
 	"github.com/sluice-rl/sluice/server"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // config is the resolved configuration: defaults, then the config file,
@@ -33,8 +34,16 @@ type config struct {
 	maxmemClientsPct int
 	dir              string
 	dbfilename       string
-	save             int    // seconds between periodic snapshots; 0: none, and none at shutdown
-	announceAddr     string // cluster.RESPAddr, if set; else the first --bind and --port
+	save             int // seconds between periodic snapshots; 0: none, and none at shutdown
+	// appendonly, appendfilename (in dir), aof-load-corrupt; aof holds
+	// appendfsync and the automatic rewrite's thresholds. appendonlySet:
+	// appendonly was given, not defaulted (a replicated node refuses it).
+	appendonly     bool
+	appendonlySet  bool
+	appendfilename string
+	aofLoadCorrupt bool
+	aof            store.AOFConfig
+	announceAddr   string // cluster.RESPAddr, if set; else the first --bind and --port
 
 	server   server.Config   // maxclients, timeout, the reader's limits, event-loops
 	commands commands.Config // requirepass, enable-debug-command, log-max-limit
@@ -70,6 +79,8 @@ func defaultConfig() config {
 		dir:             ".",
 		dbfilename:      "sluice.snap",
 		save:            300,
+		appendfilename:  "appendonly.aof",
+		aof:             store.DefaultAOFConfig(),
 		server:          srv,
 		commands:        commands.DefaultConfig(),
 		cluster:         cluster.DefaultConfig(),
@@ -174,6 +185,37 @@ var settings = []setting{
 		}
 		return intArg(a, 0, 1<<31-1, &c.save)
 	}, func(c *config) string { return strconv.Itoa(c.save) }},
+	{"appendonly", func(c *config, a []string) error {
+		c.appendonlySet = true
+		return boolArg(a, &c.appendonly)
+	}, func(c *config) string { return yesNo(c.appendonly) }},
+	{"appendfsync", func(c *config, a []string) error {
+		var v string
+		err := enumArg(a, &v, string(store.FsyncAlways), string(store.FsyncEverySec), string(store.FsyncNo))
+		if err == nil {
+			c.aof.Fsync, err = store.ParseFsync(v)
+		}
+		return err
+	}, func(c *config) string { return string(c.aof.Fsync) }},
+	{"appendfilename", func(c *config, a []string) error {
+		if err := stringArg(a, &c.appendfilename); err != nil {
+			return err
+		}
+		if c.appendfilename == "" || strings.ContainsRune(c.appendfilename, '/') {
+			return fmt.Errorf("%q must be a file name, without a directory (that is --dir)", c.appendfilename)
+		}
+		return nil
+	}, func(c *config) string { return c.appendfilename }},
+	{"auto-aof-rewrite-percentage", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 0, 1<<30, &n)
+		c.aof.AutoRewritePercentage = int64(n)
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.aof.AutoRewritePercentage, 10) }},
+	{"auto-aof-rewrite-min-size", func(c *config, a []string) error { return memArg(a, 0, 1<<50, &c.aof.AutoRewriteMinSize) },
+		func(c *config) string { return strconv.FormatInt(c.aof.AutoRewriteMinSize, 10) }},
+	{"aof-load-corrupt", func(c *config, a []string) error { return boolArg(a, &c.aofLoadCorrupt) },
+		func(c *config) string { return yesNo(c.aofLoadCorrupt) }},
 	{"node-id", func(c *config, a []string) error { return stringArg(a, &c.cluster.ID) },
 		func(c *config) string { return c.cluster.ID }},
 	{"raft-bind", func(c *config, a []string) error { return stringArg(a, &c.cluster.RaftBind) },

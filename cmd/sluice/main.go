@@ -103,6 +103,7 @@ func run(cfg config) error {
 	var ks commands.Keyspace = st
 	var node *cluster.Node
 	var saver *store.Saver
+	var aof *store.AOF
 	if cfg.replicated() {
 		// In a group the state comes from the Raft log and its snapshots
 		// (in --dir/raft), not from the snapshot file.
@@ -112,6 +113,11 @@ func run(cfg config) error {
 		if cfg.maxmemory > 0 {
 			return errors.New("--maxmemory is not supported with replication: replicas that refused different keys would diverge")
 		}
+		if cfg.appendonly && cfg.appendonlySet {
+			return errors.New("--appendonly is not supported with replication: the Raft log already persists every batch " +
+				"(--raft-fsync says when it reaches the disk)")
+		}
+		cfg.appendonly = false
 		ccfg := cfg.cluster
 		ccfg.Dir, ccfg.Password, ccfg.Logger = cfg.dir, cfg.commands.Password, log
 		respPort, err := clusterTLS(cfg, tlsr, &ccfg)
@@ -136,9 +142,10 @@ func run(cfg config) error {
 			return err
 		}
 		st.SetMaxMemory(cfg.maxmemory, evict)
-		if saver, err = loadSnapshot(log, st, cfg); err != nil {
+		if saver, aof, err = loadState(log, st, cfg); err != nil {
 			return err
 		}
+		defer func() { closeAppendOnly(log, aof) }() // on an early return
 	}
 	clientMemory, err := cfg.clientMemoryCap()
 	if err != nil {
@@ -159,14 +166,13 @@ func run(cfg config) error {
 	for _, s := range settings {
 		ccfg.Params = append(ccfg.Params, commands.Param{Name: s.name, Value: s.get(&cfg)})
 	}
-	// Redis tools (redis-benchmark) ask for this; sluice has no append-only file.
-	ccfg.Params = append(ccfg.Params, commands.Param{Name: "appendonly", Value: "no"})
 	ccfg.Info = []commands.Param{
 		{Name: "config_file", Value: cfg.file},
 		{Name: "shards", Value: strconv.Itoa(st.Shards())},
 	}
 	ccfg.Logger, ccfg.Stats = log, storeStats{st}
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(node), persisterOf(saver), stop
+	ccfg.AppendOnly = appendOnlyOf(aof, log)
 	cmds, err := commands.New(ccfg, ks, clock)
 	if err != nil {
 		return err
@@ -284,6 +290,8 @@ func run(cfg config) error {
 	// that no decision after it is lost; the process leaves at once, as
 	// Redis does after its final save.
 	close(stopSaves)
+	closeAppendOnly(log, aof)
+	aof = nil
 	log.Info("bye", "exit_code", end.code)
 	if end.code != exitOK {
 		return exitStatus(end.code)
