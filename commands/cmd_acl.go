@@ -201,7 +201,7 @@ func (s *session) aclLog(args [][]byte) {
 
 // aclDryRun: ACL DRYRUN username command [arg ...]
 func (s *session) aclDryRun(args [][]byte) {
-	cmd := lookupCommand(args[1])
+	cmd := s.h.lookupCommand(args[1])
 	if cmd == nil {
 		s.writeError(replyError(sanitize("Command '" + clip(string(args[1]), 128) + "' not found")))
 		return

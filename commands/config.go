@@ -13,6 +13,8 @@ type Config struct {
 	// ACLFile is aclfile: the users, loaded at start and by ACL LOAD,
 	// written by ACL SAVE ("": none).
 	ACLFile string
+	// Renames are rename-command directives, applied in order.
+	Renames []Rename
 	// ProtectedMode is protected-mode: while the default user needs no
 	// password, clients that do not connect over loopback are refused.
 	ProtectedMode bool

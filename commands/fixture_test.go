@@ -29,6 +29,7 @@ import (
 type testConfig struct {
 	Password    string
 	ACLFile     string
+	Renames     []Rename
 	Debug       DebugMode // "": yes
 	LogMaxLimit int64
 	// AllMaxLimits and AllMaxLogUnits: 0 for the defaults.
@@ -78,7 +79,7 @@ func startServer(t testing.TB, tc testConfig) *testServer {
 		cfg.AllMaxLogUnits = tc.AllMaxLogUnits
 	}
 	cfg.Password, cfg.Params, cfg.Shutdowner, cfg.Logger = tc.Password, tc.Params, tc.Shutdowner, quiet
-	cfg.ACLFile = tc.ACLFile
+	cfg.ACLFile, cfg.Renames = tc.ACLFile, tc.Renames
 	ks := tc.Keyspace
 	if ks == nil {
 		ks = store.New(8)

@@ -21,7 +21,8 @@ type Handler struct {
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
-	acl   aclState // users and the ACL LOG (acl.go)
+	acl   aclState            // users and the ACL LOG (acl.go)
+	table map[string]*command // with rename-command, the renamed table (rename.go); nil: the global one
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
@@ -55,7 +56,11 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users}, nil
+	table, err := renamedTable(cfg.Renames)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table}, nil
 }
 
 // Attach tells h the transport that serves it, for CLIENT LIST, CLIENT

@@ -108,7 +108,7 @@ func (s *session) lookup(name []byte) *command {
 	if p := s.prevCmd; p != nil && equalFold(name, p.name) {
 		return p
 	}
-	cmd := lookupCommand(name)
+	cmd := s.h.lookupCommand(name)
 	if cmd != nil {
 		s.prevCmd = cmd
 	}

@@ -121,6 +121,20 @@ var settings = []setting{
 		func(c *config) string { return strconv.Itoa(c.shards) }},
 	{"event-loops", func(c *config, a []string) error { return intArg(a, 0, 1024, &c.server.EventLoops) },
 		func(c *config) string { return strconv.Itoa(c.server.EventLoops) }},
+	// rename-command NAME NEWNAME, repeated; NEWNAME "" hides NAME.
+	{"rename-command", func(c *config, a []string) error {
+		if len(a) != 2 {
+			return fmt.Errorf("wants a command and its new name (\"\" to hide it), got %d values", len(a))
+		}
+		c.commands.Renames = append(c.commands.Renames, commands.Rename{From: a[0], To: a[1]})
+		return nil
+	}, func(c *config) string {
+		var parts []string
+		for _, r := range c.commands.Renames {
+			parts = append(parts, r.From+" "+r.To)
+		}
+		return strings.Join(parts, " ")
+	}},
 	{"protected-mode", func(c *config, a []string) error { return boolArg(a, &c.commands.ProtectedMode) },
 		func(c *config) string { return yesNo(c.commands.ProtectedMode) }},
 	{"aclfile", func(c *config, a []string) error { return stringArg(a, &c.commands.ACLFile) },

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -269,6 +270,34 @@ func TestTLSFlags(t *testing.T) {
 	} {
 		if _, err := parseArgs(argv); err == nil {
 			t.Errorf("parseArgs(%q) accepted it", argv)
+		}
+	}
+}
+
+// TestSecuritySettings: rename-command repeats and takes "" to hide a
+// command, in a config file and on the command line; protected-mode,
+// aclfile, tls-port and tls-auth-clients reach their configurations.
+func TestSecuritySettings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sluice.conf")
+	text := "rename-command CONFIG \"\"\nrename-command FLUSHALL flushall-9f2c\nprotected-mode no\naclfile /etc/sluice/users.acl\ntls-port 6390\ntls-auth-clients optional\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseArgs([]string{file, "--rename-command", "DEBUG", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []commands.Rename{{From: "CONFIG", To: ""}, {From: "FLUSHALL", To: "flushall-9f2c"}, {From: "DEBUG", To: ""}}
+	if fmt.Sprint(c.commands.Renames) != fmt.Sprint(want) || c.commands.ProtectedMode || c.commands.ACLFile != "/etc/sluice/users.acl" ||
+		c.tlsPort != 6390 || c.tlsAuthClients != "optional" {
+		t.Fatalf("config = %+v", c)
+	}
+	if d := defaultConfig(); !d.commands.ProtectedMode || d.tlsAuthClients != "yes" || d.tlsPort != 0 {
+		t.Fatalf("defaults: protected-mode %v, tls-auth-clients %q, tls-port %d", d.commands.ProtectedMode, d.tlsAuthClients, d.tlsPort)
+	}
+	for _, bad := range [][]string{{"--rename-command", "CONFIG"}, {"--tls-auth-clients", "maybe"}, {"--protected-mode", "perhaps"}} {
+		if _, err := parseArgs(bad); err == nil {
+			t.Errorf("%v accepted", bad)
 		}
 	}
 }
