@@ -185,20 +185,6 @@ func (s *session) forbidden(cmd *command, args [][]byte) bool {
 	return true
 }
 
-// forbiddenKey checks one key that no key position locates (the derived
-// key of a policy check): true, after answering NOPERM, if the user may
-// not touch it.
-func (s *session) forbiddenKey(cmdName string, key []byte, access acl.Access) bool {
-	p := s.user.Perms()
-	if p.AllowsAll() || p.CheckKey(key, access) {
-		return false
-	}
-	s.runDeferred()
-	s.logDenial(acl.DeniedKey, string(key))
-	s.writeError(codeError(acl.Denial{Reason: acl.DeniedKey}.Error(cmdName)))
-	return true
-}
-
 // logDenial adds an entry to the ACL LOG for this session.
 func (s *session) logDenial(reason acl.Reason, object string) {
 	user := ""
