@@ -213,7 +213,10 @@ func (s *session) authenticate(cmdName string, user, pass []byte, defaultOnly bo
 		s.logDenialAs(string(user), cmdName)
 		return errWrongPass
 	}
-	s.user, s.authed = u, true
+	s.mu.Lock() // CLIENT LIST reads the user from other goroutines
+	s.user = u
+	s.mu.Unlock()
+	s.authed = true
 	s.conn.SetUnauthenticated(false)
 	return nil
 }

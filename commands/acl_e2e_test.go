@@ -62,6 +62,9 @@ func TestACLUserLimitedToItsKeyPrefix(t *testing.T) {
 		if got := do(t, a, "ACL", "WHOAMI"); got != "a" {
 			t.Errorf("ACL WHOAMI = %v", got)
 		}
+		if list := do(t, admin, "CLIENT", "LIST").(string); !strings.Contains(list, " user=a ") || !strings.Contains(list, " user=default ") {
+			t.Errorf("CLIENT LIST does not show both users:\n%s", list)
+		}
 		// The default user is untouched by the check.
 		if got := ints(t, do(t, admin, "RL.TOKEN", "tenant-b:k", "1/h", 10, 1)); !strings.HasPrefix(got, "[1 10 9 ") {
 			t.Errorf("the default user on tenant B's key = %s", got)

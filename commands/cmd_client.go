@@ -156,7 +156,7 @@ func (s *session) clientSetInfo(attr, val []byte) {
 // Any goroutine: it reads the session's and the connection's shared fields.
 func (s *session) describe() string {
 	s.mu.Lock()
-	name, lib, ver := s.name, s.libName, s.libVer
+	name, lib, ver, user := s.name, s.libName, s.libVer, s.user.Name()
 	s.mu.Unlock()
 	ci := s.conn.Info()
 	now := time.Now()
@@ -180,6 +180,6 @@ func (s *session) describe() string {
 	b.WriteString(flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0")
 	b.WriteString(" rbs=" + strconv.FormatInt(ci.QueryBuffer, 10) + " omem=" + strconv.FormatInt(ci.OutputBuffer, 10))
 	b.WriteString(" tot-mem=" + strconv.FormatInt(ci.Memory, 10))
-	b.WriteString(" user=default redir=-1 resp=" + resp + " lib-name=" + lib + " lib-ver=" + ver + "\n")
+	b.WriteString(" user=" + user + " redir=-1 resp=" + resp + " lib-name=" + lib + " lib-ver=" + ver + "\n")
 	return b.String()
 }

@@ -20,7 +20,8 @@ type session struct {
 	h    *Handler
 	conn *server.Conn
 
-	mu      sync.Mutex // guards name, libName, libVer
+	mu sync.Mutex // guards name, libName, libVer, and user's changes
+
 	name    string
 	libName string
 	libVer  string
@@ -28,7 +29,7 @@ type session struct {
 	resp3    atomic.Bool
 	authed   bool
 	refused  bool      // protected mode refuses the connection (acl.go)
-	user     *acl.User // the ACL user the connection runs as (acl.go)
+	user     *acl.User // the ACL user the connection runs as (acl.go); written under mu
 	readonly bool      // READONLY: peeks answered from this node's own state
 	prevCmd  *command  // the command run last, looked up first
 
