@@ -181,7 +181,7 @@ func (s *session) forbidden(cmd *command, args [][]byte) bool {
 		object = string(args[d.Pos])
 	}
 	s.logDenial(d.Reason, object)
-	s.writeError(codeError(d.Error(ac.Name)))
+	s.writeError(errNoPerm(d, ac.Name))
 	return true
 }
 

@@ -55,7 +55,7 @@ func cmdACL(s *session, args [][]byte) {
 			rules = append(rules, string(r))
 		}
 		if err := users.SetUser(string(args[2]), rules...); err != nil {
-			s.writeError(replyError(sanitize(err.Error())))
+			s.writeError(errACL(err))
 			return
 		}
 		s.writeOK()
@@ -73,7 +73,7 @@ func cmdACL(s *session, args [][]byte) {
 		}
 		deleted, err := users.DelUser(names...)
 		if err != nil {
-			s.writeError(replyError(err.Error()))
+			s.writeError(errACL(err))
 			return
 		}
 		s.writeInt(int64(deleted))
@@ -90,7 +90,7 @@ func cmdACL(s *session, args [][]byte) {
 		}
 		cmds, err := s.h.acl.reg.CategoryCommands(string(args[2]))
 		if err != nil {
-			s.writeError(replyError(sanitize(err.Error())))
+			s.writeError(errACL(err))
 			return
 		}
 		s.writeBulkStrings(cmds)
@@ -113,7 +113,7 @@ func cmdACL(s *session, args [][]byte) {
 			return
 		}
 		if err := users.LoadFile(s.h.cfg.ACLFile); err != nil {
-			s.writeError(replyError(sanitize(err.Error())))
+			s.writeError(errACL(err))
 			return
 		}
 		s.writeOK()
@@ -203,7 +203,7 @@ func (s *session) aclLog(args [][]byte) {
 func (s *session) aclDryRun(args [][]byte) {
 	cmd := s.h.lookupCommand(args[1])
 	if cmd == nil {
-		s.writeError(replyError(sanitize("Command '" + clip(string(args[1]), 128) + "' not found")))
+		s.writeError(errACLNoCommand(args[1]))
 		return
 	}
 	argv := args[1:]
@@ -222,7 +222,7 @@ func (s *session) aclDryRun(args [][]byte) {
 	}
 	msg, err := s.h.acl.users.DryRun(string(args[0]), ac, argv)
 	if err != nil {
-		s.writeError(replyError(sanitize(err.Error())))
+		s.writeError(errACL(err))
 		return
 	}
 	if msg == "OK" {

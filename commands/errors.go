@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/sluice-rl/sluice/acl"
 )
 
 // replyError is a reply error with Redis's generic code: its text is Redis's
@@ -89,6 +91,25 @@ func errUnknownCommand(args [][]byte) replyError {
 	}
 	return replyError(sanitize(msg))
 }
+
+// errACL is an error of the acl package as a reply: its text is Redis's
+// (acl.go's vocabulary), with the generic code unless it has its own.
+func errACL(err error) error {
+	text := sanitize(err.Error())
+	if hasErrorCode(text) {
+		return codeError(text)
+	}
+	return replyError(text)
+}
+
+// errACLNoCommand is ACL DRYRUN's error for a command that does not exist.
+func errACLNoCommand(name []byte) replyError {
+	return replyError(sanitize("Command '" + clip(string(name), 128) + "' not found"))
+}
+
+// errNoPerm is the NOPERM error of a denied command (Redis 7.0's words,
+// from the acl package); cmd is the command's full name.
+func errNoPerm(d acl.Denial, cmd string) codeError { return codeError(d.Error(cmd)) }
 
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
 func errUnknownSubcommand(sub []byte, cmd string) replyError {
