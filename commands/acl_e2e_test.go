@@ -10,11 +10,13 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/server"
 )
 
-// The ACL over real sockets, with go-redis: users, categories, key
-// patterns (RL.ALL's keys included), NOPERM's wording, the ACL LOG and the
-// aclfile.
+// Access control over real sockets, with go-redis: users, categories, key
+// patterns (RL.ALL's keys included), NOPERM's wording, the ACL LOG, the
+// aclfile, rename-command; and the ACL check's cost on the hot path.
 
 // asUser returns a RESP2 client that authenticates as user on connect.
 func asUser(t *testing.T, ts *testServer, user, pass string) *redis.Client {
@@ -285,4 +287,80 @@ func TestOnlyAuthHelloAndQuitAnswerBeforeAuth(t *testing.T) {
 			t.Fatalf("PING after AUTH = %q", got)
 		}
 	})
+}
+
+// The cost of the ACL check on the hot path: the default user (allcommands
+// allkeys) pays one atomic load and a branch; a user held to a key prefix
+// pays a glob match per key. Compare with BenchmarkHandlerTokenP16.
+
+// restricted returns a loopback connection authenticated as a user allowed
+// @limiter on ~user:*, the keys pipeline uses.
+func restricted(tb testing.TB) *server.Conn {
+	tb.Helper()
+	c := loopback(tb)
+	feed(tb, c, []byte(frame("ACL", "SETUSER", "tenant", "on", ">pw", "~user:*", "+@limiter", "+@connection")))
+	feed(tb, c, []byte(frame("AUTH", "tenant", "pw")))
+	return c
+}
+
+func BenchmarkHandlerTokenP16RestrictedUser(b *testing.B) {
+	c := restricted(b)
+	batch := pipeline(16, 1000, "RL.TOKEN")
+	feed(b, c, batch)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(batch) / 16))
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 16 {
+		feed(b, c, batch)
+	}
+}
+
+// TestACLCheckDoesNotAllocate: a restricted user's pipelined RL.TOKEN, its
+// keys matched against its pattern, allocates nothing either.
+func TestACLCheckDoesNotAllocate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation count is measured in full runs")
+	}
+	c := restricted(t)
+	batch := pipeline(16, 16, "RL.TOKEN")
+	run := func() { feed(t, c, batch) }
+	run()
+	if allocs := testing.AllocsPerRun(200, run); allocs != 0 {
+		t.Fatalf("a restricted user's batch of 16 RL.TOKEN allocates %.1f times; want 0", allocs)
+	}
+}
+
+// TestRenameCommandHidesAndRenames: rename-command hides CONFIG ("") and
+// answers FLUSHALL only under its new name, over a real socket, and the
+// old names are unknown commands, pipelined or not.
+func TestRenameCommandHidesAndRenames(t *testing.T) {
+	ts := startServer(t, testConfig{Renames: []Rename{{From: "CONFIG", To: ""}, {From: "flushall", To: "flushall-9f2c"}}})
+	c := dialRaw(t, ts.addr)
+	if got := c.do("CONFIG GET port\r\n"); !strings.HasPrefix(got, "-ERR unknown command 'CONFIG'") {
+		t.Errorf("a hidden CONFIG = %q", got)
+	}
+	c.send("FLUSHALL\r\nFLUSHALL-9F2C\r\nflushall\r\nPING\r\n")
+	for i, want := range []string{"-ERR unknown command 'FLUSHALL'", "+OK", "-ERR unknown command 'flushall'", "+PONG"} {
+		if got := c.reply(); !strings.HasPrefix(got, want) {
+			t.Errorf("reply %d = %q; want %q…", i, got, want)
+		}
+	}
+	// Another server in the same process keeps every name.
+	other := dialRaw(t, startServer(t, testConfig{}).addr)
+	if got := other.do("FLUSHALL\r\n"); got != "+OK" {
+		t.Errorf("FLUSHALL on a server without renames = %q", got)
+	}
+}
+
+func TestRenameCommandRefusesBadDirectives(t *testing.T) {
+	for _, r := range [][]Rename{
+		{{From: "nosuch", To: "x"}},
+		{{From: "del", To: "ping"}},
+		{{From: "del", To: "has space"}},
+		{{From: "del", To: ""}, {From: "del", To: "x"}},
+	} {
+		if _, err := renamedTable(r); err == nil {
+			t.Errorf("%v accepted", r)
+		}
+	}
 }
