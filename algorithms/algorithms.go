@@ -19,6 +19,7 @@ const (
 	Log              // RL.LOG: SlidingLog
 	Concurrency      // RL.ACQUIRE, RL.RELEASE: Concurrency
 	Throttle         // CL.THROTTLE: CellThrottle (redis-cell's GCRA)
+	String           // a string a known limiter script or a plain string command wrote (package compat)
 )
 
 // String returns the name TYPE and RL.INFO report for a key holding this kind
@@ -39,6 +40,8 @@ func (a Algo) String() string {
 		return "rl-concurrency"
 	case Throttle:
 		return "cl-throttle"
+	case String:
+		return "string"
 	default:
 		return "none"
 	}

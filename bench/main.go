@@ -162,7 +162,7 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured load before each round (replies are still checked)")
 	fs.Uint64Var(&o.keys, "keys", 100_000, "key cardinality: keys are drawn from this many (1 = one hot key)")
 	fs.Float64Var(&o.zipf, "zipf", 0, "zipfian keys with this exponent (> 1); 0 for uniform")
-	fs.StringVar(&o.algo, "algo", "all", "decision scenarios to run: all, token or fixed")
+	fs.StringVar(&o.algo, "algo", "all", "decision scenarios to run: all, token, fixed or script (the limiter libraries' scripts)")
 	fs.StringVar(&o.rate, "rate", "10", "token bucket rate, tokens per second (a plain decimal, as both RL.TOKEN and the Lua script read it)")
 	fs.Int64Var(&o.capacity, "capacity", 100, "token bucket capacity, and the fixed window's limit")
 	fs.Int64Var(&o.window, "window", 10, "fixed window length, whole seconds")
@@ -220,8 +220,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-keys %d: want 1 to %d", o.keys, maxKeys)
 	case o.zipf != 0 && o.zipf <= 1:
 		return nil, fmt.Errorf("-zipf %v: want an exponent above 1, or 0 for uniform keys", o.zipf)
-	case o.algo != "all" && o.algo != "token" && o.algo != "fixed":
-		return nil, fmt.Errorf("-algo %q: want all, token or fixed", o.algo)
+	case o.algo != "all" && o.algo != "token" && o.algo != "fixed" && o.algo != "script":
+		return nil, fmt.Errorf("-algo %q: want all, token, fixed or script", o.algo)
 	case o.capacity < 1 || o.window < 1:
 		return nil, fmt.Errorf("-capacity and -window must be positive")
 	case o.pin != "auto" && o.pin != "on" && o.pin != "off":

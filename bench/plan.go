@@ -60,13 +60,13 @@ func (b base) wants(name string) bool {
 	return sc != nil && (b.algo == "all" || sc.algo == "" || sc.algo == b.algo)
 }
 
-// quickPlan: every scenario at pipeline 1 and 16 (the ratios; Redis PING
+// quickPlan: every scenario at pipeline 1 and 16 (the libraries' scripts too) (the ratios; Redis PING
 // too, so that Redis INCR ÷ Redis PING shows in the same run what the
 // cheapest Redis write costs against Redis's own no-op), the chart's
 // scenarios at 4 and 64 as well, and RL.TOKEN at 16 on one and two cores.
 func quickPlan(b base) []runSpec {
-	runs := depthRuns(b, []int{1, 16}, append(append([]string{"redis-ping"}, references...), decisionPairs...),
-		[]int{4, 64}, chartSet)
+	all := append(append(append([]string{"redis-ping"}, references...), decisionPairs...), libraryPairs...)
+	runs := depthRuns(b, []int{1, 16}, all, []int{4, 64}, chartSet)
 	runs = append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
 	return append(runs, aofRuns(b)...)
 }
@@ -106,7 +106,7 @@ func coreRuns(b base, depths []int, names []string) []runSpec {
 // fullPlan: more depths, key cardinalities up to 10M, zipfian keys, and
 // sluice on one and two cores.
 func fullPlan(b base) []runSpec {
-	all := append(append([]string{"redis-ping"}, references...), decisionPairs...)
+	all := append(append(append([]string{"redis-ping"}, references...), decisionPairs...), libraryPairs...)
 	runs := depthRuns(b, []int{1, 16, 64}, all, []int{2, 4, 8, 32, 128}, chartSet)
 	compared := []string{"sluice-token", "redis-lua-token", "redis-incr", "sluice-fixed", "redis-lua-fixed"}
 	for _, keys := range []uint64{1, 1000, 1_000_000, 10_000_000} {

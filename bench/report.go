@@ -155,6 +155,16 @@ func (rep *report) ratios() []ratio {
 		{"group RL.TOKEN → leader, no fsync ÷ with fsync, throughput", tput("group-token-nofsync", "group-token"), "", nil, nil},
 		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN, server CPU per decision (all nodes)", cpu("group-token", "sluice-token"), "", nil, nil},
 	}
+	for _, l := range libraries {
+		rows = append(rows, struct {
+			what   string
+			f      func(int) float64
+			target string
+			need   []int
+			ok     func(v [2]float64) bool
+		}{"sluice ÷ Redis, " + l.label + " script (EVALSHA), throughput", tput("sluice-script-"+l.name, "redis-script-"+l.name),
+			"≥ 10 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 10 }})
+	}
 	var out []ratio
 	for _, row := range rows {
 		r := ratio{what: row.what, target: row.target}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 )
 
 // A log entry is one batch: a header with the leader's timestamp, then the
@@ -16,6 +17,8 @@ import (
 //	keys    = nkeys:uvarint key:bytes*           (delete, exists)
 //	key     = key:bytes                           (type, ttl)
 //	member  = id:bytes addr:bytes                 (a node's RESP address)
+//	exec    = cmd:u8 readonly:u8 sha1:bytes nkeys:uvarint key:bytes* nargs:uvarint arg:bytes*
+//	                                              (a known script or a string command, package compat)
 //	bytes   = len:uvarint data
 //
 // The same encoding carries a follower's forwarded submission to the leader
@@ -39,6 +42,7 @@ const (
 	opDBSize
 	opMember
 	opInfo
+	opExec
 )
 
 // op is one operation of a batch.
@@ -48,14 +52,18 @@ type op struct {
 	keys [][]byte           // opDelete, opExists (several), opType, opTTL, opInfo (one)
 	id   string             // opMember
 	addr string             // opMember
+	xop  compat.Op          // opExec, with keys and argv
+	argv [][]byte           // opExec
 }
 
 // result is one operation's answer: an outcome for decisions, a number for
 // the others, or an error.
 type result struct {
-	out  algorithms.Outcome
-	n    int64
-	info algorithms.KeyInfo // opInfo
+	out   algorithms.Outcome
+	n     int64
+	info  algorithms.KeyInfo // opInfo
+	exec  bool               // opExec: the answer is reply
+	reply compat.Reply       // opExec
 }
 
 // appendBatch encodes ops with the timestamp now.
@@ -89,8 +97,42 @@ func appendOp(b []byte, o *op) []byte {
 	case opMember:
 		b = appendBytes(b, []byte(o.id))
 		b = appendBytes(b, []byte(o.addr))
+	case opExec:
+		b = append(b, byte(o.xop.Cmd), 0)
+		if o.xop.ReadOnly {
+			b[len(b)-1] = 1
+		}
+		var sha []byte
+		if o.xop.Script != nil {
+			sha = []byte(o.xop.Script.SHA1)
+		}
+		b = appendBytes(b, sha)
+		b = appendList(b, o.keys)
+		b = appendList(b, o.argv)
 	}
 	return b
+}
+
+func appendList(b []byte, list [][]byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(list)))
+	for _, v := range list {
+		b = appendBytes(b, v)
+	}
+	return b
+}
+
+// list reads what appendList wrote; the elements alias the entry.
+func (d *decoder) list() [][]byte {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	l := make([][]byte, 0, n)
+	for j := uint64(0); j < n && d.err == nil; j++ {
+		l = append(l, d.bytes())
+	}
+	return l
 }
 
 func appendBytes(b, v []byte) []byte {
@@ -199,6 +241,19 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 		case opMember:
 			o.id = string(d.bytes())
 			o.addr = string(d.bytes())
+		case opExec:
+			o.xop.Cmd = compat.Cmd(d.byte())
+			o.xop.ReadOnly = d.byte() == 1
+			if sha := d.bytes(); len(sha) > 0 {
+				if o.xop.Script = compat.Known.Lookup(sha); o.xop.Script == nil {
+					d.fail()
+				}
+			}
+			if (o.xop.Cmd == compat.CmdScript) != (o.xop.Script != nil) {
+				d.fail()
+			}
+			o.keys = d.list()
+			o.argv = d.list()
 		default:
 			d.fail()
 		}
@@ -216,6 +271,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 //	result  = 0:u8 allowed:u8 limit:varint remaining:varint retry:varint reset:varint n:varint
 //	        | 1:u8 error:bytes
 //	        | 2:u8 algo:u8 expire:varint nfields:uvarint field*      (RL.INFO)
+//	        | 3:u8 reply:bytes                                        (exec: compat.Reply.AppendBinary)
 //	field   = name:bytes value:varint flags:u8 [len:uvarint value:varint*]   (flags: 1 list, 2 pairs)
 func appendResults(b []byte, rs []result) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs)))
@@ -224,6 +280,10 @@ func appendResults(b []byte, rs []result) []byte {
 		if r.out.Err != nil {
 			b = append(b, 1)
 			b = appendBytes(b, []byte(r.out.Err.Error()))
+			continue
+		}
+		if r.exec {
+			b = appendBytes(append(b, 3), r.reply.AppendBinary(nil))
 			continue
 		}
 		if r.info.Algo != algorithms.None {
@@ -271,6 +331,12 @@ func decodeResults(data []byte) ([]result, error) {
 			rs[i].out.Err = replyError(d.bytes())
 		case 2:
 			rs[i].info = d.info()
+		case 3:
+			rep, err := compat.DecodeReply(d.bytes())
+			if err != nil {
+				d.fail()
+			}
+			rs[i].exec, rs[i].reply = true, rep
 		default:
 			d.fail()
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 )
 
 func sampleOps() []op {
@@ -22,6 +23,12 @@ func sampleOps() []op {
 		{code: opDBSize},
 		{code: opFlush},
 		{code: opMember, id: "n1", addr: "127.0.0.1:6381"},
+		{code: opExec, xop: compat.Op{Cmd: compat.CmdScript, Script: compat.Known.Lookup([]byte(compat.FlexibleSHA1))},
+			keys: [][]byte{[]byte("rlflx:1")}, argv: [][]byte{[]byte("1"), []byte("60")}},
+		{code: opExec, xop: compat.Op{Cmd: compat.CmdScript, ReadOnly: true, Script: compat.Known.Lookup([]byte(compat.UlulePeekSHA1))},
+			keys: [][]byte{[]byte("u")}},
+		{code: opExec, xop: compat.Op{Cmd: compat.CmdSet}, keys: [][]byte{[]byte("s")},
+			argv: [][]byte{[]byte("3"), []byte("EX"), []byte("60")}},
 	}
 }
 
@@ -47,12 +54,18 @@ func TestResultsRoundTrip(t *testing.T) {
 		{out: algorithms.Outcome{Result: algorithms.Result{Allowed: true, Limit: 20, Remaining: 19, ResetAfter: 100e6}}},
 		{out: algorithms.Outcome{Result: algorithms.Result{Limit: 5, RetryAfter: -1}}, n: -2},
 		{out: algorithms.Outcome{Err: errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")}},
+		{exec: true, reply: execReply(t, compat.FlexibleSHA1, "1", "60")},
+		{exec: true, reply: execReply(t, compat.RateLimitRedisGetSHA1)},
+		{exec: true, reply: execReply(t, compat.UluleIncrSHA1, "x", "1")},
 	}
 	got, err := decodeResults(appendResults(nil, rs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range rs {
+		if got[i].exec != rs[i].exec || got[i].reply.String() != rs[i].reply.String() {
+			t.Fatalf("result %d: reply %v; want %v", i, got[i].reply.String(), rs[i].reply.String())
+		}
 		if got[i].out.Result != rs[i].out.Result || got[i].n != rs[i].n {
 			t.Fatalf("result %d: %+v; want %+v", i, got[i], rs[i])
 		}
@@ -61,6 +74,17 @@ func TestResultsRoundTrip(t *testing.T) {
 			t.Fatalf("result %d error: %v; want %v", i, got[i].out.Err, rs[i].out.Err)
 		}
 	}
+}
+
+// execReply is the reply of the known script sha on a new key with argv.
+func execReply(t *testing.T, sha string, argv ...string) compat.Reply {
+	t.Helper()
+	c := compat.Call{Now: 1_800_000_000_000_000_000, Keys: make([]compat.Key, 1)}
+	for _, a := range argv {
+		c.Argv = append(c.Argv, []byte(a))
+	}
+	compat.Exec(compat.Op{Cmd: compat.CmdScript, Script: compat.Known.Lookup([]byte(sha))}, &c)
+	return c.Reply
 }
 
 // FuzzDecodeBatch: a log entry or a forwarded submission is a parser's
@@ -89,6 +113,7 @@ func FuzzDecodeBatch(f *testing.F) {
 
 func FuzzDecodeResults(f *testing.F) {
 	f.Add(appendResults(nil, []result{{n: 3}, {out: algorithms.Outcome{Err: errors.New("ERR x")}}}))
+	f.Add(appendResults(nil, []result{{exec: true, reply: compat.ErrorReply(errors.New("ERR y"))}}))
 	f.Add([]byte{0xff, 0xff, 0x03})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs, err := decodeResults(data)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -35,6 +36,7 @@ type stateMachine struct {
 
 	reqs []algorithms.Request // scratch for runs of decisions
 	outs []algorithms.Outcome
+	call compat.Call // scratch for scripts and string commands
 }
 
 // newStateMachine returns the state machine over st.
@@ -151,6 +153,11 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			if len(o.keys) == 1 {
 				r.info, r.out.Err = f.st.Info(at, o.keys[0])
 			}
+		case opExec:
+			f.call.Argv = o.argv
+			f.st.Exec(at, o.xop, o.keys, &f.call)
+			r.exec, r.reply = true, f.call.Reply
+			f.call.Argv = nil
 		case opDBSize:
 			r.n, r.out.Err = f.st.DBSize(at)
 		case opFlush:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 )
 
 // The commands package's Keyspace, replicated: every operation is carried
@@ -75,6 +76,34 @@ func (n *Node) Info(now int64, key []byte) (algorithms.KeyInfo, error) {
 		return algorithms.KeyInfo{}, errUnknown("the leader's reply was short")
 	}
 	return rs[0].info, rs[0].out.Err
+}
+
+// Exec carries out a known script or a string command through the log
+// (commands.Scripter) and leaves its reply in c.Reply.
+func (n *Node) Exec(now int64, xop compat.Op, keys [][]byte, c *compat.Call) {
+	rs, err := n.submit(now, []op{{code: opExec, xop: xop, keys: keys, argv: c.Argv}})
+	switch {
+	case err != nil:
+		c.Reply = compat.ErrorReply(errors.New(replyLine(err)))
+	case len(rs) != 1 || !rs[0].exec:
+		c.Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
+	default:
+		c.Reply = rs[0].reply
+	}
+}
+
+// replyLine is err's text as a reply line: with its Redis error code, or
+// ERR.
+func replyLine(err error) string {
+	text := err.Error()
+	i := 0
+	for i < len(text) && text[i] >= 'A' && text[i] <= 'Z' {
+		i++
+	}
+	if i > 0 && (i == len(text) || text[i] == ' ') {
+		return text
+	}
+	return "ERR " + text
 }
 
 // LocalInfo returns key's state from this node's own replica, as of its

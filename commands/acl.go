@@ -173,6 +173,9 @@ func (s *session) forbidden(cmd *command, args [][]byte) bool {
 		}
 	}
 	d := p.Check(ac, args)
+	if d.Reason == acl.Allowed && !p.AllowsAllKeys() && cmd.group == "scripting" {
+		d = scriptKeysDenial(p, cmd, args)
+	}
 	if d.Reason == acl.Allowed {
 		return false
 	}
@@ -184,6 +187,30 @@ func (s *session) forbidden(cmd *command, args [][]byte) bool {
 	s.logDenial(d.Reason, object)
 	s.writeError(errNoPerm(d, ac.Name))
 	return true
+}
+
+// scriptKeysDenial checks the keys of EVAL, EVALSHA and their _RO forms,
+// which no fixed position locates: script numkeys key… arg…. A numkeys
+// that is not a count of the arguments is the command's own error to give,
+// so it passes here.
+func scriptKeysDenial(p *acl.Perms, cmd *command, args [][]byte) acl.Denial {
+	if len(args) < 3 {
+		return acl.Denial{}
+	}
+	n, ok := parseInt(args[2])
+	if !ok || n < 0 || n > int64(len(args)-3) {
+		return acl.Denial{}
+	}
+	access := acl.Read | acl.Write
+	if strings.HasSuffix(cmd.name, "_ro") {
+		access = acl.Read
+	}
+	for i := 3; i < 3+int(n); i++ {
+		if !p.CheckKey(args[i], access) {
+			return acl.Denial{Reason: acl.DeniedKey, Pos: i}
+		}
+	}
+	return acl.Denial{}
 }
 
 // logDenial adds an entry to the ACL LOG for this session.

@@ -31,7 +31,7 @@ func TestACLUserLimitedToItsKeyPrefix(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		ts := startServer(t, testConfig{EventLoops: loops})
 		admin := ts.client(t, proto(2))
-		do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~tenant-a:*", "+@limiter", "+@connection")
+		do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~tenant-a:*", "+@limiter", "+@connection", "+evalsha", "+set", "+get")
 		a := asUser(t, ts, "a", "pa")
 
 		if got := ints(t, do(t, a, "RL.TOKEN", "tenant-a:k", "1/h", 10, 1)); !strings.HasPrefix(got, "[1 10 9 ") {
@@ -43,10 +43,17 @@ func TestACLUserLimitedToItsKeyPrefix(t *testing.T) {
 			{"RL.ALL", 1, "TOKEN", "tenant-a:k", "1/h", 10, "TOKEN", "tenant-b:k", "1/h", 10},
 			{"RL.ALL", 1, "FIXED", "tenant-b:x", "1/h", 10},
 			{"CL.THROTTLE", "tenant-b:k", 10, 1, 60},
+			{"EVALSHA", ululeIncr, 1, "tenant-b:k", 1, 60000},
+			{"EVALSHA", ululeIncr, 2, "tenant-a:k2", "tenant-b:k", 1, 60000},
+			{"SET", "tenant-b:s", "1"},
+			{"GET", "tenant-b:s"},
 		} {
 			if got := doErr(t, a, cmd...); got != keyDenied {
 				t.Errorf("%v = %q; want %q", cmd, got, keyDenied)
 			}
+		}
+		if got := fmt.Sprint(do(t, a, "EVALSHA", ululeIncr, 1, "tenant-a:lim", 1, 60000)); got != "[1 60000]" {
+			t.Fatalf("EVALSHA on its own key = %s", got)
 		}
 		// The RL.ALL that was refused changed nothing on tenant A's key.
 		if got := ints(t, do(t, admin, "RL.TOKEN", "tenant-a:k", "1/h", 10, 0)); !strings.HasPrefix(got, "[1 10 9 ") {

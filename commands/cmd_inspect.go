@@ -1,6 +1,10 @@
 package commands
 
-import "github.com/sluice-rl/sluice/algorithms"
+import (
+	"math"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
 
 // RL.INFO and RL.RESET: look at a limiter's state, and put limiters back to
 // their initial state.
@@ -44,7 +48,7 @@ func cmdRLInfo(s *session, args [][]byte) {
 	s.writeBulkString("expire_at_ns")
 	s.writeInt(info.Expire)
 	s.writeBulkString("ttl_ms")
-	s.writeInt(ceilMillis(info.Expire - s.conn.Now()))
+	s.writeInt(infoTTL(&info, s.conn.Now()))
 	for _, f := range info.Fields {
 		s.writeBulkString(f.Name)
 		switch {
@@ -70,4 +74,17 @@ func cmdRLInfo(s *session, args [][]byte) {
 func cmdRLReset(s *session, args [][]byte) {
 	n, err := s.h.ks.Delete(s.conn.Now(), args[1:])
 	s.replyInt(n, err)
+}
+
+// infoTTL is RL.INFO's ttl_ms: the ms until the state expires, rounded up;
+// for a string, its PTTL as Redis gives it (-1 without a TTL). A string's
+// Expire is one ms past Redis's expiry millisecond (compat.Key.Expire).
+func infoTTL(info *algorithms.KeyInfo, now int64) int64 {
+	if info.Algo != algorithms.String {
+		return ceilMillis(info.Expire - now)
+	}
+	if info.Expire == math.MaxInt64 {
+		return -1
+	}
+	return max(ceilMillis(info.Expire-now)-1, 0)
 }

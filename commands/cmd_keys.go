@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"math"
 	"strconv"
 
 	"github.com/sluice-rl/sluice/algorithms"
@@ -82,6 +83,8 @@ func (s *session) replyTTL(key []byte, unit int64) {
 		s.writeError(err)
 	case ttl < 0:
 		s.writeInt(-2)
+	case ttl == math.MaxInt64: // a string without a TTL
+		s.writeInt(-1)
 	default:
 		s.writeInt((ceilMillis(ttl) + unit/2) / unit)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/compat"
 )
 
 // replyError is a reply error with Redis's generic code: its text is Redis's
@@ -56,6 +57,13 @@ var (
 	errPeriodRange      = replyError("period is out of range")
 	errQuantityNegative = replyError("quantity must not be negative")
 	errBurstTooLong     = replyError("max_burst+1 times period/count is too long (over 146 years)")
+
+	// Scripts (cmd_scripts.go), in Redis's words where it has them.
+	errNumKeysNegative = replyError("Number of keys can't be negative")
+	errNumKeysTooMany  = replyError("Number of keys can't be greater than number of args")
+	errNoScript        = codeError("NOSCRIPT No matching script. Please use EVAL.")
+	errNotBusy         = codeError("NOTBUSY No scripts in execution right now.")
+	errNoStrings       = replyError("this server's keyspace holds no strings (scripts and string commands are unavailable)")
 
 	errNoAuth      = codeError("NOAUTH Authentication required.")
 	errHelloNoAuth = codeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
@@ -114,6 +122,21 @@ func errNoPerm(d acl.Denial, cmd string) codeError { return codeError(d.Error(cm
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
 func errUnknownSubcommand(sub []byte, cmd string) replyError {
 	return replyError(sanitize("unknown subcommand '" + clip(string(sub), 128) + "'. Try " + cmd + " HELP."))
+}
+
+// errUnknownScript is the reply to a script text that is none of the known
+// limiter scripts: sluice runs no Lua. It names the script the text most
+// resembles, and the native command to use instead.
+func errUnknownScript(sha1hex string, like *compat.Script) replyError {
+	msg := "sluice runs no Lua, only the known limiter scripts natively (Spring Cloud Gateway, go-redis/redis_rate, " +
+		"rate-limiter-flexible, rate-limit-redis, ulule/limiter; docs/compat.md), and this script (SHA1 " + sha1hex +
+		") is not one of them"
+	if like != nil {
+		msg += ": it resembles " + like.Library + "'s " + like.Name + " (" + like.Versions + "); the native command is " + like.Native
+	} else {
+		msg += ": use the RL.* commands (RL.TOKEN, RL.FIXED, …) instead"
+	}
+	return replyError(msg)
 }
 
 // errHelloOption is HELLO's error for an option it does not take.

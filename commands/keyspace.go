@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 )
 
 // Keyspace is what the commands need from the state behind them: the store
@@ -19,7 +20,8 @@ type Keyspace interface {
 	Exists(now int64, keys [][]byte) (int64, error)
 	// Type returns the algorithm of key's state, None if absent.
 	Type(now int64, key []byte) (algorithms.Algo, error)
-	// TTL returns the time until key's state expires, or -1 if absent.
+	// TTL returns the time until key's state expires, -1 if absent, or
+	// math.MaxInt64 if it never expires (a string written without a TTL).
 	TTL(now int64, key []byte) (int64, error)
 	// Scan visits about count entries from cursor and returns the cursor to
 	// continue from, 0 when done. It calls fn with no lock held; when fn
@@ -29,6 +31,15 @@ type Keyspace interface {
 	Flush(now int64) error
 	// Info returns key's stored state (Algo None if absent), for RL.INFO.
 	Info(now int64, key []byte) (algorithms.KeyInfo, error)
+}
+
+// Scripter is implemented by keyspaces that hold the keys of the known
+// limiter scripts and of the plain string commands (package compat): the
+// store and the Raft node. Exec carries out op on keys at now, atomically
+// across them, with the arguments after the keys in c.Argv, and leaves the
+// reply in c.Reply (see store.Store.Exec). c is the caller's, reused.
+type Scripter interface {
+	Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call)
 }
 
 // Sweeper is implemented by keyspaces that expire entries actively;

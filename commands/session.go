@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 	"github.com/sluice-rl/sluice/server"
 )
 
@@ -37,8 +38,11 @@ type session struct {
 	lastRate   []byte
 	lastRateNS int64
 
-	queue deferred // the batch's deferred work (deferred.go)
-	group int32    // the last RL.ALL group number handed out
+	queue deferred    // the batch's deferred work (deferred.go)
+	call  compat.Call // scratch of EVAL and the string commands (cmd_scripts.go)
+
+	lastScript *compat.Script // the script EVALSHA found last, tried first
+	group      int32          // the last RL.ALL group number handed out
 
 	// Counters of the batch being run, added to totals once per batch.
 	cmds, errors, allowed, denied int64

@@ -19,6 +19,8 @@ const (
 	Array
 	// Error is a failed script: Reply.Err holds the message.
 	Error
+	// OK is the status reply "+OK" of a plain SET.
+	OK
 )
 
 // MaxElems is the longest array a supported script returns.
@@ -113,6 +115,8 @@ func (e *Elem) appendRESP(dst []byte, resp3 bool) []byte {
 	case Integer:
 		dst = append(dst, ':')
 		dst = strconv.AppendInt(dst, e.Int, 10)
+	case OK:
+		dst = append(dst, "+OK"...)
 	case Bulk:
 		dst = append(dst, '$')
 		dst = strconv.AppendInt(dst, int64(e.n), 10)
@@ -156,6 +160,8 @@ func (e *Elem) String() string {
 		return strconv.FormatInt(e.Int, 10)
 	case Bulk:
 		return strconv.Quote(string(e.Bytes()))
+	case OK:
+		return "OK"
 	}
 	return "(nil)"
 }

@@ -298,11 +298,15 @@ func (st *Store) Type(now int64, key []byte) (algorithms.Algo, error) {
 	return st.get(now, key).Algo, nil
 }
 
-// TTL returns the time until key's state expires, -1 if absent.
+// TTL returns the time until key's state expires, -1 if absent, NoTTL if
+// it never expires (a string written without a TTL).
 func (st *Store) TTL(now int64, key []byte) (int64, error) {
 	e := st.get(now, key)
-	if e.Algo == algorithms.None {
+	switch e.Algo {
+	case algorithms.None:
 		return -1, nil
+	case algorithms.String:
+		return stringTTL(&e, now), nil
 	}
 	return e.Expire - now, nil
 }

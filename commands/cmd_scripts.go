@@ -1,0 +1,162 @@
+package commands
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+
+	"github.com/sluice-rl/sluice/compat"
+)
+
+// The scripting commands. sluice runs no Lua: a script is recognised by the
+// SHA1 of its exact text among the known limiter scripts (compat.Known), and
+// run natively and atomically at the batch's instant. A known SHA1 needs no
+// SCRIPT LOAD, and is never answered NOSCRIPT, after a restart or ever.
+
+func init() {
+	evalArgs := []argDoc{
+		{name: "script", typ: "string"},
+		{name: "numkeys", typ: "integer"},
+		{name: "key", typ: "key", optional: true, multiple: true},
+		{name: "arg", typ: "string", optional: true, multiple: true},
+	}
+	shaArgs := append([]argDoc{{name: "sha1", typ: "string"}}, evalArgs[1:]...)
+	register(
+		&command{name: "eval", arity: -3, flags: flagWrite, run: cmdEval, group: "scripting", since: "0.1.0",
+			summary: "Runs a known limiter script natively, recognised by its text.", complexity: "O(number of keys)",
+			arguments: evalArgs},
+		&command{name: "evalsha", arity: -3, flags: flagWrite, run: cmdEval, group: "scripting", since: "0.1.0",
+			summary: "Runs a known limiter script natively, named by its SHA1.", complexity: "O(number of keys)",
+			arguments: shaArgs},
+		&command{name: "eval_ro", arity: -3, flags: flagReadOnly, run: cmdEval, group: "scripting", since: "0.1.0",
+			summary: "Runs a known limiter script natively; its first write fails.", complexity: "O(number of keys)",
+			arguments: evalArgs},
+		&command{name: "evalsha_ro", arity: -3, flags: flagReadOnly, run: cmdEval, group: "scripting", since: "0.1.0",
+			summary:    "Runs a known limiter script natively, named by its SHA1; its first write fails.",
+			complexity: "O(number of keys)", arguments: shaArgs},
+		&command{name: "script", arity: -2, run: cmdScript, group: "scripting", since: "0.1.0",
+			summary:    "Loads known limiter scripts, tells which are known, flushes (LOAD, EXISTS, FLUSH, KILL, HELP).",
+			complexity: "Depends on subcommand.", subs: []string{"load", "exists", "flush", "kill", "help"}},
+	)
+}
+
+// cmdEval: EVAL script numkeys [key ...] [arg ...], EVALSHA sha1 …, and
+// their _RO forms.
+func cmdEval(s *session, args [][]byte) {
+	// arguments
+	name := args[0]
+	bySHA := len(name) >= 7 && (name[4]|0x20) == 's' // evalsha, evalsha_ro
+	readOnly := name[len(name)-1]|0x20 == 'o'        // eval_ro, evalsha_ro
+	numKeys, ok := parseInt(args[2])
+	switch {
+	case !ok:
+		s.writeError(errNotInteger)
+		return
+	case numKeys < 0:
+		s.writeError(errNumKeysNegative)
+		return
+	case numKeys > int64(len(args)-3):
+		s.writeError(errNumKeysTooMany)
+		return
+	}
+	var script *compat.Script
+	if bySHA {
+		// A connection mostly repeats one script: compare with the last
+		// one's SHA1 before decoding the hex and hashing.
+		if p := s.lastScript; p != nil && string(args[1]) == p.SHA1 {
+			script = p
+		} else if script = compat.Known.Lookup(args[1]); script != nil {
+			s.lastScript = script
+		}
+		if script == nil {
+			s.writeError(errNoScript)
+			return
+		}
+	} else if script = compat.Known.LookupText(args[1]); script == nil {
+		s.writeError(unknownScript(args[1]))
+		return
+	}
+	keys := args[3 : 3+numKeys]
+	// operation and reply
+	s.exec1(compat.Op{Cmd: compat.CmdScript, Script: script, ReadOnly: readOnly}, keys, args[3+numKeys:])
+}
+
+// unknownScript is the error for a text that is no known script.
+func unknownScript(text []byte) error {
+	sum := sha1.Sum(text)
+	return errUnknownScript(hex.EncodeToString(sum[:]), compat.Known.Suggest(text))
+}
+
+// exec1 carries out op on keys through the keyspace and writes its reply.
+func (s *session) exec1(op compat.Op, keys, argv [][]byte) {
+	sc, ok := s.h.ks.(Scripter)
+	if !ok {
+		s.writeError(errNoStrings)
+		return
+	}
+	c := &s.call
+	c.Argv = argv
+	sc.Exec(s.conn.Now(), op, keys, c)
+	if c.Reply.Type == compat.Error {
+		s.errors++
+	}
+	s.conn.Out = c.Reply.AppendRESP(s.conn.Out, s.resp3.Load())
+	c.Argv = nil // drop references into the input buffer
+	clear(c.Keys)
+}
+
+// cmdScript: SCRIPT LOAD script | EXISTS sha1 [sha1 ...] | FLUSH [ASYNC|SYNC]
+// | KILL | HELP.
+func cmdScript(s *session, args [][]byte) {
+	sub := args[1]
+	switch {
+	case equalFold(sub, "load") && len(args) == 3:
+		script := compat.Known.LookupText(args[2])
+		if script == nil {
+			s.writeError(unknownScript(args[2]))
+			return
+		}
+		s.writeBulkString(script.SHA1)
+	case equalFold(sub, "exists") && len(args) >= 3:
+		s.writeArray(len(args) - 2)
+		for _, sha := range args[2:] {
+			if compat.Known.Lookup(sha) != nil {
+				s.writeInt(1)
+			} else {
+				s.writeInt(0)
+			}
+		}
+	case equalFold(sub, "flush") && len(args) <= 3:
+		// The known scripts are always there: nothing to flush.
+		if len(args) == 3 && !equalFold(args[2], "async") && !equalFold(args[2], "sync") {
+			s.writeError(replyError("SCRIPT FLUSH only support SYNC|ASYNC option"))
+			return
+		}
+		s.writeOK()
+	case equalFold(sub, "kill") && len(args) == 2:
+		s.writeError(errNotBusy)
+	case equalFold(sub, "help") && len(args) == 2:
+		lines := []string{
+			"SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"EXISTS <sha1> [<sha1> ...]",
+			"    Return 1 for each SHA1 of a known limiter script, else 0.",
+			"FLUSH [ASYNC|SYNC]",
+			"    Does nothing: the known scripts cannot be flushed.",
+			"KILL",
+			"    No script ever runs long: always NOTBUSY.",
+			"LOAD <script>",
+			"    Return the SHA1 of a known limiter script's text; any other text is refused.",
+			"HELP",
+			"    Print this help.",
+		}
+		s.writeArray(len(lines))
+		for _, l := range lines {
+			s.writeSimple(l)
+		}
+	case equalFold(sub, "load") || equalFold(sub, "exists") || equalFold(sub, "flush") ||
+		equalFold(sub, "kill") || equalFold(sub, "help"):
+		s.writeError(errWrongArgs("script|" + strings.ToLower(string(sub))))
+	default:
+		s.writeError(errUnknownSubcommand(sub, "SCRIPT"))
+	}
+}

@@ -1,0 +1,84 @@
+package commands
+
+import "github.com/sluice-rl/sluice/compat"
+
+// The plain string commands that limiter libraries send on the keys their
+// scripts write (docs/compat.md): GET, SET, INCR, INCRBY, DECR, DECRBY,
+// EXPIRE and PEXPIRE, with Redis 7.0's arguments, replies and errors. They
+// work on strings only: against a key that holds a native limiter's state
+// they answer WRONGTYPE, and SET replaces it, as Redis's SET does. DEL,
+// EXISTS, TYPE, PTTL and TTL are the key-space commands (cmd_keys.go).
+
+func init() {
+	key := argDoc{name: "key", typ: "key"}
+	expireOpts := []argDoc{{name: "condition", typ: "string", optional: true}}
+	keyed := func(c *command) *command {
+		c.group, c.since, c.firstKey, c.lastKey, c.keyStep = "string", "0.1.0", 1, 1, 1
+		if c.complexity == "" {
+			c.complexity = "O(1)"
+		}
+		return c
+	}
+	register(
+		keyed(&command{name: "get", arity: 2, flags: flagReadOnly | flagFast, run: cmdGet,
+			summary: "Returns the string value of a key.", arguments: []argDoc{key}}),
+		keyed(&command{name: "set", arity: -3, flags: flagWrite, run: cmdSet,
+			summary: "Sets a key's string value, with an optional expiry and condition.",
+			arguments: []argDoc{key, {name: "value", typ: "string"},
+				{name: "condition", typ: "string", optional: true},
+				{name: "get", typ: "pure-token", token: "GET", optional: true},
+				{name: "expiration", typ: "string", optional: true}}}),
+		keyed(&command{name: "incr", arity: 2, flags: flagWrite | flagFast, run: cmdIncr,
+			summary: "Increments the integer value of a key by one.", arguments: []argDoc{key}}),
+		keyed(&command{name: "incrby", arity: 3, flags: flagWrite | flagFast, run: cmdIncr,
+			summary:   "Increments the integer value of a key by a number.",
+			arguments: []argDoc{key, {name: "increment", typ: "integer"}}}),
+		keyed(&command{name: "decr", arity: 2, flags: flagWrite | flagFast, run: cmdIncr,
+			summary: "Decrements the integer value of a key by one.", arguments: []argDoc{key}}),
+		keyed(&command{name: "decrby", arity: 3, flags: flagWrite | flagFast, run: cmdIncr,
+			summary:   "Decrements the integer value of a key by a number.",
+			arguments: []argDoc{key, {name: "decrement", typ: "integer"}}}),
+		keyed(&command{name: "expire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
+			summary:   "Sets a string key's time to live in seconds (WRONGTYPE on a limiter's state).",
+			arguments: append([]argDoc{key, {name: "seconds", typ: "integer"}}, expireOpts...)}),
+		keyed(&command{name: "pexpire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
+			summary:   "Sets a string key's time to live in milliseconds (WRONGTYPE on a limiter's state).",
+			arguments: append([]argDoc{key, {name: "milliseconds", typ: "integer"}}, expireOpts...)}),
+	)
+}
+
+// oneArg is INCR's and DECR's delta; nothing writes to it.
+var oneArg = [][]byte{[]byte("1")}
+
+func cmdGet(s *session, args [][]byte) {
+	s.exec1(compat.Op{Cmd: compat.CmdGet}, args[1:2], nil)
+}
+
+// cmdSet: SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
+// The options are read where the command runs (compat), so that a
+// replicated group's log carries the command as it came.
+func cmdSet(s *session, args [][]byte) {
+	s.exec1(compat.Op{Cmd: compat.CmdSet}, args[1:2], args[2:])
+}
+
+// cmdIncr: INCR key, INCRBY key n, DECR key, DECRBY key n.
+func cmdIncr(s *session, args [][]byte) {
+	op := compat.Op{Cmd: compat.CmdIncrBy}
+	if args[0][0]|0x20 == 'd' {
+		op.Cmd = compat.CmdDecrBy
+	}
+	argv := args[2:]
+	if len(args) == 2 {
+		argv = oneArg
+	}
+	s.exec1(op, args[1:2], argv)
+}
+
+// cmdExpire: EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE key ms [NX|XX|GT|LT].
+func cmdExpire(s *session, args [][]byte) {
+	op := compat.Op{Cmd: compat.CmdPexpire}
+	if args[0][0]|0x20 == 'e' {
+		op.Cmd = compat.CmdExpire
+	}
+	s.exec1(op, args[1:2], args[2:])
+}

@@ -1,0 +1,112 @@
+'use strict';
+// rate-limiter-flexible 11.4.0's RateLimiterRedis, through ioredis and
+// through node-redis, on sluice and on Redis: the documented examples
+// (consume, penalty, reward, delete, get, block), with identical results:
+// consumed points, remaining points, first-in-duration, and msBeforeNext
+// within the clocks' granularity.
+const test = require('node:test');
+const assert = require('node:assert');
+const { RateLimiterRedis, RateLimiterMemory } = require('rate-limiter-flexible');
+const { servers, ioredis, nodeRedis, hasMulti, close } = require('./servers');
+
+// outcome flattens a RateLimiterRes (resolved or rejected) for comparison.
+function outcome(ok, r) {
+  if (r instanceof Error) return { error: r.message };
+  return { ok, consumed: r.consumedPoints, remaining: r.remainingPoints, first: r.isFirstInDuration, ms: r.msBeforeNext };
+}
+
+async function settle(p) {
+  try { return outcome(true, await p); } catch (r) { return outcome(false, r); }
+}
+
+function same(step, a, b) {
+  const { ms: ma, ...ra } = a;
+  const { ms: mb, ...rb } = b;
+  assert.deepStrictEqual(ra, rb, `${step}: sluice ${JSON.stringify(a)}; Redis ${JSON.stringify(b)}`);
+  if (ma !== undefined || mb !== undefined) {
+    assert.ok(close(ma, mb), `${step}: msBeforeNext sluice ${ma}; Redis ${mb}`);
+  }
+}
+
+for (const via of ['ioredis', 'node-redis']) {
+  test(`rate-limiter-flexible through ${via}: consume, penalty, reward, delete agree with Redis`, async (t) => {
+    const clients = [];
+    const limiters = [];
+    for (const s of servers()) {
+      const c = via === 'ioredis' ? ioredis(s) : await nodeRedis(s);
+      clients.push(c);
+      limiters.push(new RateLimiterRedis({
+        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flx-${via}`, points: 5, duration: 10,
+      }));
+    }
+    t.after(() => clients.forEach((c) => (via === 'ioredis' ? c.disconnect() : c.destroy())));
+    const both = (f) => Promise.all(limiters.map(f));
+    const steps = [
+      ['consume 1', (l) => l.consume('user1')],
+      ['consume 2', (l) => l.consume('user1', 2)],
+      ['consume 2 (the last)', (l) => l.consume('user1', 2)],
+      ['consume 1 (over)', (l) => l.consume('user1')],
+      ['reward 3', (l) => l.reward('user1', 3)],
+      ['consume 1 after reward', (l) => l.consume('user1')],
+      ['penalty 2', (l) => l.penalty('user1', 2)],
+      ['consume 10 (never)', (l) => l.consume('user2', 10)],
+      ['delete', (l) => l.delete('user1').then((deleted) => ({ consumedPoints: deleted, remainingPoints: 0, isFirstInDuration: false }))],
+      ['consume 1 after delete', (l) => l.consume('user1')],
+    ];
+    for (const [name, f] of steps) {
+      const [a, b] = await both((l) => settle(f(l)));
+      same(name, a, b);
+    }
+  });
+
+  test(`rate-limiter-flexible through ${via}: get and block agree with Redis (they send MULTI/EXEC)`, async (t) => {
+    const clients = [];
+    const limiters = [];
+    for (const s of servers()) {
+      const c = via === 'ioredis' ? ioredis(s) : await nodeRedis(s);
+      clients.push(c);
+      limiters.push(new RateLimiterRedis({
+        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flxb-${via}`, points: 3, duration: 10,
+      }));
+    }
+    t.after(() => clients.forEach((c) => (via === 'ioredis' ? c.disconnect() : c.destroy())));
+    const probe = ioredis(servers()[0]);
+    const multi = await hasMulti(probe);
+    probe.disconnect();
+    if (!multi) {
+      t.skip('sluice does not serve MULTI/EXEC yet: rate-limiter-flexible\'s get and block need it; this test runs once it does');
+      return;
+    }
+    const both = (f) => Promise.all(limiters.map(f));
+    let [a, b] = await both((l) => settle(l.consume('u', 2)));
+    same('consume 2', a, b);
+    [a, b] = await both((l) => settle(l.get('u')));
+    same('get', a, b);
+    [a, b] = await both((l) => settle(l.block('u', 30)));
+    same('block 30 s', a, b);
+    [a, b] = await both((l) => settle(l.consume('u')));
+    same('consume while blocked', a, b);
+    [a, b] = await both((l) => settle(l.get('nobody').then((r) => r || { consumedPoints: null })));
+    same('get of a key never used', a, b);
+  });
+}
+
+test('rate-limiter-flexible with an insuranceLimiter never falls back against sluice', async (t) => {
+  const s = servers()[0];
+  const c = ioredis(s);
+  t.after(() => c.disconnect());
+  let fellBack = 0;
+  const insurance = new RateLimiterMemory({ points: 5, duration: 10 });
+  const orig = insurance.consume.bind(insurance);
+  insurance.consume = (...args) => { fellBack++; return orig(...args); };
+  const limiter = new RateLimiterRedis({
+    storeClient: c, keyPrefix: 'flx-ins', points: 5, duration: 10, insuranceLimiter: insurance,
+  });
+  let admitted = 0;
+  for (let i = 0; i < 8; i++) {
+    try { await limiter.consume('shared'); admitted++; } catch (r) { if (r instanceof Error) throw r; }
+  }
+  assert.strictEqual(fellBack, 0, 'the insurance limiter was used: a call to sluice failed');
+  assert.strictEqual(admitted, 5);
+  assert.strictEqual(await c.get('flx-ins:shared'), '8');
+});
