@@ -103,14 +103,17 @@ func (l *tlsListener) handshake(c net.Conn) {
 	err := tc.HandshakeContext(ctx)
 	cancel()
 	if err != nil {
-		c.Close()
 		select {
 		case <-l.done:
+			c.Close()
 			return // closed by Close, not refused
 		default:
 		}
+		// Counted before the close, so that a peer that sees its
+		// connection closed finds it in INFO's raft_refused_connections.
 		l.filter.refuse("raft: refused a connection without a valid certificate from the group's CA (mutual TLS)",
 			c.RemoteAddr(), err)
+		c.Close()
 		return
 	}
 	select {
