@@ -33,12 +33,14 @@ cluster: build
 	echo "Ctrl-C stops all three."; \
 	wait
 
-## deps: install what the tests need (redis-cli from redis-tools; redis-server for the comparison tests)
+## deps: install what the tests need (redis-cli from redis-tools; redis-server for the comparison tests; python3-redis, nodejs and npm for docs/client.md's snippets)
 deps:
-	@if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1; then \
-		echo "installing redis-tools and redis-server (redis-cli for the end-to-end tests)"; \
+	@if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 || \
+		! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1 || \
+		! /usr/bin/python3 -c 'import redis' >/dev/null 2>&1; then \
+		echo "installing redis-tools, redis-server, python3-redis, nodejs and npm"; \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-tools redis-server >/dev/null; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-tools redis-server python3-redis nodejs npm >/dev/null; \
 	fi
 	$(GO) mod download
 

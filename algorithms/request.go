@@ -82,3 +82,12 @@ type Outcome struct {
 	Result Result
 	Err    error
 }
+
+// Watch is a key a transaction watches (WATCH): the transaction is carried
+// out only if Key's state version is still Version. A keyspace hands out
+// versions (0 for an absent key) and compares them; Key is only valid for
+// the duration of the call.
+type Watch struct {
+	Key     []byte
+	Version uint64
+}

@@ -148,6 +148,9 @@ func opsSize(ops []op) int {
 	n := 0
 	for i := range ops {
 		n += 48 + len(ops[i].req.Key) + len(ops[i].req.ID) + len(ops[i].addr) + len(ops[i].id)
+		for _, w := range ops[i].watches {
+			n += 8 + len(w.Key)
+		}
 		for _, k := range ops[i].keys {
 			n += 10 + len(k)
 		}

@@ -19,7 +19,13 @@ import (
 //	member  = id:bytes addr:bytes                 (a node's RESP address)
 //	exec    = cmd:u8 readonly:u8 sha1:bytes nkeys:uvarint key:bytes* nargs:uvarint arg:bytes*
 //	                                              (a known script or a string command, package compat)
+//	tx      = nwatch:uvarint (key:bytes version:u64le)* nreq:uvarint
 //	bytes   = len:uvarint data
+//
+// A transaction (MULTI/EXEC) is a tx op followed by its nreq decide ops, in
+// one submission and so in one entry; the FSM carries them out in one
+// store.Transact call. Its result's n is 1 if it was carried out, 0 if a
+// watched key's version had changed.
 //
 // The same encoding carries a follower's forwarded submission to the leader
 // (without the header's timestamp mattering: the leader stamps its own).
@@ -43,6 +49,8 @@ const (
 	opMember
 	opInfo
 	opExec
+	opVersion
+	opTx
 )
 
 // op is one operation of a batch.
@@ -54,6 +62,9 @@ type op struct {
 	addr string             // opMember
 	xop  compat.Op          // opExec, with keys and argv
 	argv [][]byte           // opExec
+
+	watches []algorithms.Watch // opTx
+	count   int                // opTx: the decide ops that follow and belong to it
 }
 
 // result is one operation's answer: an outcome for decisions, a number for
@@ -89,7 +100,14 @@ func appendOp(b []byte, o *op) []byte {
 		b = binary.AppendVarint(b, r.N)
 		b = appendBytes(b, r.Key)
 		b = appendBytes(b, r.ID)
-	case opDelete, opExists, opType, opTTL, opInfo:
+	case opTx:
+		b = binary.AppendUvarint(b, uint64(len(o.watches)))
+		for _, w := range o.watches {
+			b = appendBytes(b, w.Key)
+			b = binary.LittleEndian.AppendUint64(b, w.Version)
+		}
+		b = binary.AppendUvarint(b, uint64(o.count))
+	case opDelete, opExists, opType, opTTL, opInfo, opVersion:
 		b = binary.AppendUvarint(b, uint64(len(o.keys)))
 		for _, k := range o.keys {
 			b = appendBytes(b, k)
@@ -184,6 +202,16 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
+func (d *decoder) u64() uint64 {
+	if len(d.b) < 8 {
+		d.fail()
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
 func (d *decoder) bytes() []byte {
 	n := d.uvarint()
 	if n > uint64(len(d.b)) {
@@ -227,7 +255,23 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 			o.req.N = d.varint()
 			o.req.Key = d.bytes()
 			o.req.ID = d.bytes()
-		case opDelete, opExists, opType, opTTL, opInfo:
+		case opTx:
+			n := d.uvarint()
+			if n > uint64(len(d.b)) {
+				d.fail()
+				break
+			}
+			o.watches = make([]algorithms.Watch, 0, n)
+			for j := uint64(0); j < n && d.err == nil; j++ {
+				k := d.bytes()
+				o.watches = append(o.watches, algorithms.Watch{Key: k, Version: d.u64()})
+			}
+			c := d.uvarint()
+			if c > count {
+				d.fail()
+			}
+			o.count = int(c)
+		case opDelete, opExists, opType, opTTL, opInfo, opVersion:
 			n := d.uvarint()
 			if n > uint64(len(d.b)) {
 				d.fail()

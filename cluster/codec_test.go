@@ -29,6 +29,10 @@ func sampleOps() []op {
 			keys: [][]byte{[]byte("u")}},
 		{code: opExec, xop: compat.Op{Cmd: compat.CmdSet}, keys: [][]byte{[]byte("s")},
 			argv: [][]byte{[]byte("3"), []byte("EX"), []byte("60")}},
+		{code: opVersion, keys: [][]byte{[]byte("w")}},
+		{code: opTx, watches: []algorithms.Watch{{Key: []byte("w"), Version: 1<<64 - 1}, {Key: []byte("")}}, count: 1},
+		{code: opDecide, req: algorithms.Request{Key: []byte("w"), N: 1,
+			Limit: algorithms.Limit{Algo: algorithms.Fixed, Count: 5, Period: 60e9}}},
 	}
 }
 

@@ -136,6 +136,14 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			clear(f.reqs)
 			i = j
 			continue
+		case opTx:
+			i = f.runTx(at, ops, results, i)
+			continue
+		case opVersion:
+			if len(o.keys) == 1 {
+				v, err := f.st.Version(at, o.keys[0])
+				r.n, r.out.Err = int64(v), err
+			}
 		case opDelete:
 			r.n, r.out.Err = f.st.Delete(at, o.keys)
 		case opExists:
@@ -173,6 +181,30 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 		}
 		i++
 	}
+}
+
+// runTx carries out the transaction whose tx op is ops[i] and the decide
+// ops after it (at most its count), in one store.Transact call, and returns
+// the index of the op after them.
+func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
+	j := i + 1
+	for j < len(ops) && j-i-1 < ops[i].count && ops[j].code == opDecide {
+		j++
+	}
+	reqs := make([]algorithms.Request, 0, j-i-1)
+	for k := i + 1; k < j; k++ {
+		reqs = append(reqs, ops[k].req)
+	}
+	outs := make([]algorithms.Outcome, len(reqs))
+	ok, err := f.st.Transact(at, ops[i].watches, reqs, outs)
+	results[i].out.Err = err
+	if ok {
+		results[i].n = 1
+		for k := range outs {
+			results[i+1+k].out = outs[k]
+		}
+	}
+	return j
 }
 
 // The FSM snapshot: a header, then the store's own snapshot.

@@ -66,6 +66,38 @@ func (n *Node) TTL(now int64, key []byte) (int64, error) {
 	return n.one(now, op{code: opTTL, keys: [][]byte{key}})
 }
 
+// Version returns key's state version (WATCH), linearizably (through the
+// log).
+func (n *Node) Version(now int64, key []byte) (uint64, error) {
+	v, err := n.one(now, op{code: opVersion, keys: [][]byte{key}})
+	return uint64(v), err
+}
+
+// Transact carries out a transaction (EXEC) as one operation of one log
+// entry: the leader's FSM checks the watched versions and carries out reqs
+// in one store.Transact call, at the entry's instant, on every replica.
+func (n *Node) Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome) (bool, error) {
+	ops := make([]op, 1, 1+len(reqs))
+	ops[0] = op{code: opTx, watches: watches, count: len(reqs)}
+	for i := range reqs {
+		ops = append(ops, op{code: opDecide, req: reqs[i]})
+	}
+	rs, err := n.submit(now, ops)
+	if err != nil {
+		return false, err
+	}
+	if len(rs) != len(ops) {
+		return false, errUnknown("the leader's reply was short")
+	}
+	if rs[0].out.Err != nil || rs[0].n != 1 {
+		return false, rs[0].out.Err
+	}
+	for i := range reqs {
+		out[i] = rs[1+i].out
+	}
+	return true, nil
+}
+
 // Info returns key's state for RL.INFO, linearizably (through the log).
 func (n *Node) Info(now int64, key []byte) (algorithms.KeyInfo, error) {
 	rs, err := n.submit(now, []op{{code: opInfo, keys: [][]byte{key}}})

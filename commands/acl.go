@@ -159,9 +159,25 @@ func newACL(cfg *Config) (aclState, error) {
 // default user's all-allowing permissions cost one atomic load and one
 // branch.
 func (s *session) forbidden(cmd *command, args [][]byte) bool {
+	if s.user.Perms().AllowsAll() {
+		return false
+	}
+	err := s.permError(cmd, args, acl.Toplevel)
+	if err == nil {
+		return false
+	}
+	s.runDeferred()
+	s.writeError(err)
+	return true
+}
+
+// permError is the NOPERM error for cmd with args if the session's user
+// may not run it, logged in the ACL LOG with ctx; nil if it may. It writes
+// nothing and runs no deferred work (MULTI queues with it).
+func (s *session) permError(cmd *command, args [][]byte, ctx acl.Context) error {
 	p := s.user.Perms()
 	if p.AllowsAll() {
-		return false
+		return nil
 	}
 	ac := cmd.acl
 	if len(cmd.subs) > 0 && len(args) > 1 {
@@ -177,16 +193,21 @@ func (s *session) forbidden(cmd *command, args [][]byte) bool {
 		d = scriptKeysDenial(p, cmd, args)
 	}
 	if d.Reason == acl.Allowed {
-		return false
+		return nil
 	}
-	s.runDeferred()
 	object := ac.Name
 	if d.Reason == acl.DeniedKey {
 		object = string(args[d.Pos])
 	}
-	s.logDenial(d.Reason, object)
-	s.writeError(errNoPerm(d, ac.Name))
-	return true
+	s.logDenial(d.Reason, ctx, object)
+	return errNoPerm(d, ac.Name)
+}
+
+// deniedInMulti is permError for a command MULTI queues: it sets *err and
+// reports whether it is not nil.
+func (s *session) deniedInMulti(cmd *command, args [][]byte, err *error) bool {
+	*err = s.permError(cmd, args, acl.Multi)
+	return *err != nil
 }
 
 // scriptKeysDenial checks the keys of EVAL, EVALSHA and their _RO forms,
@@ -214,12 +235,12 @@ func scriptKeysDenial(p *acl.Perms, cmd *command, args [][]byte) acl.Denial {
 }
 
 // logDenial adds an entry to the ACL LOG for this session.
-func (s *session) logDenial(reason acl.Reason, object string) {
+func (s *session) logDenial(reason acl.Reason, ctx acl.Context, object string) {
 	user := ""
 	if s.user != nil {
 		user = s.user.Name()
 	}
-	s.h.acl.log.Add(acl.LogEntry{Reason: reason, Context: acl.Toplevel, Object: object, Username: user,
+	s.h.acl.log.Add(acl.LogEntry{Reason: reason, Context: ctx, Object: object, Username: user,
 		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe()})
 }
 

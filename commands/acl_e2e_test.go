@@ -371,3 +371,35 @@ func TestRenameCommandRefusesBadDirectives(t *testing.T) {
 		}
 	}
 }
+
+// TestACLChecksCommandsQueuedInMulti: a restricted user's MULTI queues
+// nothing it may not run: the denial is the NOPERM error of the queued
+// command, EXEC aborts and nothing changes, and ACL LOG says "multi".
+func TestACLChecksCommandsQueuedInMulti(t *testing.T) {
+	ts := startServer(t, testConfig{})
+	admin := ts.client(t, proto(2))
+	do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~tenant-a:*", "+@limiter", "+@connection", "+@transaction")
+	do(t, admin, "RL.TOKEN", "tenant-b:k", "1/h", 10, 1)
+	c := dialRaw(t, ts.addr)
+	if got := c.do("AUTH a pa\r\n"); got != "+OK" {
+		t.Fatalf("AUTH = %q", got)
+	}
+	c.send("MULTI\r\nRL.TOKEN tenant-a:k 1/h 10 1\r\nRL.TOKEN tenant-b:k 1/h 10 5\r\nFLUSHALL\r\nEXEC\r\n")
+	for i, want := range []string{"+OK", "+QUEUED",
+		"-NOPERM this user has no permissions to access one of the keys used as arguments",
+		"-NOPERM this user has no permissions to run the 'flushall' command",
+		"-EXECABORT Transaction discarded because of previous errors."} {
+		if got := c.reply(); got != want {
+			t.Errorf("reply %d = %q; want %q", i, got, want)
+		}
+	}
+	if got := ints(t, do(t, admin, "RL.TOKEN", "tenant-b:k", "1/h", 10, 0)); !strings.HasPrefix(got, "[1 10 9 ") {
+		t.Errorf("tenant B's key after the aborted transaction = %s; want 9 left", got)
+	}
+	if got := ints(t, do(t, admin, "RL.TOKEN", "tenant-a:k", "1/h", 10, 0)); !strings.HasPrefix(got, "[1 10 10 ") {
+		t.Errorf("tenant A's key after the aborted transaction = %s; want untouched", got)
+	}
+	if entry := fmt.Sprint(do(t, admin, "ACL", "LOG", 1)); !strings.Contains(entry, "context multi") || !strings.Contains(entry, "object flushall") {
+		t.Errorf("ACL LOG = %s; want the FLUSHALL denial in context multi", entry)
+	}
+}

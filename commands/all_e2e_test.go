@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestCellSecondsRounding(t *testing.T) {
@@ -64,9 +66,13 @@ func TestE2EAllResp2(t *testing.T) {
 	}
 }
 
-func TestE2EAllResp3(t *testing.T) {
+func TestE2EAllResp3IsTheArrayAndNamedOnRequest(t *testing.T) {
 	s := startServer(t, testConfig{})
-	rdb := s.client(t, proto(3))
+	r3 := s.client(t, proto(3))
+	if got := fmt.Sprint(do(t, r3, "RL.ALL", 1, "FIXED", "f", 2, "1m")); got != "[1 -1 [[1 2 1 0 60000]]]" {
+		t.Fatalf("RESP3 RL.ALL = %s; want the RESP2 array", got)
+	}
+	rdb := s.client(t, &redis.Options{Protocol: 3, OnConnect: namedReplies})
 	got := do(t, rdb, "RL.ALL", 1, "LEAKY", "q", "1/s", 1, "SLIDING", "s", 1, "1s").(map[any]any)
 	results := got["results"].([]any)
 	if got["allowed"] != true || got["denied_index"] != int64(-1) || len(results) != 2 ||

@@ -41,8 +41,8 @@ func TestRedisCLITokenScript(t *testing.T) {
 func TestRedisCLIRESP3AndInfo(t *testing.T) {
 	ts := startServer(t, testConfig{})
 	got := ts.cli(t, "", "-3", "RL.TOKEN", "user:42", "10/s", "20")
-	// redis-cli prints a map's pairs on one line each, and a RESP3 boolean as (true).
-	want := "allowed (true)\nlimit 20\nremaining 19\nretry_after_ms 0\nreset_after_ms 100\n"
+	// RESP3 answers the same five integers as RESP2.
+	want := "1\n20\n19\n0\n100\n"
 	if got != want {
 		t.Fatalf("redis-cli -3 RL.TOKEN = %q; want %q", got, want)
 	}

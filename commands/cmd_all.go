@@ -88,12 +88,14 @@ func allAlgo(b []byte) (algorithms.Algo, bool) {
 	return algorithms.None, false
 }
 
-// writeAll writes an RL.ALL's reply from its group's outcomes. RESP2: an
-// array [allowed, denied_index, [decision …]], allowed 1 or 0, denied_index
-// the 0-based index of the first limit that denied (-1 when admitted), and
-// one five-integer decision per limit. RESP3: a map {allowed: boolean,
-// denied_index, results: [decision map …]}. If a limit failed (WRONGTYPE …),
-// the whole reply is that error: nothing was changed.
+// writeAll writes an RL.ALL's reply from its group's outcomes: an array
+// [allowed, denied_index, [decision …]] in RESP2 and RESP3 alike, allowed 1
+// or 0, denied_index the 0-based index of the first limit that denied (-1
+// when admitted), and one five-integer decision per limit. With named
+// replies (CLIENT NAMED-REPLY ON): {allowed, denied_index, results:
+// [decision …]}, a map in RESP3 and a flat array in RESP2, each decision
+// named too. If a limit failed (WRONGTYPE …), the whole reply is that error:
+// nothing was changed.
 func (s *session) writeAll(outs []algorithms.Outcome) {
 	for i := range outs {
 		if outs[i].Err != nil {
@@ -113,7 +115,7 @@ func (s *session) writeAll(outs []algorithms.Outcome) {
 	} else {
 		s.denied++
 	}
-	if s.resp3.Load() {
+	if s.named {
 		s.writeMap(3)
 		s.writeBulkString("allowed")
 		s.writeBool(denied < 0)
@@ -122,7 +124,11 @@ func (s *session) writeAll(outs []algorithms.Outcome) {
 		s.writeBulkString("results")
 	} else {
 		s.writeArray(3)
-		s.writeBool(denied < 0) // 1 or 0 in RESP2
+		if denied < 0 {
+			s.writeInt(1)
+		} else {
+			s.writeInt(0)
+		}
 		s.writeInt(denied)
 	}
 	s.writeArray(len(outs))

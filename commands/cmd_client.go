@@ -11,7 +11,7 @@ import (
 func init() {
 	register(&command{name: "client", arity: -2, run: cmdClient, group: "connection", since: "0.1.0",
 		summary: "Inspects and names connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST, KILL ID, NO-EVICT.", complexity: "O(1), LIST O(N)",
-		subs: []string{"id", "setname", "getname", "setinfo", "info", "list", "kill", "no-evict", "help"}})
+		subs: []string{"id", "setname", "getname", "setinfo", "info", "list", "kill", "no-evict", "named-reply", "help"}})
 }
 
 var clientHelp = []string{
@@ -32,6 +32,8 @@ var clientHelp = []string{
 	"    Close the connection with this ID.",
 	"NO-EVICT (ON|OFF)",
 	"    Protect current client connection from eviction.",
+	"NAMED-REPLY (ON|OFF)",
+	"    Decisions answer with named fields (a map in RESP3, a flat array in RESP2) instead of five integers.",
 	"HELP",
 	"    Print this help.",
 }
@@ -81,6 +83,17 @@ func cmdClient(s *session, args [][]byte) {
 			s.conn.SetNoEvict(true)
 		case equalFold(args[2], "off"):
 			s.conn.SetNoEvict(false)
+		default:
+			s.writeError(errSyntax)
+			return
+		}
+		s.writeOK()
+	case equalFold(sub, "named-reply") && len(args) == 3:
+		switch {
+		case equalFold(args[2], "on"):
+			s.named = true
+		case equalFold(args[2], "off"):
+			s.named = false
 		default:
 			s.writeError(errSyntax)
 			return

@@ -108,7 +108,11 @@ func (s *session) rate(b []byte) (int64, error) {
 var decisionFields = [5]string{"allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"}
 
 // writeDecision writes the reply every RL.* decision shares: an array of
-// five integers in RESP2, a map in RESP3. Durations go out in milliseconds,
+// five integers, the same in RESP2 and RESP3, so that a client library that
+// changes its default protocol never changes what position 0 means. On a
+// connection that asked for named replies (CLIENT NAMED-REPLY ON) it is the
+// same fields by name: a map in RESP3 (allowed a boolean), a flat
+// [name, value, …] array in RESP2. Durations go out in milliseconds,
 // rounded up so that a client never retries early.
 func (s *session) writeDecision(r *algorithms.Result) {
 	retry := int64(-1)
@@ -116,7 +120,7 @@ func (s *session) writeDecision(r *algorithms.Result) {
 		retry = ceilMillis(r.RetryAfter)
 	}
 	vals := [5]int64{0, r.Limit, r.Remaining, retry, ceilMillis(r.ResetAfter)}
-	if !s.resp3.Load() {
+	if !s.named {
 		s.conn.Out = append(s.conn.Out, '*', '5', '\r', '\n')
 		if r.Allowed {
 			vals[0] = 1
@@ -126,7 +130,7 @@ func (s *session) writeDecision(r *algorithms.Result) {
 		}
 		return
 	}
-	s.conn.Out = append(s.conn.Out, '%', '5', '\r', '\n')
+	s.writeMap(5)
 	s.conn.Out = redcon.AppendBulkString(s.conn.Out, decisionFields[0])
 	s.writeBool(r.Allowed)
 	for i := 1; i < 5; i++ {

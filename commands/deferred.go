@@ -83,6 +83,9 @@ func (s *session) unqueue(mark int) {
 // order, then empties the queue.
 func (s *session) runDeferred() {
 	q := &s.queue
+	if s.tx.active {
+		return // the queue holds the transaction's decisions until EXEC (tx.go)
+	}
 	if len(q.kinds) == 0 {
 		q.class = classNone
 		return
@@ -93,6 +96,11 @@ func (s *session) runDeferred() {
 	case classForward:
 		s.runForwards()
 	}
+	q.reset()
+}
+
+// reset empties the queue, keeping its memory.
+func (q *deferred) reset() {
 	clear(q.reqs) // drop references into the input buffer
 	clear(q.blobs)
 	q.kinds, q.reqs, q.blobs = q.kinds[:0], q.reqs[:0], q.blobs[:0]
@@ -103,17 +111,29 @@ func (s *session) runDeferred() {
 // keyspace and writes their replies.
 func (s *session) runDecisions() {
 	q := &s.queue
-	n := len(q.reqs)
+	out := s.outcomes(len(q.reqs))
+	s.decide(q.reqs, out)
+	s.writeOutcomes(q.kinds, out)
+}
+
+// outcomes returns the queue's scratch for n outcomes.
+func (s *session) outcomes(n int) []algorithms.Outcome {
+	q := &s.queue
 	if cap(q.outs) < n {
 		q.outs = make([]algorithms.Outcome, n, 2*n)
 	}
-	out := q.outs[:n]
-	s.decide(q.reqs, out)
+	return q.outs[:n]
+}
+
+// writeOutcomes writes the replies of decision items of these kinds, whose
+// outcomes are out: one reply per item, one for a whole RL.ALL group.
+func (s *session) writeOutcomes(kinds []deferKind, out []algorithms.Outcome) {
+	n := len(kinds)
 	for i := 0; i < n; i++ {
-		kind := q.kinds[i]
+		kind := kinds[i]
 		if kind == kindAll {
 			j := i + 1
-			for j < n && q.kinds[j] == kindAllMember {
+			for j < n && kinds[j] == kindAllMember {
 				j++
 			}
 			s.writeAll(out[i:j])

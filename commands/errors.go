@@ -64,6 +64,14 @@ var (
 	errNoScript        = codeError("NOSCRIPT No matching script. Please use EVAL.")
 	errNotBusy         = codeError("NOTBUSY No scripts in execution right now.")
 	errNoStrings       = replyError("this server's keyspace holds no strings (scripts and string commands are unavailable)")
+	// Transactions (tx.go), in Redis's words.
+	errNestedMulti    = replyError("MULTI calls can not be nested")
+	errExecNoMulti    = replyError("EXEC without MULTI")
+	errDiscardNoMulti = replyError("DISCARD without MULTI")
+	errWatchInMulti   = replyError("WATCH inside MULTI is not allowed")
+	errNotInMulti     = replyError("Command not allowed inside a transaction")
+	errNoTransactions = replyError("transactions are not supported by this keyspace")
+	errExecAbort      = codeError("EXECABORT Transaction discarded because of previous errors.")
 
 	errNoAuth      = codeError("NOAUTH Authentication required.")
 	errHelloNoAuth = codeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")

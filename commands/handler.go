@@ -18,6 +18,7 @@ import (
 type Handler struct {
 	cfg   Config
 	ks    Keyspace
+	tx    Transactor // ks, if it carries out transactions; else nil
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
@@ -60,7 +61,11 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table}, nil
+	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table}
+	if tr, ok := ks.(Transactor); ok {
+		h.tx = tr
+	}
+	return h, nil
 }
 
 // Attach tells h the transport that serves it, for CLIENT LIST, CLIENT

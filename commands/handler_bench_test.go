@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
@@ -182,4 +183,25 @@ func TestHandlerDoesNotAllocate(t *testing.T) {
 	if allocs := testing.AllocsPerRun(200, run); allocs != 0 {
 		t.Fatalf("a batch of 16 RL.TOKEN allocates %.1f times; want 0", allocs)
 	}
+}
+
+// TestConnectionFootprint pins what one connection holds: a new client's
+// session within the 512 bytes the transport counts for it before its
+// first batch (server's baseFootprint, which maxmemory-clients starts
+// from), and, after a pipeline of 16 RL.TOKEN, the whole connection (the
+// transport's Conn and buffers, and the session with its deferred queue)
+// within its 16 KiB read buffer and 8 KiB besides.
+func TestConnectionFootprint(t *testing.T) {
+	c := loopback(t)
+	s := c.Session().(*session)
+	if fp := s.footprint(); fp > 512 {
+		t.Errorf("a new session holds %d bytes (the struct: %d); the transport counts 512", fp, unsafe.Sizeof(session{}))
+	}
+	feed(t, c, pipeline(16, 16, "RL.TOKEN"))
+	feed(t, c, pipeline(16, 16, "RL.TOKEN"))
+	if m := c.Info().Memory; m > 16<<10+8<<10 {
+		t.Errorf("after pipelines of 16 RL.TOKEN a connection holds %d bytes; want at most 24 KiB", m)
+	}
+	t.Logf("server.Conn %d bytes, session %d (deferred queue %d); after P16 RL.TOKEN: session %d, connection %d",
+		unsafe.Sizeof(server.Conn{}), unsafe.Sizeof(session{}), unsafe.Sizeof(deferred{}), s.footprint(), c.Info().Memory)
 }

@@ -31,8 +31,15 @@ func TestHandlerRepliesOnBytes(t *testing.T) {
 		{"RL.TOKEN k 10/s 20\r\n", "*5\r\n:1\r\n:20\r\n:19\r\n:0\r\n:100\r\n"},
 		{"*4\r\n$8\r\nRL.TOKEN\r\n$1\r\nk\r\n$4\r\n10/s\r\n$2\r\n20\r\n", "*5\r\n:1\r\n:20\r\n:18\r\n:0\r\n:200\r\n"},
 		{"HELLO 3\r\n", ""}, // checked below: a map
-		{"RL.TOKEN k 10/s 20\r\n", "%5\r\n$7\r\nallowed\r\n#t\r\n$5\r\nlimit\r\n:20\r\n$9\r\nremaining\r\n:17\r\n" +
-			"$14\r\nretry_after_ms\r\n:0\r\n$14\r\nreset_after_ms\r\n:300\r\n"},
+		{"RL.TOKEN k 10/s 20\r\n", "*5\r\n:1\r\n:20\r\n:17\r\n:0\r\n:300\r\n"}, // RESP3: the same array
+		{"CLIENT NAMED-REPLY ON\r\n", "+OK\r\n"},
+		{"RL.TOKEN k 10/s 20\r\n", "%5\r\n$7\r\nallowed\r\n#t\r\n$5\r\nlimit\r\n:20\r\n$9\r\nremaining\r\n:16\r\n" +
+			"$14\r\nretry_after_ms\r\n:0\r\n$14\r\nreset_after_ms\r\n:400\r\n"},
+		{"HELLO 2\r\n", ""}, // a map of 7 in RESP2's form: checked below
+		{"RL.TOKEN k 10/s 20\r\n", "*10\r\n$7\r\nallowed\r\n:1\r\n$5\r\nlimit\r\n:20\r\n$9\r\nremaining\r\n:15\r\n" +
+			"$14\r\nretry_after_ms\r\n:0\r\n$14\r\nreset_after_ms\r\n:500\r\n"},
+		{"CLIENT NAMED-REPLY OFF\r\n", "+OK\r\n"},
+		{"CLIENT NAMED-REPLY MAYBE\r\n", "-ERR syntax error\r\n"},
 		{"RL.TOKEN k 10/s\r\n", "-ERR wrong number of arguments for 'rl.token' command\r\n"},
 		{"RL.TOKEN k 10/s 0\r\n", "-ERR capacity must be positive\r\n"},
 		{"SELECT 1\r\n", "-ERR DB index is out of range\r\n"},
@@ -42,7 +49,7 @@ func TestHandlerRepliesOnBytes(t *testing.T) {
 	} {
 		got := feed(tc.in)
 		if tc.want == "" {
-			if !strings.HasPrefix(got, "%7\r\n") {
+			if !strings.HasPrefix(got, "%7\r\n") && !strings.HasPrefix(got, "*14\r\n") {
 				t.Fatalf("%q = %q; want a map of 7", tc.in, got)
 			}
 			continue

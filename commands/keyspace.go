@@ -86,3 +86,17 @@ type PersistenceStats struct {
 	Saves                 int64
 	Path                  string // the snapshot file
 }
+
+// Transactor is a keyspace that carries out transactions (MULTI/EXEC):
+// the store on a single node, the Raft node in a replicated group.
+type Transactor interface {
+	// Version returns key's state version: 0 when absent, and a new value
+	// after every write that changes its state (WATCH).
+	Version(now int64, key []byte) (uint64, error)
+	// Transact carries out reqs as one atomic unit at now, writing each
+	// outcome to the same index of out, if every watched key's version is
+	// still the one given; otherwise it changes nothing and returns false.
+	// An error is the reply to EXEC: nothing was carried out, or, in a
+	// replicated group, the outcome is unknown (TRYAGAIN).
+	Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome) (bool, error)
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // End-to-end tests of the decision commands through go-redis over a real
@@ -256,12 +258,16 @@ func TestE2EInfoAndReset(t *testing.T) {
 	}
 }
 
-func TestE2EResp3DecisionIsAMap(t *testing.T) {
+func TestE2EResp3DecisionIsTheArrayAndNamedOnRequest(t *testing.T) {
 	s := startServer(t, testConfig{})
 	rdb := s.client(t, proto(3))
-	got := do(t, rdb, "RL.SLIDING", "s", 3, "1s")
+	if got := ints(t, do(t, rdb, "RL.SLIDING", "s", 3, "1s")); got != "[1 3 2 0 2000]" {
+		t.Fatalf("RESP3 RL.SLIDING = %s; want the five integers", got)
+	}
+	named := s.client(t, &redis.Options{Protocol: 3, OnConnect: namedReplies})
+	got := do(t, named, "RL.SLIDING", "s", 3, "1s")
 	m, ok := got.(map[any]any)
-	if !ok || m["allowed"] != true || m["limit"] != int64(3) || m["remaining"] != int64(2) ||
+	if !ok || m["allowed"] != true || m["limit"] != int64(3) || m["remaining"] != int64(1) ||
 		m["retry_after_ms"] != int64(0) || m["reset_after_ms"] != int64(2000) {
 		t.Fatalf("RESP3 RL.SLIDING = %#v", got)
 	}

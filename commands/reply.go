@@ -52,6 +52,16 @@ func (s *session) writeNull() {
 	s.conn.Out = redcon.AppendNull(s.conn.Out)
 }
 
+// writeNullArray writes a null array: "*-1" in RESP2, "_" in RESP3, as
+// Redis's EXEC answers when a watched key changed.
+func (s *session) writeNullArray() {
+	if s.resp3.Load() {
+		s.conn.Out = append(s.conn.Out, '_', '\r', '\n')
+		return
+	}
+	s.conn.Out = append(s.conn.Out, '*', '-', '1', '\r', '\n')
+}
+
 // writeMap writes a map header of n pairs: "%n" in RESP3, an array of 2n
 // elements in RESP2.
 func (s *session) writeMap(n int) {

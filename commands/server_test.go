@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,10 +51,16 @@ func TestGoRedisTokenScript(t *testing.T) {
 	}
 }
 
-func TestGoRedisRESP3Map(t *testing.T) {
+func TestGoRedisRESP3DecisionReadsAsInt64Slice(t *testing.T) {
 	ts := startServer(t, testConfig{})
 	rdb := ts.client(t, nil) // go-redis v9 speaks RESP3 by default
-	v, err := rdb.Do(context.Background(), "RL.TOKEN", "user:42", "10/s", 20).Result()
+	ctx := context.Background()
+	got, err := rdb.Do(ctx, "RL.TOKEN", "user:42", "10/s", 20).Int64Slice()
+	if err != nil || fmt.Sprint(got) != "[1 20 19 0 100]" {
+		t.Fatalf("RESP3 RL.TOKEN as Int64Slice = %v, %v; want [1 20 19 0 100]", got, err)
+	}
+	named := ts.client(t, &redis.Options{OnConnect: namedReplies})
+	v, err := named.Do(ctx, "RL.TOKEN", "user:42", "10/s", 20, 0).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +69,7 @@ func TestGoRedisRESP3Map(t *testing.T) {
 		t.Fatalf("RESP3 reply %#v is not a map", v)
 	}
 	want := map[any]any{"allowed": true, "limit": int64(20), "remaining": int64(19),
-		"retry_after_ms": int64(0), "reset_after_ms": int64(100)}
+		"retry_after_ms": int64(0), "reset_after_ms": int64(100)} // n = 0: a peek
 	for k, w := range want {
 		if m[k] != w {
 			t.Fatalf("RESP3 reply[%v] = %#v; want %#v (reply %v)", k, m[k], w, m)

@@ -39,9 +39,11 @@ type session struct {
 	lastRateNS int64
 
 	queue deferred    // the batch's deferred work (deferred.go)
+	tx    txState     // MULTI's queue and WATCH's keys (tx.go)
 	call  compat.Call // scratch of EVAL and the string commands (cmd_scripts.go)
 
 	lastScript *compat.Script // the script EVALSHA found last, tried first
+	named      bool           // CLIENT NAMED-REPLY ON: decisions answer with named fields
 	group      int32          // the last RL.ALL group number handed out
 
 	// Counters of the batch being run, added to totals once per batch.
@@ -83,6 +85,10 @@ func (s *session) exec(args [][]byte) {
 		return
 	}
 	cmd := s.lookup(args[0])
+	if s.tx.active {
+		s.queueTx(cmd, args)
+		return
+	}
 	if cmd == nil {
 		s.runDeferred()
 		s.writeError(errUnknownCommand(args))
@@ -156,11 +162,13 @@ const (
 	sliceSize   = int64(unsafe.Sizeof([]byte(nil)))
 	requestSize = int64(unsafe.Sizeof(algorithms.Request{}))
 	outcomeSize = int64(unsafe.Sizeof(algorithms.Outcome{}))
+	queuedSize  = int64(unsafe.Sizeof(queuedCmd{}))
 )
 
 // footprint is the bytes the session holds, for maxmemory-clients.
 func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
-		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize
+		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize +
+		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize
 }

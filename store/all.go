@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"slices"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
 )
@@ -50,6 +49,11 @@ type groupKey struct {
 //
 // Memory: the scratch state is one groupKey per distinct key, whatever the
 // number of requests naming it; no ring is copied.
+//
+// It is a path of its own, not a lock granularity of decideRun: a run
+// commits each decision as it makes it, a group commits nothing until every
+// request is admitted, and undoes nothing. What the two share is slot and
+// lockAll (decide.go).
 func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
 	var (
 		idxBuf  [smallGroup]int32
@@ -67,7 +71,13 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 	}
 	locks = st.lockAll(locks)
 	defer st.unlockAll(locks)
+	st.decideGroupLocked(now, reqs, out, idx, keys, st.aof.Load())
+}
 
+// decideGroupLocked is decideGroup once the group's keys are listed (idx,
+// keys from groupKeys); it requires that the shards of all of them are
+// locked. What it writes is appended to lg as one frame, unless lg is nil.
+func (st *Store) decideGroupLocked(now int64, reqs []algorithms.Request, out []algorithms.Outcome, idx []int32, keys []groupKey, lg *AOF) {
 	// Evaluate, writing nothing.
 	for k := range keys {
 		g := &keys[k]
@@ -97,7 +107,7 @@ func (st *Store) decideGroup(now int64, reqs []algorithms.Request, out []algorit
 		out[0].Err = shard.ErrOOM // the group's reply is this error; nothing changed
 		return
 	}
-	if lg := st.aof.Load(); lg != nil {
+	if lg != nil {
 		st.logGroup(lg, now, keys)
 	}
 }
@@ -138,7 +148,8 @@ func (st *Store) groupKeys(reqs []algorithms.Request, idx []int32, keys []groupK
 				}
 			}
 			idx = append(idx, int32(len(keys)))
-			keys = append(keys, groupKey{key: reqs[i].Key, shard: uint32(xxhash.Sum64(reqs[i].Key) & st.mask)})
+			_, si := st.slot(reqs[i].Key)
+			keys = append(keys, groupKey{key: reqs[i].Key, shard: si})
 		}
 		return idx, keys
 	}
@@ -148,7 +159,8 @@ func (st *Store) groupKeys(reqs []algorithms.Request, idx []int32, keys []groupK
 		if !ok {
 			k = int32(len(keys))
 			seen[string(reqs[i].Key)] = k
-			keys = append(keys, groupKey{key: reqs[i].Key, shard: uint32(xxhash.Sum64(reqs[i].Key) & st.mask)})
+			_, si := st.slot(reqs[i].Key)
+			keys = append(keys, groupKey{key: reqs[i].Key, shard: si})
 		}
 		idx = append(idx, k)
 	}

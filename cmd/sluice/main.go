@@ -101,6 +101,7 @@ func run(cfg config) error {
 
 	st := store.New(cfg.shards)
 	var ks commands.Keyspace = st
+	var _ commands.Transactor = st // MULTI/EXEC need it of every keyspace
 	var node *cluster.Node
 	var saver *store.Saver
 	var aof *store.AOF

@@ -1,0 +1,297 @@
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluice-rl/sluice/client"
+)
+
+// ErrorMode is what a request gets when no decision can be had: sluice is down, slow past the
+// timeout, or failing, or the breaker is open.
+type ErrorMode uint8
+
+const (
+	// FailOpen serves the request as if admitted, without rate-limit fields.
+	FailOpen ErrorMode = iota + 1
+	// FailClosed refuses it: 503 with Retry-After and a problem body.
+	FailClosed
+)
+
+// Options configure a Limiter. Key, OnError, and one of Limit and Policy are required.
+type Options struct {
+	// Key returns a request's key (RemoteIP(), Header("X-API-Key"), User …).
+	Key KeyFunc
+	// Limit is the limit each key gets; its key is a prefix for the request's key
+	// (client.Token("api:", client.PerSecond(10), 20) limits "api:<key>").
+	Limit client.Limit
+	// Policy is a server policy to check each key under instead (RL.CHECK policy key): the
+	// limits, tiers and overrides then live in sluice. Give the client named replies
+	// (client.NamedReplies) for the policy's quota in RateLimit-Policy and its mode.
+	Policy string
+	// Name is the policy's name in the response fields (default: Policy, or "default").
+	Name string
+	// Cost returns a request's cost in units (default 1).
+	Cost func(*http.Request) int64
+	// OnError chooses fail-open or fail-closed; there is no default, it must be chosen.
+	OnError ErrorMode
+	// Timeout bounds each decision (default 5ms), whatever the go-redis client's own timeouts:
+	// a sluice outage costs a request at most this.
+	Timeout time.Duration
+	// Breaker configures the circuit breaker (defaults: 5 failures, 1s).
+	Breaker Breaker
+	// Headers choose the response fields; the IETF fields are on by default.
+	Headers HeaderOptions
+	// DeniedStatus is the status of a request over its limit (default 429).
+	DeniedStatus int
+	// ForbiddenStatus is the status of a request that can never be admitted: a DENY override,
+	// a prohibited key, a cost above the limit (default 403).
+	ForbiddenStatus int
+	// NoKey answers requests whose key function fails (default: 400 with a problem body).
+	NoKey http.Handler
+	// Logger receives failures, at most one line per LogEvery (default 10s) with the count of
+	// those not logged; default slog.Default().
+	Logger   *slog.Logger
+	LogEvery time.Duration
+	// Now is the clock for the breaker and X-RateLimit-Reset's epoch form (default time.Now).
+	Now func() time.Time
+}
+
+// Stats counts what a Limiter did. Each counter only grows.
+type Stats struct {
+	Allowed   int64 // admitted by a decision
+	Denied    int64 // refused with DeniedStatus
+	Forbidden int64 // refused with ForbiddenStatus
+	NoKey     int64 // answered by NoKey
+	Failures  int64 // decisions that failed (errors and timeouts)
+	Timeouts  int64 // of Failures, those that ran out of time
+	Skipped   int64 // decisions not asked for: the breaker was open
+	FailOpen  int64 // requests served without a decision
+	FailClose int64 // requests refused for want of a decision
+	Trips     int64 // times the breaker opened
+	Breaker   BreakerState
+}
+
+// Limiter is the middleware. It is safe for concurrent use.
+type Limiter struct {
+	c       *client.Client
+	o       Options
+	inline  bool // the go-redis client ends a call at its context's deadline by itself
+	breaker breaker
+
+	allowed, denied, forbidden, noKey, failures, timeouts, skipped, failOpen, failClose atomic.Int64
+
+	logMu    sync.Mutex
+	lastLog  time.Time
+	unlogged int64
+}
+
+// New returns a Limiter that decides with c as o says.
+func New(c *client.Client, o Options) (*Limiter, error) {
+	switch {
+	case c == nil:
+		return nil, errors.New("httplimit: no client")
+	case o.Key == nil:
+		return nil, errors.New("httplimit: Options.Key is required")
+	case o.OnError != FailOpen && o.OnError != FailClosed:
+		return nil, errors.New("httplimit: Options.OnError must be FailOpen or FailClosed")
+	case (o.Policy == "") == (o.Limit.Algorithm() == 0):
+		return nil, errors.New("httplimit: give one of Options.Limit and Options.Policy")
+	case o.Limit.Algorithm() == client.AlgoPolicy:
+		return nil, errors.New("httplimit: a policy goes in Options.Policy")
+	case o.Policy == "" && !o.Limit.Valid():
+		return nil, fmt.Errorf("httplimit: invalid Options.Limit (%v, quota %d, rate %v, window %v)",
+			o.Limit.Algorithm(), o.Limit.Quota(), o.Limit.Rate(), o.Limit.Window())
+	}
+	if o.Name == "" {
+		o.Name = o.Policy
+		if o.Name == "" {
+			o.Name = "default"
+		}
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Millisecond
+	}
+	if o.Breaker.Failures <= 0 {
+		o.Breaker.Failures = 5
+	}
+	if o.Breaker.Cooldown <= 0 {
+		o.Breaker.Cooldown = time.Second
+	}
+	if o.DeniedStatus == 0 {
+		o.DeniedStatus = http.StatusTooManyRequests
+	}
+	if o.ForbiddenStatus == 0 {
+		o.ForbiddenStatus = http.StatusForbidden
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.LogEvery <= 0 {
+		o.LogEvery = 10 * time.Second
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NoKey == nil {
+		o.NoKey = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			WriteProblem(w, Problem{Type: "about:blank", Status: http.StatusBadRequest,
+				Title: http.StatusText(http.StatusBadRequest), Detail: "the request carries no rate-limit key"})
+		})
+	}
+	l := &Limiter{c: c, o: o, breaker: breaker{threshold: o.Breaker.Failures, cooldown: o.Breaker.Cooldown, now: o.Now}}
+	if rdb, ok := c.Redis().(*redis.Client); ok && rdb.Options().ContextTimeoutEnabled {
+		l.inline = true
+	}
+	return l, nil
+}
+
+// Handler returns next behind the limiter.
+func (l *Limiter) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.serve(w, r, next) })
+}
+
+// Stats returns the counters.
+func (l *Limiter) Stats() Stats {
+	state, trips := l.breaker.state()
+	return Stats{Allowed: l.allowed.Load(), Denied: l.denied.Load(), Forbidden: l.forbidden.Load(),
+		NoKey: l.noKey.Load(), Failures: l.failures.Load(), Timeouts: l.timeouts.Load(),
+		Skipped: l.skipped.Load(), FailOpen: l.failOpen.Load(), FailClose: l.failClose.Load(),
+		Trips: trips, Breaker: state}
+}
+
+func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	key, err := l.o.Key(r)
+	if err != nil || key == "" {
+		l.noKey.Add(1)
+		l.o.NoKey.ServeHTTP(w, r)
+		return
+	}
+	n := int64(1)
+	if l.o.Cost != nil {
+		n = l.o.Cost(r)
+	}
+	if !l.breaker.allow() {
+		l.skipped.Add(1)
+		l.fail(w, r, next, errBreakerOpen)
+		return
+	}
+	res, err := l.decide(r.Context(), key, n)
+	l.breaker.report(err == nil)
+	if err != nil {
+		l.failures.Add(1)
+		if errors.Is(err, context.DeadlineExceeded) {
+			l.timeouts.Add(1)
+		}
+		l.logFailure(err)
+		l.fail(w, r, next, err)
+		return
+	}
+	d := Decision{Name: l.o.Name, Quota: l.o.Limit.Quota(), Window: l.o.Limit.Window(), Result: res}
+	if l.o.Policy != "" {
+		d.Quota, d.Window = res.Quota, res.Window
+		if d.Quota == 0 { // a positional reply: the policy's limit is what we know
+			d.Quota = res.Limit
+		}
+	}
+	SetHeaders(w.Header(), l.o.Headers, l.o.Now(), d)
+	switch {
+	case res.Allowed:
+		l.allowed.Add(1)
+		next.ServeHTTP(w, r)
+	case res.Never() || res.Mode == client.ModeDeny:
+		l.forbidden.Add(1)
+		WriteForbidden(w, l.o.ForbiddenStatus, d)
+	default:
+		l.denied.Add(1)
+		WriteTooManyRequests(w, l.o.DeniedStatus, d)
+	}
+}
+
+var errBreakerOpen = errors.New("httplimit: circuit breaker open")
+
+// isTimeout reports whether err is a context's deadline or a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// decide asks for a decision, taking at most the timeout. When the go-redis client does not end
+// calls at their context's deadline by itself (ContextTimeoutEnabled unset), the call runs in a
+// goroutine of its own that is abandoned at the deadline: it ends at go-redis's ReadTimeout, and
+// the breaker keeps such calls few.
+func (l *Limiter) decide(ctx context.Context, key string, n int64) (client.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
+	defer cancel()
+	call := func(ctx context.Context) (client.Result, error) {
+		if l.o.Policy != "" {
+			return l.c.Check(ctx, l.o.Policy, key, n)
+		}
+		return l.c.Decide(ctx, l.o.Limit.WithKey(l.o.Limit.Key()+key), n)
+	}
+	if l.inline {
+		r, err := call(ctx)
+		if isTimeout(err) { // go-redis reports the deadline as its own i/o timeout
+			err = fmt.Errorf("httplimit: no decision within %v: %w (%w)", l.o.Timeout, context.DeadlineExceeded, err)
+		}
+		return r, err
+	}
+	type outcome struct {
+		r   client.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := call(ctx)
+		done <- outcome{r, err}
+	}()
+	select {
+	case o := <-done:
+		return o.r, o.err
+	case <-ctx.Done():
+		return client.Result{}, fmt.Errorf("httplimit: no decision within %v: %w", l.o.Timeout, ctx.Err())
+	}
+}
+
+// fail handles a request without a decision, as OnError says.
+func (l *Limiter) fail(w http.ResponseWriter, r *http.Request, next http.Handler, err error) {
+	if l.o.OnError == FailOpen {
+		l.failOpen.Add(1)
+		next.ServeHTTP(w, r)
+		return
+	}
+	l.failClose.Add(1)
+	w.Header().Set("Retry-After", fmt.Sprint(max(ceilSeconds(l.o.Breaker.Cooldown), 1)))
+	WriteProblem(w, Problem{Type: "about:blank", Status: http.StatusServiceUnavailable,
+		Title: http.StatusText(http.StatusServiceUnavailable), Detail: "the rate limiter is unavailable"})
+}
+
+// logFailure logs err unless a line was logged less than LogEvery ago; the next line says how
+// many were not logged.
+func (l *Limiter) logFailure(err error) {
+	l.logMu.Lock()
+	now := l.o.Now()
+	if !l.lastLog.IsZero() && now.Sub(l.lastLog) < l.o.LogEvery {
+		l.unlogged++
+		l.logMu.Unlock()
+		return
+	}
+	unlogged := l.unlogged
+	l.lastLog, l.unlogged = now, 0
+	l.logMu.Unlock()
+	state, _ := l.breaker.state()
+	mode := "fail-open"
+	if l.o.OnError == FailClosed {
+		mode = "fail-closed"
+	}
+	l.o.Logger.Warn("sluice rate-limit decision failed", "err", err, "on_error", mode,
+		"not_logged_since_last", unlogged, "failures", l.failures.Load(), "breaker", state.String())
+}

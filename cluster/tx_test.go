@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A transaction sent to a follower is forwarded whole and is one entry of
+// the log: its decisions are applied together on every replica.
+func TestTransactionIsOneLogEntry(t *testing.T) {
+	g := newGroup(t, 3)
+	ld := g.leader()
+	var follower *member
+	for _, m := range g.members {
+		if m != ld {
+			follower = m
+			break
+		}
+	}
+	ctx := context.Background()
+	rdb := follower.client(t)
+	rdb.Do(ctx, "RL.FIXED", "warm", 1, "1h") // the members' own entries (addresses) are in before this
+	g.converged()
+	before := ld.node.raft.LastIndex()
+	cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "RL.FIXED", "a", 5, "1h")
+		p.Do(ctx, "RL.TOKEN", "b", "1/h", 5, 2)
+		p.Do(ctx, "RL.FIXED", "a", 5, "1h", 3)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := ld.node.raft.LastIndex(); after != before+1 {
+		t.Fatalf("EXEC of three decisions took %d log entries; want 1", after-before)
+	}
+	want := []int64{4, 3, 1} // remaining after each, in order
+	for i, c := range cmds {
+		v, err := c.(*redis.Cmd).Int64Slice()
+		if err != nil || v[0] != 1 || v[2] != want[i] {
+			t.Fatalf("decision %d of the transaction = %v, %v; want admitted, %d remaining", i, v, err, want[i])
+		}
+	}
+	g.assertSameState()
+}
+
+// WATCH through a follower sees a write made through another node, and
+// racing transactions from every node admit exactly the capacity.
+func TestTransactionsThroughEveryNode(t *testing.T) {
+	g := newGroup(t, 3)
+	ctx := context.Background()
+	a, b := g.members[1].client(t), g.members[2].client(t)
+	err := a.Watch(ctx, func(tx *redis.Tx) error {
+		b.Do(ctx, "RL.FIXED", "w", 10, "1h")
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Do(ctx, "RL.FIXED", "w", 10, "1h")
+			return nil
+		})
+		return err
+	}, "w")
+	if err != redis.TxFailedErr {
+		t.Fatalf("EXEC after a write to the watched key on another node = %v; want TxFailedErr", err)
+	}
+	const capacity = 40 // even: pairs are admitted or denied together
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	admitted := int64(0)
+	for _, m := range g.members {
+		rdb := m.client(t)
+		for w := 0; w < 2; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 5; i++ {
+					cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+						p.Do(ctx, "RL.FIXED", "hot", capacity, "1h")
+						p.Do(ctx, "RL.FIXED", "hot", capacity, "1h")
+						return nil
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					x, _ := cmds[0].(*redis.Cmd).Int64Slice()
+					y, _ := cmds[1].(*redis.Cmd).Int64Slice()
+					if x[0] != y[0] {
+						t.Errorf("a transaction's takes were split: %v %v", x, y)
+					}
+					mu.Lock()
+					admitted += x[0] + y[0]
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if admitted != capacity {
+		t.Fatalf("transactions admitted %d units; want exactly %d", admitted, capacity)
+	}
+	g.assertSameState()
+}

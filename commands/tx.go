@@ -1,0 +1,244 @@
+package commands
+
+import (
+	"bytes"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+// Transactions: MULTI, EXEC, DISCARD, WATCH and UNWATCH, with Redis's
+// semantics and wording. Between MULTI and EXEC a command is checked
+// (known, authenticated, arity, and a decision's arguments parsed) and
+// answered +QUEUED, or answered with its error, which makes EXEC answer
+// EXECABORT and apply nothing. EXEC hands the queued decisions to the
+// keyspace in one Transactor.Transact call: one instant, the locks of all
+// their keys held together, one log entry in a replicated group. The
+// watched keys are compared inside that call; if one changed, EXEC answers
+// a null array and nothing is applied.
+//
+// While a transaction is open the session's deferred queue (deferred.go)
+// holds its decisions, and runDeferred leaves them there until EXEC.
+
+func init() {
+	register(
+		&command{name: "multi", arity: 1, flags: flagFast, run: cmdMulti, group: "transactions", since: "0.2.0",
+			summary: "Starts a transaction.", complexity: "O(1)"},
+		&command{name: "exec", arity: 1, flags: flagWrite, run: cmdExec, group: "transactions", since: "0.2.0",
+			summary:    "Carries out the queued commands as one atomic unit at one instant.",
+			complexity: "O(N) for N queued decisions"},
+		&command{name: "discard", arity: 1, flags: flagFast, run: cmdDiscard, group: "transactions", since: "0.2.0",
+			summary: "Drops the queued commands.", complexity: "O(N) for N queued commands"},
+		&command{name: "watch", arity: -2, flags: flagFast, run: cmdWatch, group: "transactions", since: "0.2.0",
+			summary:    "Makes the next EXEC fail if a watched key's state changes before it.",
+			complexity: "O(1) per key", arguments: []argDoc{{name: "key", typ: "key", multiple: true}},
+			firstKey: 1, lastKey: -1, keyStep: 1},
+		&command{name: "unwatch", arity: 1, flags: flagFast, run: cmdUnwatch, group: "transactions", since: "0.2.0",
+			summary: "Forgets the watched keys.", complexity: "O(1)"},
+	)
+}
+
+// txState is a session's transaction: whether MULTI is open, whether a
+// queueing error doomed it, the queued commands, and the watched keys.
+// Only the connection's owner touches it.
+type txState struct {
+	active bool
+	dirty  bool
+	cmds   []queuedCmd
+	// watches are the keys WATCH named, with their versions then; they
+	// last until EXEC, DISCARD or UNWATCH.
+	watches []algorithms.Watch
+	bytes   int64 // the copies held (args, keys), for the session's footprint
+}
+
+// queuedCmd is one command between MULTI and EXEC. A decision's items are
+// kinds[first:end] of the session's queue; any other command runs at EXEC.
+type queuedCmd struct {
+	cmd        *command
+	args       [][]byte // owned copies: the input buffer is reused between batches
+	first, end int
+}
+
+// txImmediate are the commands that run at once inside MULTI, as in Redis.
+// txQueued are the other commands a transaction may hold besides the
+// decisions, queued and run at EXEC as in Redis: they read or change no
+// key, so running them in order around the decisions is the same as
+// running them between. Every other command
+// (DEL, RL.RESET, TYPE, PTTL …) is refused inside MULTI, which aborts the
+// transaction: it would have to see or change keys outside the one atomic
+// call.
+var (
+	txImmediate = map[string]bool{"multi": true, "exec": true, "discard": true, "watch": true, "quit": true}
+	txQueued    = map[string]bool{"ping": true, "echo": true, "time": true, "select": true, "unwatch": true,
+		"auth": true, "hello": true, "client": true, "command": true, "info": true, "config": true}
+)
+
+// queueTx answers a command sent while MULTI is open: it runs MULTI, EXEC,
+// DISCARD, WATCH and QUIT at once, and otherwise queues the command or
+// answers its error and dooms the transaction.
+func (s *session) queueTx(cmd *command, args [][]byte) {
+	var err error
+	switch {
+	case cmd == nil:
+		err = errUnknownCommand(args)
+	case !s.authed && cmd.flags&flagNoAuth == 0:
+		err = errNoAuth
+	case s.deniedInMulti(cmd, args, &err): // the ACL, as Redis checks it when it queues
+	case !cmd.arityOK(len(args)):
+		err = errWrongArgs(cmd.name)
+	case txImmediate[cmd.name]:
+		cmd.run(s, args)
+		return
+	case cmd.class != classDecision && !txQueued[cmd.name]:
+		err = errNotInMulti
+	}
+	if err != nil {
+		s.tx.dirty = true
+		s.writeError(err)
+		return
+	}
+	owned := s.own(args)
+	q := queuedCmd{cmd: cmd, args: owned, first: len(s.queue.kinds)}
+	if cmd.class == classDecision {
+		errs := s.errors
+		cmd.run(s, owned) // parses and queues its items, or writes its error
+		if s.errors != errs {
+			s.tx.dirty = true
+			return
+		}
+	}
+	q.end = len(s.queue.kinds)
+	s.tx.cmds = append(s.tx.cmds, q)
+	s.writeSimple("QUEUED")
+}
+
+// own copies args into one allocation the transaction keeps.
+func (s *session) own(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	owned := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		owned[i] = buf[len(buf)-len(a):]
+	}
+	s.tx.bytes += int64(n) + int64(len(args))*sliceSize
+	return owned
+}
+
+// endTx closes the transaction and forgets the watched keys.
+func (s *session) endTx() {
+	clear(s.tx.cmds)
+	clear(s.tx.watches)
+	s.tx = txState{cmds: s.tx.cmds[:0], watches: s.tx.watches[:0]}
+	s.queue.reset()
+}
+
+func cmdMulti(s *session, args [][]byte) {
+	if s.tx.active {
+		s.writeError(errNestedMulti) // as in Redis, this does not doom the transaction
+		return
+	}
+	s.tx.active = true
+	s.writeOK()
+}
+
+func cmdDiscard(s *session, args [][]byte) {
+	if !s.tx.active {
+		s.writeError(errDiscardNoMulti)
+		return
+	}
+	s.endTx()
+	s.writeOK()
+}
+
+func cmdWatch(s *session, args [][]byte) {
+	// arguments
+	if s.tx.active {
+		s.writeError(errWatchInMulti) // as in Redis, this does not doom the transaction
+		return
+	}
+	tr := s.h.tx
+	if tr == nil {
+		s.writeError(errNoTransactions)
+		return
+	}
+	// operation: remember each key's version now, once per key
+	now := s.conn.Now()
+	for _, key := range args[1:] {
+		if s.watching(key) {
+			continue
+		}
+		v, err := tr.Version(now, key)
+		if err != nil {
+			s.writeError(err)
+			return
+		}
+		k := bytes.Clone(key)
+		s.tx.watches = append(s.tx.watches, algorithms.Watch{Key: k, Version: v})
+		s.tx.bytes += int64(len(k)) + sliceSize + 8
+	}
+	// reply
+	s.writeOK()
+}
+
+func (s *session) watching(key []byte) bool {
+	for i := range s.tx.watches {
+		if bytes.Equal(s.tx.watches[i].Key, key) {
+			return true
+		}
+	}
+	return false
+}
+
+func cmdUnwatch(s *session, args [][]byte) {
+	if !s.tx.active { // inside EXEC it is a no-op: EXEC forgets the keys itself
+		clear(s.tx.watches)
+		s.tx.watches = s.tx.watches[:0]
+	}
+	s.writeOK()
+}
+
+func cmdExec(s *session, args [][]byte) {
+	if !s.tx.active {
+		s.writeError(errExecNoMulti)
+		return
+	}
+	defer s.endTx()
+	if s.tx.dirty {
+		s.writeError(errExecAbort)
+		return
+	}
+	// operation: every queued decision in one call, under the watches
+	q := &s.queue
+	out := s.outcomes(len(q.reqs))
+	ok := true
+	if len(q.reqs) > 0 || len(s.tx.watches) > 0 {
+		tr := s.h.tx
+		if tr == nil {
+			s.writeError(errNoTransactions)
+			return
+		}
+		var err error
+		if ok, err = tr.Transact(s.conn.Now(), s.tx.watches, q.reqs, out); err != nil {
+			s.writeError(err)
+			return
+		}
+	}
+	// reply: a null array when a watched key changed, else one reply per
+	// queued command, in order
+	if !ok {
+		s.writeNullArray()
+		return
+	}
+	s.tx.active = false // the commands run now, not queued
+	s.writeArray(len(s.tx.cmds))
+	for _, c := range s.tx.cmds {
+		if c.cmd.class == classDecision {
+			s.writeOutcomes(q.kinds[c.first:c.end], out[c.first:c.end])
+			continue
+		}
+		c.cmd.run(s, c.args)
+	}
+}

@@ -1,0 +1,188 @@
+package clients
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// requiredEnv, set by .ci/run, makes a missing client runtime (node and
+// the npm packages, Debian's python3-redis) a failure instead of a skip.
+const requiredEnv = "SLUICE_CLIENT_MATRIX"
+
+var sluiceBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-clients")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sluiceBin = filepath.Join(dir, "sluice")
+	build := exec.Command("go", "build", "-o", sluiceBin, "../../cmd/sluice")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building sluice:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is a sluice process on a fixed port, restartable on that port.
+type server struct {
+	t    *testing.T
+	port string
+	cmd  *exec.Cmd
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	s := &server{t: t, port: port}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *server) start() {
+	s.t.Helper()
+	s.cmd = exec.Command(sluiceBin, "--port", s.port, "--bind", "127.0.0.1", "--loglevel", "warning")
+	s.cmd.Stderr = os.Stderr
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+s.port, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("sluice did not listen on %s within 10s", s.port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (s *server) stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+		s.cmd = nil
+	}
+}
+
+// restart kills the server and starts a new one on the same port.
+func (s *server) restart() {
+	s.stop()
+	s.start()
+}
+
+// missing skips the test for a local run, or fails it under CI.
+func missing(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv(requiredEnv) != "" {
+		t.Fatalf("%s is missing, and %s is set: .ci/run installs it", what, requiredEnv)
+	}
+	t.Skipf("%s is missing (.ci/run installs it; set %s to make this a failure)", what, requiredEnv)
+}
+
+// runScript runs a client script against a fresh server: when the script
+// prints RESTART the server is restarted on its port and the script told
+// to go on. It returns the script's RESULT line.
+func runScript(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	s := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "SLUICE_PORT="+s.port)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var result string
+	restarted := false
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "RESTART":
+			s.restart()
+			restarted = true
+			io.WriteString(stdin, "GO\n")
+		case strings.HasPrefix(line, "RESULT "):
+			result = strings.TrimPrefix(line, "RESULT ")
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
+	}
+	if !restarted || result == "" {
+		t.Fatalf("%s %v ended without restarting the server or a result\n%s", name, args, stderr.String())
+	}
+	return result
+}
+
+// TestNodeClients runs ioredis 5 and 6 and node-redis 4, 5 and 6 (as
+// pinned in package-lock.json) with their default protocols: every one
+// must read a decision as the same five integers.
+func TestNodeClients(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing(t, "node")
+	}
+	if _, err := os.Stat("node_modules"); err != nil {
+		missing(t, "compat/clients/node_modules (npm ci)")
+	}
+	want := map[string]string{"ioredis5": "proto=2", "ioredis6": "proto=3", "redis4": "proto=2",
+		"redis5": "proto=2", "redis6": "proto=3"}
+	for _, client := range []string{"ioredis5", "ioredis6", "redis4", "redis5", "redis6"} {
+		t.Run(client, func(t *testing.T) {
+			got := runScript(t, node, "node/matrix.mjs", client)
+			if !strings.HasPrefix(got, want[client]+" decision=[1,20,19,0,100] denial=[0,1,0]") {
+				t.Fatalf("%s: %s; want %s and the five integers", client, got, want[client])
+			}
+			t.Log(got)
+		})
+	}
+}
+
+// TestRedisPy runs Debian's python3-redis (RESP2 only before redis-py 5).
+func TestRedisPy(t *testing.T) {
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import redis").Run(); err != nil {
+		missing(t, "python3-redis (Debian's, for /usr/bin/python3)")
+	}
+	got := runScript(t, py, "python/matrix.py")
+	if got != "proto=2 decision=[1, 20, 19, 0, 100] denial=[0, 1, 0]" {
+		t.Fatalf("redis-py: %s", got)
+	}
+	t.Log(got)
+}
