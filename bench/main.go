@@ -333,6 +333,11 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 			targets["sluice-aof-"+fsync] = &target{kind: "sluice", bin: bin, dir: tmp,
 				extra: []string{"--appendonly", "yes", "--appendfsync", fsync}}
 		}
+		rules, err := writeBenchPolicy(tmp, o.rate, o.capacity)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets["sluice-policies"] = &target{kind: "sluice", bin: bin, dir: tmp, extra: []string{"--policies", rules}}
 		for name, t := range groupTargets(bin, tmp, o.cluster) {
 			targets[name] = t
 		}

@@ -16,6 +16,7 @@ const (
 	groupZipf  = "zipf"  // skewed keys at pipeline 16
 	groupCores = "cores" // sluice with GOMAXPROCS 1 and 2
 	groupAOF   = "aof"   // RL.TOKEN with the append-only log off, everysec, always
+	groupCheck = "check" // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
 	groupOwn   = "custom"
 )
 
@@ -25,6 +26,7 @@ var groupTitles = map[string]string{
 	groupZipf:  "Zipfian keys (pipeline 16)",
 	groupCores: "sluice on 1 and 2 cores (GOMAXPROCS of the server, one event loop per core; `own`: cores the generator does not use, `shared`: every core, the generator's too; Redis is single-threaded)",
 	groupOwn:   "Runs",
+	groupCheck: "sluice RL.CHECK under a TOKEN policy (from a `--policies` file) beside RL.TOKEN with the same parameters",
 	groupAOF:   "sluice RL.TOKEN with the append-only log off, `--appendonly yes --appendfsync everysec`, and `always` (a fresh --dir on the machine's disk per run)",
 }
 
@@ -68,7 +70,23 @@ func quickPlan(b base) []runSpec {
 	all := append(append(append([]string{"redis-ping"}, references...), decisionPairs...), libraryPairs...)
 	runs := depthRuns(b, []int{1, 16}, all, []int{4, 64}, chartSet)
 	runs = append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
-	return append(runs, aofRuns(b)...)
+	runs = append(runs, aofRuns(b)...)
+	return append(runs, checkRuns(b)...)
+}
+
+// checkRuns runs RL.TOKEN and RL.CHECK under a policy of the same
+// parameters at pipeline 1 and 16, one after the other so that they are
+// close in time.
+func checkRuns(b base) []runSpec {
+	var runs []runSpec
+	for _, depth := range []int{1, 16} {
+		for _, name := range []string{"sluice-token", "sluice-check"} {
+			if b.wants(name) {
+				runs = append(runs, b.spec(groupCheck, name, depth))
+			}
+		}
+	}
+	return runs
 }
 
 // aofRuns runs RL.TOKEN at pipeline 1 and 16 with the append-only log
@@ -128,7 +146,8 @@ func fullPlan(b base) []runSpec {
 		}
 	}
 	runs = append(runs, coreRuns(b, []int{1, 16}, []string{"sluice-ping", "sluice-token"})...)
-	return append(runs, aofRuns(b)...)
+	runs = append(runs, aofRuns(b)...)
+	return append(runs, checkRuns(b)...)
 }
 
 // depthRuns runs every one of names at depths, and chart at more depths, in

@@ -66,6 +66,16 @@ var scenarios = []*scenario{
 		},
 		check: checkDecision,
 	},
+	// The same decisions under a named policy, which the server reads from
+	// a rules file (benchPolicy) written with the workload's parameters.
+	{
+		name: "sluice-check", label: "sluice RL.CHECK (TOKEN policy)", server: "sluice-policies", algo: "token",
+		prefix: "pc:", keysPer: 1,
+		args: func(w workload, _ string) []string {
+			return []string{"RL.CHECK", benchPolicy, "$KEY", itoa(w.cost)}
+		},
+		check: checkDecision,
+	},
 	// The same decisions with the append-only log on (a fresh directory
 	// per server), at two appendfsync policies.
 	aofToken("sluice-token-aof-everysec", "sluice RL.TOKEN, appendfsync everysec", "sluice-aof-everysec"),

@@ -154,23 +154,6 @@ func newACL(cfg *Config) (aclState, error) {
 	return st, nil
 }
 
-// forbidden checks the session's user's permissions for a command and, if
-// they deny it, logs the denial, answers NOPERM and reports true. The
-// default user's all-allowing permissions cost one atomic load and one
-// branch.
-func (s *session) forbidden(cmd *command, args [][]byte) bool {
-	if s.user.Perms().AllowsAll() {
-		return false
-	}
-	err := s.permError(cmd, args, acl.Toplevel)
-	if err == nil {
-		return false
-	}
-	s.runDeferred()
-	s.writeError(err)
-	return true
-}
-
 // permError is the NOPERM error for cmd with args if the session's user
 // may not run it, logged in the ACL LOG with ctx; nil if it may. It writes
 // nothing and runs no deferred work (MULTI queues with it).
@@ -188,7 +171,11 @@ func (s *session) permError(cmd *command, args [][]byte, ctx acl.Context) error 
 			}
 		}
 	}
-	d := p.Check(ac, args)
+	argv := args
+	if policyForm(cmd, args) {
+		argv = args[:1] // its keys are derived: policyKeys checks them
+	}
+	d := p.Check(ac, argv)
 	if d.Reason == acl.Allowed && !p.AllowsAllKeys() && cmd.group == "scripting" {
 		d = scriptKeysDenial(p, cmd, args)
 	}
@@ -201,6 +188,26 @@ func (s *session) permError(cmd *command, args [][]byte, ctx acl.Context) error 
 	}
 	s.logDenial(d.Reason, ctx, object)
 	return errNoPerm(d, ac.Name)
+}
+
+// policyForm reports whether args are RL.INFO's or RL.RESET's POLICY form
+// (RL.RESET POLICY policy subject …), whose arguments are no keys.
+func policyForm(cmd *command, args [][]byte) bool {
+	return (cmd.name == "rl.info" || cmd.name == "rl.reset") && len(args) >= 4 && equalFold(args[1], "policy")
+}
+
+// derivedKeyError is the NOPERM error, logged in the ACL LOG, if the
+// session's user may not reach key with access; nil if it may. It checks
+// the keys a command derives rather than names (RL.CHECK's
+// pol:<policy>:<algo>:<subject>), which cmd.acl's key positions cannot
+// locate. A user with allkeys pays one branch.
+func (s *session) derivedKeyError(key []byte, access acl.Access) error {
+	p := s.user.Perms()
+	if p.AllowsAllKeys() || p.CheckKey(key, access) {
+		return nil
+	}
+	s.logDenial(acl.DeniedKey, acl.Toplevel, string(key))
+	return errNoPerm(acl.Denial{Reason: acl.DeniedKey}, "")
 }
 
 // deniedInMulti is permError for a command MULTI queues: it sets *err and

@@ -44,6 +44,19 @@ func (c *Clock) Now() int64 {
 	return c.origin.UnixNano() + int64(time.Since(c.origin)) + st.offset
 }
 
+// realNow returns the instant of the running clock, whatever DEBUG CLOCK
+// set: the same scale as Now when DEBUG CLOCK set nothing.
+func (c *Clock) realNow() int64 { return c.origin.UnixNano() + int64(time.Since(c.origin)) }
+
+// batchStart returns, on realNow's scale, when a batch read at the instant
+// now began: now itself, unless DEBUG CLOCK set the clock, then realNow.
+func (c *Clock) batchStart(now int64) int64 {
+	if c.state.Load() == nil {
+		return now
+	}
+	return c.realNow()
+}
+
 func (c *Clock) update(fn func(st *clockState)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

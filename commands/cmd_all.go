@@ -110,11 +110,7 @@ func (s *session) writeAll(outs []algorithms.Outcome) {
 			break
 		}
 	}
-	if denied < 0 {
-		s.allowed++
-	} else {
-		s.denied++
-	}
+	s.countDecision(denied < 0)
 	if s.named {
 		s.writeMap(3)
 		s.writeBulkString("allowed")

@@ -190,9 +190,19 @@ func (s *session) describe() string {
 	if ci.NoEvict {
 		flags = " flags=e"
 	}
+	cmd := "NULL"
+	if c := s.shown.Load(); c != nil {
+		cmd = c.name
+	}
+	// Redis 7's fields, in its order. Between batches sluice's read buffer
+	// holds no complete command and its replies are written out whole, so
+	// qbuf, argv-mem, obl and oll are 0; rbs is the read buffer, omem the
+	// replies not yet written.
+	rbs := strconv.FormatInt(ci.QueryBuffer, 10)
 	b.WriteString(flags + " db=0 sub=0 psub=0 ssub=0 multi=-1 watch=0")
-	b.WriteString(" rbs=" + strconv.FormatInt(ci.QueryBuffer, 10) + " omem=" + strconv.FormatInt(ci.OutputBuffer, 10))
-	b.WriteString(" tot-mem=" + strconv.FormatInt(ci.Memory, 10))
+	b.WriteString(" qbuf=0 qbuf-free=" + rbs + " argv-mem=0 multi-mem=0 rbs=" + rbs + " rbp=" + rbs)
+	b.WriteString(" obl=0 oll=0 omem=" + strconv.FormatInt(ci.OutputBuffer, 10))
+	b.WriteString(" tot-mem=" + strconv.FormatInt(ci.Memory, 10) + " events=r cmd=" + cmd)
 	b.WriteString(" user=" + user + " redir=-1 resp=" + resp + " lib-name=" + lib + " lib-ver=" + ver + "\n")
 	return b.String()
 }

@@ -19,12 +19,10 @@ func init() {
 			summary: "Reports the server's state: server, clients, memory, stats, keyspace.", complexity: "O(1), keyspace O(N)",
 			arguments: []argDoc{{name: "section", typ: "string", optional: true, multiple: true}}},
 		&command{name: "config", arity: -2, flags: flagAdmin, run: cmdConfig, group: "server", since: "0.1.0",
-			summary: "CONFIG GET parameter [parameter …]: reads the running configuration.", complexity: "O(N)",
-			subs: []string{"get", "help"}},
+			summary: "CONFIG GET parameter [parameter …]: reads the running configuration; CONFIG RESETSTAT zeroes the statistics.", complexity: "O(N)",
+			subs: []string{"get", "resetstat", "help"}},
 	)
 }
-
-var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "keyspace"}
 
 // cmdInfo: INFO [section …]
 func cmdInfo(s *session, args [][]byte) {
@@ -32,8 +30,12 @@ func cmdInfo(s *session, args [][]byte) {
 	for _, a := range args[1:] {
 		name := strings.ToLower(string(a))
 		switch name {
-		case "all", "everything", "default":
-			for _, name := range infoSections {
+		case "all", "everything":
+			for _, name := range infoAll {
+				want[name] = true
+			}
+		case "default":
+			for _, name := range infoDefault {
 				want[name] = true
 			}
 		default:
@@ -41,19 +43,23 @@ func cmdInfo(s *session, args [][]byte) {
 		}
 	}
 	if len(want) == 0 {
-		for _, name := range infoSections {
+		for _, name := range infoDefault {
 			want[name] = true
 		}
 	}
 	var b strings.Builder
-	for _, name := range infoSections {
+	for _, name := range infoAll {
 		if !want[name] {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
+		title := strings.ToUpper(name[:1]) + name[1:]
+		if name == "cpu" {
+			title = "CPU"
+		}
+		b.WriteString("# " + title + "\r\n")
 		for _, kv := range s.h.infoSection(s, name) {
 			b.WriteString(kv.Name + ":" + kv.Value + "\r\n")
 		}
@@ -187,6 +193,11 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 			out = append(out, Param{kv[0], kv[1]})
 		}
 		return append(out, Param{"cluster_enabled", "1"})
+	case "policies":
+		return h.policiesInfo()
+	case "commandstats", "errorstats", "latencystats", "cpu":
+		out, _ := h.statsSection(name)
+		return out
 	case "keyspace":
 		n, err := h.ks.DBSize(s.conn.Now())
 		if err != nil || n == 0 {
@@ -295,11 +306,18 @@ func cmdConfig(s *session, args [][]byte) {
 		}
 	case equalFold(args[1], "get"):
 		s.writeError(errWrongArgs("config|get"))
+	case equalFold(args[1], "resetstat") && len(args) == 2:
+		s.h.resetStats()
+		s.writeOK()
+	case equalFold(args[1], "resetstat"):
+		s.writeError(errWrongArgs("config|resetstat"))
 	case equalFold(args[1], "help") && len(args) == 2:
 		help := []string{
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern>",
 			"    Return parameters matching the glob-like <pattern> and their values.",
+			"RESETSTAT",
+			"    Reset statistics reported by the INFO command.",
 			"HELP",
 			"    Print this help.",
 		}

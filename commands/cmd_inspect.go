@@ -3,6 +3,7 @@ package commands
 import (
 	"math"
 
+	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/algorithms"
 )
 
@@ -12,7 +13,7 @@ import (
 func init() {
 	register(
 		&command{
-			name: "rl.info", arity: 2, flags: flagReadOnly | flagFast, run: cmdRLInfo,
+			name: "rl.info", arity: -2, maxArgs: 4, flags: flagReadOnly | flagFast, run: cmdRLInfo,
 			group: "rate-limit", since: "0.1.0", complexity: "O(1), O(N) for a log or leases of N entries",
 			summary:   "Shows a key's limiter state: algorithm, expiry and the raw state fields; nil if absent.",
 			arguments: []argDoc{{name: "key", typ: "key"}},
@@ -30,8 +31,13 @@ func init() {
 
 // cmdRLInfo: RL.INFO key
 func cmdRLInfo(s *session, args [][]byte) {
+	key, err := s.inspectedKey(args, "rl.info")
+	if err != nil {
+		s.writeError(err)
+		return
+	}
 	// operation
-	info, err := s.keyInfo(args[1])
+	info, err := s.keyInfo(key)
 	if err != nil {
 		s.writeError(err)
 		return
@@ -72,7 +78,15 @@ func cmdRLInfo(s *session, args [][]byte) {
 
 // cmdRLReset: RL.RESET key [key …]
 func cmdRLReset(s *session, args [][]byte) {
-	n, err := s.h.ks.Delete(s.conn.Now(), args[1:])
+	keys := args[1:]
+	if len(args) >= 4 && equalFold(args[1], "policy") {
+		var err error
+		if keys, err = s.policyKeys(args[2], args[3:], acl.Write); err != nil {
+			s.writeError(err)
+			return
+		}
+	}
+	n, err := s.h.ks.Delete(s.conn.Now(), keys)
 	s.replyInt(n, err)
 }
 

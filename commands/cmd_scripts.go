@@ -94,7 +94,10 @@ func (s *session) exec1(op compat.Op, keys, argv [][]byte) {
 		s.writeError(errNoStrings)
 		return
 	}
-	c := &s.call
+	if s.call == nil {
+		s.call = new(compat.Call) // only the connections that run scripts pay for it
+	}
+	c := s.call
 	c.Argv = argv
 	sc.Exec(s.conn.Now(), op, keys, c)
 	if c.Reply.Type == compat.Error {

@@ -3,6 +3,8 @@ package commands
 import (
 	"fmt"
 	"log/slog"
+
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // Config is the commands' configuration. Start from DefaultConfig and
@@ -30,6 +32,11 @@ type Config struct {
 	// with its size.
 	AllMaxLimits   int64
 	AllMaxLogUnits int64
+	// SlowlogSlowerThan is slowlog-log-slower-than: SLOWLOG logs the
+	// batches that took at least this many microseconds (negative: none);
+	// SlowlogMaxLen is slowlog-max-len, the entries it keeps.
+	SlowlogSlowerThan int64
+	SlowlogMaxLen     int64
 	// Logger receives the commands' log lines. nil: slog.Default().
 	Logger *slog.Logger
 	// Params are the resolved settings that CONFIG GET reports.
@@ -48,6 +55,23 @@ type Config struct {
 	AppendOnly AppendOnly
 	// Shutdowner carries out SHUTDOWN; nil refuses it.
 	Shutdowner Shutdowner
+	// Policies holds the named policies RL.CHECK decides with and
+	// RL.POLICY changes, and the rules files' policies (read-only here).
+	// nil: New gives the Handler an empty registry of its own.
+	Policies *policy.Registry
+	// Rules reloads the rules files (RL.POLICY RELOAD) and reports their
+	// state (INFO policies); nil: no rules files on this server.
+	Rules RulesFiles
+}
+
+// RulesFiles is the rules files' loader (--policies), as the commands see
+// it. Safe for concurrent use.
+type RulesFiles interface {
+	// Reload reads the files again at instant now (unix ns) and installs
+	// them, or keeps the rules in force and returns why they were refused.
+	Reload(now int64) error
+	// Status returns what INFO policies shows of the files.
+	Status() policy.WatchStatus
 }
 
 // DebugMode is enable-debug-command, with Redis's values.
@@ -64,10 +88,11 @@ const (
 type Param struct{ Name, Value string }
 
 // DefaultConfig returns the defaults: no password, no DEBUG, RL.LOG's and
-// RL.ACQUIRE's limits at most 10000, and RL.ALL at most 10000 limits and
-// 1,000,000 logged units.
+// RL.ACQUIRE's limits at most 10000, RL.ALL at most 10000 limits and
+// 1,000,000 logged units, and Redis's slow log (10000 µs, 128 entries).
 func DefaultConfig() Config {
-	return Config{ProtectedMode: true, Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000}
+	return Config{ProtectedMode: true, Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000,
+		SlowlogSlowerThan: 10000, SlowlogMaxLen: 128}
 }
 
 // Validate reports the first setting that cannot work.
@@ -81,6 +106,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("commands: AllMaxLimits %d: want at least 1", c.AllMaxLimits)
 	case c.AllMaxLogUnits < 1:
 		return fmt.Errorf("commands: AllMaxLogUnits %d: want at least 1", c.AllMaxLogUnits)
+	case c.SlowlogMaxLen < 0:
+		return fmt.Errorf("commands: SlowlogMaxLen %d: want at least 0", c.SlowlogMaxLen)
 	}
 	return nil
 }

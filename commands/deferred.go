@@ -23,12 +23,15 @@ const (
 type deferKind uint8
 
 const (
-	kindDecision  deferKind = iota // the five fields of every RL.* decision
-	kindThrottle                   // CL.THROTTLE: redis-cell's five integers, in seconds
-	kindRelease                    // RL.RELEASE: 1 if a lease was released, else 0
-	kindAll                        // the first request of an RL.ALL group: the whole group's reply
-	kindAllMember                  // the group's other requests, answered with the first
-	kindForward                    // a forwarded submission: its encoded results, or its error
+	kindDecision       deferKind = iota // the five fields of every RL.* decision
+	kindThrottle                        // CL.THROTTLE: redis-cell's five integers, in seconds
+	kindRelease                         // RL.RELEASE: 1 if a lease was released, else 0
+	kindAll                             // the first request of an RL.ALL group: the whole group's reply
+	kindAllMember                       // the group's other requests, answered with the first
+	kindForward                         // a forwarded submission: its encoded results, or its error
+	kindCheck                           // RL.CHECK: the five fields, after its policy's mode (checks)
+	kindCheckAll                        // the first request of an RL.CHECK of several pairs: the whole reply
+	kindCheckAllMember                  // its other requests, answered with the first
 )
 
 // deferred is one queue of deferred work, tagged by kind.
@@ -50,9 +53,13 @@ const (
 type deferred struct {
 	class deferClass
 	kinds []deferKind
+	cmds  []uint16 // the command that queued each decision (its index plus one; 0: none), for its figures
 	reqs  []algorithms.Request
 	outs  []algorithms.Outcome // Decide's scratch, kept between batches
 	blobs [][]byte
+	// chk is RL.CHECK's part of the queue, made at the first RL.CHECK
+	// (cmd_check.go).
+	chk *checkState
 }
 
 // queueDecision adds a decision to the queue.
@@ -60,6 +67,7 @@ func (s *session) queueDecision(req algorithms.Request, kind deferKind) {
 	q := &s.queue
 	q.class = classDecision
 	q.kinds = append(q.kinds, kind)
+	q.cmds = append(q.cmds, uint16(s.curCmd))
 	q.reqs = append(q.reqs, req)
 }
 
@@ -76,7 +84,7 @@ func (s *session) queueForward(blob []byte) {
 func (s *session) unqueue(mark int) {
 	q := &s.queue
 	clear(q.reqs[mark:])
-	q.reqs, q.kinds = q.reqs[:mark], q.kinds[:mark]
+	q.reqs, q.kinds, q.cmds = q.reqs[:mark], q.kinds[:mark], q.cmds[:mark]
 }
 
 // runDeferred carries out the queued work and writes its replies, in
@@ -103,7 +111,10 @@ func (s *session) runDeferred() {
 func (q *deferred) reset() {
 	clear(q.reqs) // drop references into the input buffer
 	clear(q.blobs)
-	q.kinds, q.reqs, q.blobs = q.kinds[:0], q.reqs[:0], q.blobs[:0]
+	q.kinds, q.reqs, q.blobs, q.cmds = q.kinds[:0], q.reqs[:0], q.blobs[:0], q.cmds[:0]
+	if q.chk != nil {
+		q.chk.reset()
+	}
 	q.class = classNone
 }
 
@@ -113,7 +124,7 @@ func (s *session) runDecisions() {
 	q := &s.queue
 	out := s.outcomes(len(q.reqs))
 	s.decide(q.reqs, out)
-	s.writeOutcomes(q.kinds, out)
+	s.writeOutcomes(q.kinds, q.cmds, out)
 }
 
 // outcomes returns the queue's scratch for n outcomes.
@@ -125,12 +136,19 @@ func (s *session) outcomes(n int) []algorithms.Outcome {
 	return q.outs[:n]
 }
 
-// writeOutcomes writes the replies of decision items of these kinds, whose
-// outcomes are out: one reply per item, one for a whole RL.ALL group.
-func (s *session) writeOutcomes(kinds []deferKind, out []algorithms.Outcome) {
+// writeOutcomes writes the replies of decision items of these kinds,
+// queued by these commands (queue.cmds), whose outcomes are out: one reply
+// per item, one for a whole RL.ALL group. Each item's decision and error
+// count for the command that queued it.
+func (s *session) writeOutcomes(kinds []deferKind, cmds []uint16, out []algorithms.Outcome) {
+	running := s.curCmd // a command that carries the queue out before its own work
 	n := len(kinds)
 	for i := 0; i < n; i++ {
 		kind := kinds[i]
+		s.cur = 0
+		if c := cmds[i]; c != 0 {
+			s.cur = s.slotFor(commandList[c-1]) + 1
+		}
 		if kind == kindAll {
 			j := i + 1
 			for j < n && kinds[j] == kindAllMember {
@@ -138,6 +156,28 @@ func (s *session) writeOutcomes(kinds []deferKind, out []algorithms.Outcome) {
 			}
 			s.writeAll(out[i:j])
 			i = j - 1
+			continue
+		}
+		if kind == kindCheckAll {
+			j := i + 1
+			for j < n && kinds[j] == kindCheckAllMember {
+				j++
+			}
+			c := s.queue.chk
+			s.writeCheckAll(out[i:j], c.items[c.next:c.next+j-i])
+			c.next += j - i
+			i = j - 1
+			continue
+		}
+		if kind == kindCheck {
+			c := s.queue.chk
+			item := &c.items[c.next]
+			c.next++
+			if out[i].Err != nil {
+				s.writeError(out[i].Err)
+			} else {
+				s.writeCheck(item, &out[i].Result)
+			}
 			continue
 		}
 		if out[i].Err != nil {
@@ -148,17 +188,14 @@ func (s *session) writeOutcomes(kinds []deferKind, out []algorithms.Outcome) {
 			s.writeReleased(out[i].Result.Allowed)
 			continue
 		}
-		if out[i].Result.Allowed {
-			s.allowed++
-		} else {
-			s.denied++
-		}
+		s.countDecision(out[i].Result.Allowed)
 		if kind == kindThrottle {
 			s.writeThrottle(&out[i].Result)
 		} else {
 			s.writeDecision(&out[i].Result)
 		}
 	}
+	s.restoreSlot(running)
 }
 
 // decide carries out reqs: through the keyspace, except that a READONLY

@@ -28,6 +28,7 @@ func (e codeError) Error() string { return string(e) }
 var (
 	errNotInteger        = replyError("value is not an integer or out of range")
 	errSyntax            = replyError("syntax error")
+	errSlowlogCount      = replyError("count should be greater than or equal to -1")
 	errNoPassSet         = replyError("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	errInvalidDBIdx      = replyError("DB index is out of range")
 	errProtoVersion      = replyError("Protocol version is not an integer or out of range")
@@ -43,6 +44,13 @@ var (
 	errAOFOff            = replyError("the append-only log is off on this server (start it with --appendonly yes)")
 	errAOFInGroup        = replyError("BGREWRITEAOF is not available in a Raft group: the Raft log already persists every decision")
 	errNoCluster         = replyError("This instance has cluster support disabled")
+
+	// The policies (cmd_policy.go, cmd_check.go).
+	errPolicyInGroup = replyError("RL.POLICY SET and DEL are not available in a Raft group: policy changes are not replicated yet " +
+		"(give every node the same --policies files)")
+	errNoRulesFiles     = replyError("no rules files on this server (start it with --policies FILE)")
+	errCheckConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies: use RL.ACQUIRE and RL.RELEASE")
+	errCheckPairs       = replyError("RL.CHECK takes policy subject pairs and an optional n")
 
 	// The arguments of the decisions (args.go, cmd_throttle.go).
 	errRateNotPositive = replyError("rate must be positive")
@@ -164,6 +172,11 @@ func errUnrecognizedOption(attr []byte) replyError {
 	return replyError(sanitize("Unrecognized option '" + clip(string(attr), 128) + "'"))
 }
 
+// errUnknownAlgo is RL.POLICY SET's error for an algorithm it does not know.
+func errUnknownAlgo(arg []byte) replyError {
+	return replyError("unknown algorithm '" + printable(arg) + "': use TOKEN, LEAKY, FIXED, SLIDING, LOG or CONCURRENCY")
+}
+
 // errNotPositive is the error for a capacity, limit or duration (named what)
 // that is zero or negative.
 func errNotPositive(what string) replyError { return replyError(what + " must be positive") }
@@ -196,6 +209,18 @@ func errAllTooMany(max int64) replyError {
 // more than max units together.
 func errAllTooManyUnits(max int64) replyError {
 	return replyError("too many LOG units in RL.ALL: n times the number of LOG limits is at most all-max-log-units (" +
+		strconv.FormatInt(max, 10) + ")")
+}
+
+// errCheckTooMany is the error for an RL.CHECK naming more than max pairs.
+func errCheckTooMany(max int64) replyError {
+	return replyError("too many policy subject pairs in RL.CHECK: at most all-max-limits (" + strconv.FormatInt(max, 10) + ")")
+}
+
+// errCheckTooManyUnits is the error for an RL.CHECK whose LOG policies
+// would log more than max units together.
+func errCheckTooManyUnits(max int64) replyError {
+	return replyError("too many LOG units in RL.CHECK: n times the number of LOG policies is at most all-max-log-units (" +
 		strconv.FormatInt(max, 10) + ")")
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -44,6 +45,10 @@ type testConfig struct {
 	RealClock bool
 	// Wrap wraps the listener (to watch what a connection reads).
 	Wrap func(net.Listener) net.Listener
+	// Policies and Rules: the policy registry and the rules files (nil:
+	// an empty registry of the Handler's own, no files).
+	Policies *policy.Registry
+	Rules    RulesFiles
 }
 
 // testServer is a running test server.
@@ -80,6 +85,7 @@ func startServer(t testing.TB, tc testConfig) *testServer {
 	}
 	cfg.Password, cfg.Params, cfg.Shutdowner, cfg.Logger = tc.Password, tc.Params, tc.Shutdowner, quiet
 	cfg.ACLFile, cfg.Renames = tc.ACLFile, tc.Renames
+	cfg.Policies, cfg.Rules = tc.Policies, tc.Rules
 	ks := tc.Keyspace
 	if ks == nil {
 		ks = store.New(8)

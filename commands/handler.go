@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/server"
 )
 
@@ -27,6 +28,13 @@ type Handler struct {
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
+	stats     *cmdStats                    // per-command figures (cmdstats.go)
+	errs      errStats                     // error replies by code (errstats.go)
+	slowlog   slowlog                      // SLOWLOG (slowlog.go)
+
+	// shadowDenied counts the decisions of shadow policies that would
+	// have been denied (INFO policies).
+	shadowDenied atomic.Int64
 }
 
 // Transport is what the commands need of the network layer that serves
@@ -53,6 +61,9 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Policies == nil {
+		cfg.Policies = policy.NewRegistry()
+	}
 	users, err := newACL(&cfg)
 	if err != nil {
 		return nil, err
@@ -61,7 +72,9 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table}
+	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table, stats: newCmdStats()}
+	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
+	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
 	if tr, ok := ks.(Transactor); ok {
 		h.tx = tr
 	}
@@ -107,6 +120,7 @@ func (h *Handler) Close(c *server.Conn) {
 	if !ok {
 		return
 	}
+	s.flushStats()
 	s.publish()
 	h.ended.add(&s.totals)
 }
@@ -116,7 +130,9 @@ func (h *Handler) Close(c *server.Conn) {
 func (h *Handler) conns(self *session, fn func(s *session)) {
 	t := h.transport.Load()
 	if t == nil {
-		fn(self)
+		if self != nil {
+			fn(self)
+		}
 		return
 	}
 	t.Conns(func(c *server.Conn) {

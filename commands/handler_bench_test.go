@@ -186,16 +186,16 @@ func TestHandlerDoesNotAllocate(t *testing.T) {
 }
 
 // TestConnectionFootprint pins what one connection holds: a new client's
-// session within the 512 bytes the transport counts for it before its
-// first batch (server's baseFootprint, which maxmemory-clients starts
+// session within the bytes the transport counts for it before its first
+// batch (server.SessionEstimate, in its baseFootprint, which maxmemory-clients starts
 // from), and, after a pipeline of 16 RL.TOKEN, the whole connection (the
 // transport's Conn and buffers, and the session with its deferred queue)
 // within its 16 KiB read buffer and 8 KiB besides.
 func TestConnectionFootprint(t *testing.T) {
 	c := loopback(t)
 	s := c.Session().(*session)
-	if fp := s.footprint(); fp > 512 {
-		t.Errorf("a new session holds %d bytes (the struct: %d); the transport counts 512", fp, unsafe.Sizeof(session{}))
+	if fp := s.footprint(); fp > server.SessionEstimate {
+		t.Errorf("a new session holds %d bytes (the struct: %d); the transport counts %d", fp, unsafe.Sizeof(session{}), server.SessionEstimate)
 	}
 	feed(t, c, pipeline(16, 16, "RL.TOKEN"))
 	feed(t, c, pipeline(16, 16, "RL.TOKEN"))

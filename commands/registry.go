@@ -22,6 +22,8 @@ type command struct {
 	lastKey    int
 	keyStep    int
 	subs       []string // subcommand names, for COMMAND's tenth field
+
+	idx int // its index in commandList, for per-command figures
 }
 
 type cmdFlags uint16
@@ -58,6 +60,9 @@ func (cmd *command) arityOK(n int) bool {
 // knows, by lower-case name. Families register from their own files.
 var commandTable = map[string]*command{}
 
+// commandList holds the same commands in registration order.
+var commandList []*command
+
 func register(cmds ...*command) {
 	for _, cmd := range cmds {
 		if commandTable[cmd.name] != nil {
@@ -70,6 +75,8 @@ func register(cmds ...*command) {
 			cmd.class = classForward
 		}
 		commandTable[cmd.name] = cmd
+		cmd.idx = len(commandList)
+		commandList = append(commandList, cmd)
 	}
 }
 

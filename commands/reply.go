@@ -21,8 +21,13 @@ func (s *session) writeArray(n int)           { s.conn.Out = redcon.AppendArray(
 // writeError is the one place a reply error is written, with the code
 // errorText gives it.
 func (s *session) writeError(err error) {
+	at := len(s.conn.Out)
 	s.conn.Out = appendError(s.conn.Out, err)
 	s.errors++
+	s.h.errs.count(s.conn.Out[at:])
+	if s.cur != 0 {
+		s.slots[s.cur-1].failed++
+	}
 }
 
 // appendError appends err as a RESP error line: '-', the code, the text

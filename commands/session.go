@@ -29,18 +29,19 @@ type session struct {
 
 	resp3    atomic.Bool
 	authed   bool
-	refused  bool      // protected mode refuses the connection (acl.go)
-	user     *acl.User // the ACL user the connection runs as (acl.go); written under mu
-	readonly bool      // READONLY: peeks answered from this node's own state
-	prevCmd  *command  // the command run last, looked up first
+	refused  bool                    // protected mode refuses the connection (acl.go)
+	user     *acl.User               // the ACL user the connection runs as (acl.go); written under mu
+	readonly bool                    // READONLY: peeks answered from this node's own state
+	prevCmd  *command                // the command run last, looked up first
+	shown    atomic.Pointer[command] // prevCmd as of the last batch's end, for CLIENT LIST's cmd=
 
 	// The last rate parsed and its interval (see rate).
 	lastRate   []byte
 	lastRateNS int64
 
-	queue deferred    // the batch's deferred work (deferred.go)
-	tx    txState     // MULTI's queue and WATCH's keys (tx.go)
-	call  compat.Call // scratch of EVAL and the string commands (cmd_scripts.go)
+	queue deferred     // the batch's deferred work (deferred.go)
+	tx    txState      // MULTI's queue and WATCH's keys (tx.go)
+	call  *compat.Call // scratch of EVAL and the string commands, made at the first (cmd_scripts.go)
 
 	lastScript *compat.Script // the script EVALSHA found last, tried first
 	named      bool           // CLIENT NAMED-REPLY ON: decisions answer with named fields
@@ -49,6 +50,16 @@ type session struct {
 	// Counters of the batch being run, added to totals once per batch.
 	cmds, errors, allowed, denied int64
 	totals                        totals
+
+	// The batch's per-command counters (cmdstats.go): its slots, the one
+	// of the command running (nil while none is), and when the batch
+	// began (Clock.batchStart, 0 before its first command).
+	slots      [statSlots]cmdSlot
+	nslots     int
+	cur        int // the running command's slot, plus one (0: none)
+	last       int // the slot found last, tried first, plus one
+	curCmd     int // the running command's index in commandList, plus one
+	batchStart int64
 }
 
 // totals are a session's counters (and, summed, the Handler's), read by
@@ -84,6 +95,9 @@ func (s *session) exec(args [][]byte) {
 		s.refuse()
 		return
 	}
+	if s.batchStart == 0 {
+		s.batchStart = s.h.clock.batchStart(s.conn.Now())
+	}
 	cmd := s.lookup(args[0])
 	if s.tx.active {
 		s.queueTx(cmd, args)
@@ -94,23 +108,28 @@ func (s *session) exec(args [][]byte) {
 		s.writeError(errUnknownCommand(args))
 		return
 	}
-	if !s.authed && cmd.flags&flagNoAuth == 0 {
-		s.runDeferred()
-		s.writeError(errNoAuth)
-		return
+	var reject error
+	switch {
+	case !s.authed && cmd.flags&flagNoAuth == 0:
+		reject = errNoAuth
+	case !cmd.arityOK(len(args)):
+		reject = errWrongArgs(cmd.name)
+	default:
+		reject = s.permError(cmd, args, acl.Toplevel) // nil at once for a user allowed everything
 	}
-	if s.forbidden(cmd, args) {
-		return
-	}
-	if !cmd.arityOK(len(args)) {
-		s.runDeferred()
-		s.writeError(errWrongArgs(cmd.name))
-		return
-	}
-	if s.queue.class != cmd.class {
+	if reject != nil || s.queue.class != cmd.class {
 		s.runDeferred()
 	}
+	sl := s.slotFor(cmd) // after runDeferred, which may flush the slots
+	if reject != nil {
+		s.slots[sl].rejected++
+		s.writeError(reject)
+		return
+	}
+	s.cur, s.curCmd = sl+1, cmd.idx+1
+	s.slots[sl].calls++
 	cmd.run(s, args)
+	s.cur, s.curCmd = 0, 0
 }
 
 // lookup finds a command, trying first the one the client ran last: a
@@ -131,6 +150,10 @@ func (s *session) lookup(name []byte) *command {
 func (s *session) endBatch() {
 	s.runDeferred()
 	s.syncLog()
+	s.flushStats() // after the log's sync: a batch's time includes it
+	if p := s.prevCmd; p != nil && p != s.shown.Load() {
+		s.shown.Store(p)
+	}
 	s.publish()
 	s.conn.SetSessionBytes(s.footprint())
 }
@@ -169,6 +192,15 @@ const (
 func (s *session) footprint() int64 {
 	q := &s.queue
 	return sessionSize + int64(cap(s.lastRate)+cap(q.kinds)) + int64(cap(q.blobs))*sliceSize +
-		int64(cap(q.reqs))*requestSize + int64(cap(q.outs))*outcomeSize +
-		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize
+		int64(cap(q.reqs))*requestSize + int64(cap(q.cmds))*2 + int64(cap(q.outs))*outcomeSize +
+		s.tx.bytes + int64(cap(s.tx.cmds))*queuedSize + s.callSize() + q.chk.size()
+}
+
+// callSize is what the scratch of scripts holds, once made.
+func (s *session) callSize() int64 {
+	if s.call == nil {
+		return 0
+	}
+	return int64(unsafe.Sizeof(compat.Call{})) + int64(cap(s.call.Keys))*int64(unsafe.Sizeof(compat.Key{})) +
+		int64(cap(s.call.Argv))*sliceSize
 }

@@ -100,7 +100,9 @@ func (s *session) queueTx(cmd *command, args [][]byte) {
 	q := queuedCmd{cmd: cmd, args: owned, first: len(s.queue.kinds)}
 	if cmd.class == classDecision {
 		errs := s.errors
-		cmd.run(s, owned) // parses and queues its items, or writes its error
+		s.curCmd = cmd.idx + 1 // its items' decisions count for it at EXEC
+		cmd.run(s, owned)      // parses and queues its items, or writes its error
+		s.curCmd = 0
 		if s.errors != errs {
 			s.tx.dirty = true
 			return
@@ -236,7 +238,7 @@ func cmdExec(s *session, args [][]byte) {
 	s.writeArray(len(s.tx.cmds))
 	for _, c := range s.tx.cmds {
 		if c.cmd.class == classDecision {
-			s.writeOutcomes(q.kinds[c.first:c.end], out[c.first:c.end])
+			s.writeOutcomes(q.kinds[c.first:c.end], q.cmds[c.first:c.end], out[c.first:c.end])
 			continue
 		}
 		c.cmd.run(s, c.args)

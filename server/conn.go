@@ -32,6 +32,7 @@ type Conn struct {
 	conn     net.Conn
 	fd       int
 	loop     *eventLoop
+	lane     int         // the index of its event loop, -1 for a goroutine's or a loopback client
 	outOff   int         // the part of Out already written, while waiting
 	waiting  bool        // the rest of Out waits for room in the socket
 	lastIO   int64       // the loop's clock at the last byte read or written
@@ -66,6 +67,12 @@ type Conn struct {
 	noEvict            atomic.Bool
 	evicted            bool
 }
+
+// Lane returns the index of the event loop that serves the connection
+// (0 ≤ Lane < Stats().EventLoops), or -1 if it has a goroutine of its own.
+// A Handler can keep per-loop figures in plain memory indexed by it: the
+// calls for one lane never run concurrently.
+func (c *Conn) Lane() int { return c.lane }
 
 // ID returns the connection's id, unique for the server's life (CLIENT ID).
 // Any goroutine.
@@ -153,6 +160,7 @@ func newConn(s *Server, nc net.Conn, id int64) *Conn {
 		srv:     s,
 		conn:    nc,
 		fd:      -1,
+		lane:    -1,
 		id:      id,
 		listFD:  -1,
 		created: time.Now(),

@@ -25,9 +25,15 @@ const (
 	sliceSize = int64(unsafe.Sizeof([]byte(nil)))
 	intSize   = int64(unsafe.Sizeof(int(0)))
 	// baseFootprint is about what a new, idle client holds, its session
-	// included (a sluice session is a few hundred bytes).
-	baseFootprint = connSize + initialIn + 512
+	// included (SessionEstimate).
+	baseFootprint = connSize + initialIn + SessionEstimate
 )
+
+// SessionEstimate is what the transport counts for a new connection's
+// session before its first batch reports its footprint: a handler's session
+// should stay within it (commands' holds about 600 bytes: its deferred
+// queue, transaction state and per-batch statistics).
+const SessionEstimate = 1024
 
 // footprint is the bytes c's buffers and tables hold: the query buffer, the
 // replies, the parsed arguments, and the session as the Handler reported

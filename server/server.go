@@ -150,7 +150,8 @@ func (s *Server) accept(nc net.Conn) {
 	if len(s.loops) > 0 && !c.TLS() { // loops: set once, before the first accept
 		if fd, err := detach(nc); err == nil {
 			c.conn, c.fd, c.listFD = nil, fd, fd
-			c.loop = s.loops[c.id%int64(len(s.loops))]
+			c.lane = int(c.id % int64(len(s.loops)))
+			c.loop = s.loops[c.lane]
 		} else {
 			s.log.Warn("cannot hand the connection to an event loop; serving it from its own goroutine",
 				"client", c.id, "err", err)

@@ -52,6 +52,7 @@ type config struct {
 	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
 	policies       []string
 	grpcBind       string
+	metricsBind    string // Prometheus /metrics, /healthz, /readyz (empty: off)
 	grpcReflection bool
 	rls            rls.Config // grpc-batch, grpc-unknown-domain, grpc-headers, grpc-count-over-limit
 
@@ -303,6 +304,19 @@ var settings = []setting{
 	}, func(c *config) string { return c.tlsCiphersuites }},
 	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
 	// bytes per logged unit, 16 per lease holder.
+	// SLOWLOG: batches at least this slow (µs; -1: none), and the entries kept.
+	{"slowlog-log-slower-than", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, -1, 1<<31-1, &n)
+		c.commands.SlowlogSlowerThan = int64(n)
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.SlowlogSlowerThan, 10) }},
+	{"slowlog-max-len", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 0, 1<<31-1, &n)
+		c.commands.SlowlogMaxLen = int64(n)
+		return err
+	}, func(c *config) string { return strconv.FormatInt(c.commands.SlowlogMaxLen, 10) }},
 	{"log-max-limit", func(c *config, a []string) error {
 		var n int
 		err := intArg(a, 1, 100_000_000, &n)
@@ -333,6 +347,9 @@ var settings = []setting{
 	// Rules files (envoyproxy/ratelimit's YAML) and directories of them.
 	{"policies", func(c *config, a []string) error { return listArg(a, &c.policies) },
 		func(c *config) string { return strings.Join(c.policies, " ") }},
+	// Prometheus's scrape endpoint and the probes (observe.go).
+	{"metrics-bind", func(c *config, a []string) error { return addrArg(a, &c.metricsBind) },
+		func(c *config) string { return c.metricsBind }},
 	// The Envoy RLS v3 gRPC front end (policies.go).
 	{"grpc-bind", func(c *config, a []string) error { return addrArg(a, &c.grpcBind) },
 		func(c *config) string { return c.grpcBind }},

@@ -99,6 +99,14 @@ func run(cfg config) error {
 		defer tlsr.Stop()
 	}
 
+	// The metrics endpoint answers /healthz and /readyz from here on,
+	// while the state loads.
+	obs, err := startMetrics(log, cfg)
+	if err != nil {
+		return err
+	}
+	defer obs.stop()
+
 	st := store.New(cfg.shards)
 	var ks commands.Keyspace = st
 	var _ commands.Transactor = st // MULTI/EXEC need it of every keyspace
@@ -167,6 +175,8 @@ func run(cfg config) error {
 	for _, s := range settings {
 		ccfg.Params = append(ccfg.Params, commands.Param{Name: s.name, Value: s.get(&cfg)})
 	}
+	// One database: exporters need not scan db1…db15.
+	ccfg.Params = append(ccfg.Params, commands.Param{Name: "databases", Value: "1"})
 	ccfg.Info = []commands.Param{
 		{Name: "config_file", Value: cfg.file},
 		{Name: "shards", Value: strconv.Itoa(st.Shards())},
@@ -174,6 +184,10 @@ func run(cfg config) error {
 	ccfg.Logger, ccfg.Stats = log, storeStats{st}
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(node), persisterOf(saver), stop
 	ccfg.AppendOnly = appendOnlyOf(aof, log)
+	ccfg.Policies = rules
+	if loader != nil {
+		ccfg.Rules = loader.w
+	}
 	cmds, err := commands.New(ccfg, ks, clock)
 	if err != nil {
 		return err
@@ -185,6 +199,9 @@ func run(cfg config) error {
 		return err
 	}
 	cmds.Attach(srv)
+	if err := obs.attach(cmds, node); err != nil {
+		return err
+	}
 	// The event loops are the store's deciders; with one, a pipeline's run
 	// holds all of its shards at once (0: a goroutine per client).
 	st.SetDeciders(srv.EventLoops())

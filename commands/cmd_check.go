@@ -1,0 +1,251 @@
+package commands
+
+import (
+	"unsafe"
+
+	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// RL.CHECK: a decision under a named policy. The policy is read from the
+// registry's current snapshot (one atomic load, no lock); the state lives
+// under the key derived from the policy's name, its algorithm and the
+// subject (policy.AppendCheckKey), so two policies never share state.
+
+func init() {
+	register(&command{
+		name: "rl.check", arity: -3, flags: flagDecision | flagWrite | flagFast, run: cmdCheck,
+		group: "rate-limit", since: "0.1.0", complexity: "O(N) in the number of policy subject pairs",
+		summary: "Decides n units (default 1) for subject under the named policy (RL.POLICY), " +
+			"with the reply of the RL.* command of the policy's algorithm; several pairs are decided " +
+			"atomically, all or nothing, with RL.ALL's reply.",
+		arguments: []argDoc{
+			{name: "policy", typ: "string"}, {name: "subject", typ: "string"},
+			{name: "policy subject", typ: "string", optional: true, multiple: true},
+			{name: "n", typ: "integer", optional: true},
+		},
+	})
+}
+
+// checkItem is what a queued RL.CHECK's reply needs besides its outcome:
+// the policy it was decided under and the mode, for the shadow rewrite and
+// for the named reply's policy, mode, quota and window_s fields; and, in a
+// command of several pairs, the pair's place in the reply.
+type checkItem struct {
+	p    *policy.Policy
+	mode policy.Mode
+	slot int32
+}
+
+// cmdCheck: RL.CHECK policy subject [policy subject …] [n]
+func cmdCheck(s *session, args [][]byte) {
+	pairs := (len(args) - 1) / 2
+	n := int64(1)
+	if (len(args)-1)%2 == 1 {
+		var err error
+		if n, err = parseCost(args[len(args)-1]); err != nil {
+			s.rejectDecision(err)
+			return
+		}
+	}
+	if pairs > 1 {
+		s.checkAll(args[1:1+2*pairs], n)
+		return
+	}
+	p, err := s.checkPolicy(s.h.cfg.Policies.Load(), args[1])
+	if err != nil {
+		s.rejectDecision(err)
+		return
+	}
+	limit, mode := p.Resolve(nil)
+	key := s.checkKeyOf(p, limit.Algo, args[2])
+	if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
+		s.rejectDecision(err)
+		return
+	}
+	c := s.checks()
+	c.items = append(c.items, checkItem{p: p, mode: mode})
+	s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n}, kindCheck)
+}
+
+// checkPolicy returns the policy RL.CHECK names in snap, or the error that
+// refuses it. It does not allocate for a known policy.
+func (s *session) checkPolicy(snap *policy.Snapshot, name []byte) (*policy.Policy, error) {
+	p := snap.Policy(name)
+	if p == nil {
+		return nil, policy.NoSuchPolicy(string(name))
+	}
+	if p.Limit.Algo == algorithms.Concurrency {
+		return nil, errCheckConcurrency
+	}
+	return p, nil
+}
+
+// checkKeyOf returns subject's state key under p in the queue's key arena,
+// with the prefix of the policy used last kept in the session.
+func (s *session) checkKeyOf(p *policy.Policy, algo algorithms.Algo, subject []byte) []byte {
+	c := s.checks()
+	if p != c.pol {
+		c.pol = p
+		c.prefix = policy.AppendCheckKey(c.prefix[:0], p.Name, algo, nil)
+	}
+	return c.key(c.prefix, subject)
+}
+
+// checkKey builds the state key prefix+subject in the queue's key arena
+// and returns it. The arena is emptied with the queue; when it is full a
+// larger one replaces it, and the keys already handed out stay in the old
+// one, so they remain valid until the queue is carried out.
+func (c *checkState) key(prefix, subject []byte) []byte {
+	need := len(prefix) + len(subject)
+	if cap(c.keys)-len(c.keys) < need {
+		c.keys = make([]byte, 0, max(2*cap(c.keys), need, 4096))
+	}
+	start := len(c.keys)
+	c.keys = append(append(c.keys, prefix...), subject...)
+	return c.keys[start:len(c.keys):len(c.keys)]
+}
+
+// checkState is RL.CHECK's part of a session's deferred queue, made at a
+// connection's first RL.CHECK so that other connections do not carry it.
+// Only the connection's owner touches it.
+type checkState struct {
+	// items holds one item per queued kindCheck, kindCheckAll and
+	// kindCheckAllMember decision, in queue order; next is the one the
+	// next reply takes (an EXEC writes its replies in slices).
+	items []checkItem
+	next  int
+	// keys holds the state keys the queued requests point into.
+	keys []byte
+	// outs is writeCheckAll's scratch, kept between batches.
+	outs []algorithms.Result
+	// pol is the policy used last and prefix its state keys' prefix
+	// (pol:<name>:<algo>:): a pipeline mostly repeats one policy. A policy
+	// changed by RL.POLICY SET is another pointer, so the prefix follows.
+	pol    *policy.Policy
+	prefix []byte
+}
+
+// checks returns the session's RL.CHECK state, making it at the first use.
+func (s *session) checks() *checkState {
+	if s.queue.chk == nil {
+		s.queue.chk = &checkState{}
+	}
+	return s.queue.chk
+}
+
+// reset empties what the queue's items held, keeping the memory and the
+// prefix of the last policy.
+func (c *checkState) reset() {
+	clear(c.items)
+	c.items, c.next, c.keys = c.items[:0], 0, c.keys[:0]
+}
+
+// size is the bytes c holds, for the session's footprint; 0 if not made.
+func (c *checkState) size() int64 {
+	if c == nil {
+		return 0
+	}
+	return int64(unsafe.Sizeof(*c)) + int64(cap(c.items))*int64(unsafe.Sizeof(checkItem{})) + int64(cap(c.keys)) +
+		int64(cap(c.outs))*int64(unsafe.Sizeof(algorithms.Result{})) + int64(cap(c.prefix))
+}
+
+// writeCheck writes a policy decision's reply: the shared five fields of
+// every decision, after the policy's mode has its say (a shadow policy's
+// denial is an admission; policy.Reply). The would-be denials are counted
+// for INFO policies.
+func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
+	if c.mode == policy.ModeEnforce && !s.named { // the usual case: the decision as it is
+		if r.Allowed {
+			s.allowed++
+		} else {
+			s.denied++
+		}
+		s.writeDecision(r)
+		return
+	}
+	out, wouldDeny := policy.Reply(c.mode, c.p.Limit, *r)
+	if wouldDeny {
+		s.h.shadowDenied.Add(1)
+	}
+	if out.Allowed {
+		s.allowed++
+	} else {
+		s.denied++
+	}
+	if !s.named {
+		s.writeDecision(&out)
+		return
+	}
+	s.writeNamedCheck(c, &out, wouldDeny)
+}
+
+// writeNamedCheck writes a policy decision as a named reply (CLIENT
+// NAMED-REPLY ON): the five fields of every decision, then policy, mode
+// (enforce, shadow, unlimited or deny), quota and window_s (the limit as
+// the IETF RateLimit-Policy field states it: quota units per window_s
+// seconds, rounded up) and would_deny (a shadow policy's denial).
+func (s *session) writeNamedCheck(c *checkItem, r *algorithms.Result, wouldDeny bool) {
+	retry := int64(-1)
+	if r.RetryAfter >= 0 {
+		retry = ceilMillis(r.RetryAfter)
+	}
+	quota, window := policy.Quota(c.p.Limit)
+	s.writeMap(10)
+	s.writeBulkString("allowed")
+	s.writeBool(r.Allowed)
+	for i, v := range [4]int64{r.Limit, r.Remaining, retry, ceilMillis(r.ResetAfter)} {
+		s.writeBulkString(decisionFields[i+1])
+		s.writeInt(v)
+	}
+	s.writeBulkString("policy")
+	s.writeBulkString(c.p.Name)
+	s.writeBulkString("mode")
+	s.writeBulkString(c.mode.String())
+	s.writeBulkString("quota")
+	s.writeInt(quota)
+	s.writeBulkString("window_s")
+	secs := window / 1e9
+	if window%1e9 != 0 {
+		secs++
+	}
+	s.writeInt(secs)
+	s.writeBulkString("would_deny")
+	s.writeBool(wouldDeny)
+}
+
+// inspectedKey returns the key RL.INFO reads: "key", or "POLICY policy
+// subject" for the state RL.CHECK keeps for subject under the policy.
+func (s *session) inspectedKey(args [][]byte, cmd string) ([]byte, error) {
+	switch {
+	case len(args) == 2:
+		return args[1], nil
+	case len(args) == 4 && equalFold(args[1], "policy"):
+		keys, err := s.policyKeys(args[2], args[3:], acl.Read)
+		if err != nil {
+			return nil, err
+		}
+		return keys[0], nil
+	}
+	return nil, errWrongArgs(cmd)
+}
+
+// policyKeys returns the state keys of subjects under the policy named
+// name, with the policy's algorithm (RL.INFO POLICY, RL.RESET POLICY), or
+// NOPERM if the session's user may not reach one with access. The keys are
+// new memory: these commands are not on the hot path.
+func (s *session) policyKeys(name []byte, subjects [][]byte, access acl.Access) ([][]byte, error) {
+	p := s.h.cfg.Policies.Policy(name)
+	if p == nil {
+		return nil, policy.NoSuchPolicy(string(name))
+	}
+	keys := make([][]byte, len(subjects))
+	for i, sub := range subjects {
+		keys[i] = policy.AppendCheckKey(nil, p.Name, p.Limit.Algo, sub)
+		if err := s.derivedKeyError(keys[i], access); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}

@@ -1,0 +1,267 @@
+package commands
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/glob"
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// RL.POLICY: the named limits that RL.CHECK decides with. They live in the
+// Handler's policy.Registry: commands change the command-owned ones, the
+// rules files (--policies) own theirs, which are read-only here.
+
+func init() {
+	register(&command{
+		name: "rl.policy", arity: -2, flags: flagAdmin, run: cmdPolicy, group: "rate-limit", since: "0.1.0",
+		summary: "Defines, reads, deletes and lists named limits (policies) that RL.CHECK decides with; " +
+			"RELOAD reads the rules files again.",
+		complexity: "O(1) for GET; O(N) in the number of policies for SET, DEL and LIST",
+		subs:       []string{"set", "get", "del", "list", "reload", "help"},
+	})
+}
+
+var policyHelp = []string{
+	"RL.POLICY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"SET <name> <TOKEN|LEAKY|FIXED|SLIDING|LOG|CONCURRENCY> <p1> <p2> [SHADOW] [DESCRIPTION <text>]",
+	"    Define or replace a policy, with the parameters of the RL.* command of its algorithm.",
+	"GET <name>",
+	"    Return a policy's fields.",
+	"DEL <name>",
+	"    Delete a policy defined by RL.POLICY SET; 1 if it existed.",
+	"LIST [<pattern>]",
+	"    Return the names of the policies, sorted, that match the glob pattern.",
+	"RELOAD",
+	"    Read the rules files (--policies) again.",
+	"HELP",
+	"    Print this help.",
+}
+
+// cmdPolicy: RL.POLICY SET|GET|DEL|LIST|RELOAD|HELP …
+func cmdPolicy(s *session, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	n := len(args)
+	switch {
+	case sub == "set" && n >= 6:
+		s.policySet(args[2:])
+	case sub == "get" && n == 3:
+		s.policyGet(args[2])
+	case sub == "del" && n == 3:
+		s.policyDel(args[2])
+	case sub == "list" && n <= 3:
+		s.policyList(args[2:])
+	case sub == "reload" && n == 2:
+		s.policyReload()
+	case sub == "help" && n == 2:
+		s.writeArray(len(policyHelp))
+		for _, line := range policyHelp {
+			s.writeSimple(line)
+		}
+	case sub == "set" || sub == "get" || sub == "del" || sub == "list" || sub == "reload" || sub == "help":
+		s.writeError(errWrongArgs("rl.policy|" + sub))
+	default:
+		s.writeError(errUnknownSubcommand(args[1], "RL.POLICY"))
+	}
+}
+
+// policySet: name ALGO p1 p2 [SHADOW] [DESCRIPTION text]
+func (s *session) policySet(args [][]byte) {
+	p, err := s.parsePolicy(args)
+	if err == nil && s.h.cfg.Cluster != nil {
+		err = errPolicyInGroup
+	}
+	if err == nil {
+		err = s.h.cfg.Policies.Set(p)
+	}
+	if err != nil {
+		s.writeError(err)
+		return
+	}
+	s.writeOK()
+}
+
+// parsePolicy reads RL.POLICY SET's arguments after the subcommand.
+func (s *session) parsePolicy(args [][]byte) (policy.Policy, error) {
+	p := policy.Policy{Name: string(args[0])}
+	if err := policy.CheckName(p.Name); err != nil {
+		return p, err
+	}
+	algo, ok := policy.ParseAlgo(string(args[1]))
+	if !ok {
+		return p, errUnknownAlgo(args[1])
+	}
+	var err error
+	if algo == algorithms.Concurrency {
+		p.Limit = algorithms.Limit{Algo: algo}
+		if p.Limit.Count, err = parsePositive(args[2], "limit"); err == nil {
+			p.Limit.Period, err = parseDuration(args[3], "lease")
+		}
+		if err == nil && p.Limit.Count > s.h.cfg.LogMaxLimit {
+			err = errAboveLogMax(s.h.cfg.LogMaxLimit)
+		}
+	} else {
+		p.Limit, err = s.parseLimit(algo, args[2], args[3])
+	}
+	if err != nil {
+		return p, err
+	}
+	for i := 4; i < len(args); i++ {
+		switch strings.ToUpper(string(args[i])) {
+		case "SHADOW":
+			p.Shadow = true
+		case "DESCRIPTION":
+			if i+1 == len(args) {
+				return p, errSyntax
+			}
+			i++
+			p.Description = string(args[i])
+		default:
+			return p, errSyntax
+		}
+	}
+	return p, nil
+}
+
+// policyGet replies a policy's fields as a map (RESP3) or a flat array of
+// field-value pairs (RESP2), or a null for an unknown name.
+func (s *session) policyGet(name []byte) {
+	p := s.h.cfg.Policies.Policy(name)
+	if p == nil {
+		s.writeNull()
+		return
+	}
+	source := "command"
+	if p.FromFile() {
+		source = p.File
+	}
+	shadow := int64(0)
+	if p.Shadow {
+		shadow = 1
+	}
+	s.writeMap(7)
+	s.writeBulkString("name")
+	s.writeBulkString(p.Name)
+	s.writeBulkString("algorithm")
+	s.writeBulkString(strings.ToUpper(policy.AlgoName(p.Limit.Algo)))
+	s.writeBulkString("count")
+	s.writeInt(p.Limit.Count)
+	s.writeBulkString("period_ns")
+	s.writeInt(p.Limit.Period)
+	s.writeBulkString("shadow")
+	s.writeInt(shadow)
+	s.writeBulkString("description")
+	s.writeBulkString(p.Description)
+	s.writeBulkString("source")
+	s.writeBulkString(source)
+}
+
+// policyDel deletes a command-owned policy: 1 if it existed, else 0.
+func (s *session) policyDel(name []byte) {
+	if s.h.cfg.Cluster != nil {
+		s.writeError(errPolicyInGroup)
+		return
+	}
+	ok, err := s.h.cfg.Policies.Delete(string(name))
+	if err != nil {
+		s.writeError(err)
+		return
+	}
+	if ok {
+		s.writeInt(1)
+		return
+	}
+	s.writeInt(0)
+}
+
+// policyList replies the live policies' names that match the optional glob
+// pattern (case-sensitive, as KEYS), sorted.
+func (s *session) policyList(args [][]byte) {
+	var pattern []byte
+	if len(args) == 1 {
+		pattern = args[0]
+	}
+	var err error
+	steps := glob.StepLimit
+	ps := s.h.cfg.Policies.Load().List(func(name string) bool {
+		if pattern == nil || err != nil {
+			return err == nil
+		}
+		m, decided, used := glob.Match(pattern, []byte(name), false, glob.MaxStars, steps)
+		if !decided {
+			err = errPatternTooComplex
+		}
+		steps -= used
+		return m
+	})
+	if err != nil {
+		s.writeError(err)
+		return
+	}
+	s.writeArray(len(ps))
+	for _, p := range ps {
+		s.writeBulkString(p.Name)
+	}
+}
+
+// policyReload reads the rules files again; a refused set keeps the rules
+// in force and its error is the reply.
+func (s *session) policyReload() {
+	rf := s.h.cfg.Rules
+	if rf == nil {
+		s.writeError(errNoRulesFiles)
+		return
+	}
+	if err := rf.Reload(s.conn.Now()); err != nil {
+		s.writeError(err)
+		return
+	}
+	s.writeOK()
+}
+
+// policiesInfo is INFO's policies section.
+func (h *Handler) policiesInfo() []Param {
+	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
+	live, cmds, files, hidden := h.cfg.Policies.Load().Counts()
+	out := []Param{
+		{"policies", strconv.Itoa(live)},
+		{"policies_commands", strconv.Itoa(cmds)},
+		{"policies_files", strconv.Itoa(files)},
+		{"policies_hidden", strconv.Itoa(hidden)},
+		{"policy_shadow_denied", itoa(h.shadowDenied.Load())},
+	}
+	rf := h.cfg.Rules
+	if rf == nil {
+		return append(out, Param{"rules_files", ""})
+	}
+	st := rf.Status()
+	status := "ok"
+	if st.LastError != "" {
+		status = "err"
+	}
+	return append(out,
+		Param{"rules_files", strings.Join(st.Files, ",")},
+		Param{"rules_paths", strings.Join(st.Paths, ",")},
+		Param{"rules_hash", hexOf(st.Hash[:8])},
+		Param{"rules_domains", strconv.Itoa(st.Domains)},
+		Param{"rules_rules", strconv.Itoa(st.Rules)},
+		Param{"rules_policies", strconv.Itoa(st.Policies)},
+		Param{"rules_loads", itoa(st.Loads)},
+		Param{"rules_failures", itoa(st.Failures)},
+		Param{"rules_last_reload_status", status},
+		Param{"rules_last_attempt_ms", itoa(st.LastAttempt / 1e6)},
+		Param{"rules_last_success_ms", itoa(st.LastSuccess / 1e6)},
+		Param{"rules_last_error", sanitize(st.LastError)},
+	)
+}
+
+// hexOf writes b in lower-case hex.
+func hexOf(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}

@@ -1,0 +1,33 @@
+package commands
+
+import "github.com/sluice-rl/sluice/server"
+
+// Figures are everything INFO reports, typed, for the metrics endpoint:
+// read at one moment from the transport, the sessions, the key space, the
+// persister and the cluster. Any goroutine.
+type Figures struct {
+	Transport server.Stats
+	// Commands run, error replies, and decisions, over every session.
+	Commands, Errors, Allowed, Denied int64
+	Keyspace                          *KeyspaceStats    // nil without a StatsReporter
+	Persistence                       *PersistenceStats // nil without a Persister (a replicated node)
+	Replication                       [][2]string       // INFO replication's fields in a group, else nil
+}
+
+// Figures returns the server's figures at this moment.
+func (h *Handler) Figures() Figures {
+	t := h.totals(nil)
+	f := Figures{Transport: h.transportStats(), Commands: t.cmds, Errors: t.errors, Allowed: t.allowed, Denied: t.denied}
+	if r := h.cfg.Stats; r != nil {
+		k := r.KeyspaceStats()
+		f.Keyspace = &k
+	}
+	if p := h.cfg.Persister; p != nil {
+		ps := p.PersistenceStats()
+		f.Persistence = &ps
+	}
+	if c := h.cfg.Cluster; c != nil {
+		f.Replication = c.InfoReplication()
+	}
+	return f
+}
