@@ -23,6 +23,8 @@ type Handler struct {
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
+	acl   aclState            // users and the ACL LOG (acl.go)
+	table map[string]*command // with rename-command, the renamed table (rename.go); nil: the global one
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
@@ -62,7 +64,15 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Policies == nil {
 		cfg.Policies = policy.NewRegistry()
 	}
-	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), stats: newCmdStats()}
+	users, err := newACL(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	table, err := renamedTable(cfg.Renames)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table, stats: newCmdStats()}
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
 	if tr, ok := ks.(Transactor); ok {
@@ -87,6 +97,7 @@ func (h *Handler) MayBlock() bool { return h.cfg.Cluster != nil }
 // Open starts a connection's session.
 func (h *Handler) Open(c *server.Conn) {
 	s := newSession(h, c)
+	s.refused = h.cfg.ProtectedMode && !c.Loopback() && !h.acl.users.NeedsAuth()
 	c.SetSession(s)
 	c.SetUnauthenticated(!s.authed)
 	c.SetSessionBytes(s.footprint())

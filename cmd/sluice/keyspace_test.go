@@ -62,7 +62,7 @@ var readyRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binPath, append([]string{"--port", "0", "--bind", "127.0.0.1"}, args...)...)
+	p.cmd = exec.Command(binPath, append([]string{"--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}, args...)...)
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -213,7 +213,7 @@ func TestSnapshotSurvivesRestartAndCorruptionStopsStart(t *testing.T) {
 	path := filepath.Join(dir, "sluice.snap")
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, b[:len(b)-5], 0o600)
-	out, err := exec.Command(binPath, "--port", "0", "--dir", dir).CombinedOutput()
+	out, err := exec.Command(binPath, "--port", strconv.Itoa(freePort(t)), "--dir", dir).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "refusing to start") || !strings.Contains(string(out), "truncated") {
 		t.Fatalf("truncated snapshot: err %v, output %s; want a refusal", err, out)
 	}
