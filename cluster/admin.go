@@ -63,6 +63,8 @@ func (n *Node) MemberFields() ([][][2]string, error) {
 
 // Join adds a voter. On a follower it asks the leader. Joining again with
 // the same addresses is a no-op, so a restarted joiner can retry safely.
+// Under mutual TLS the leader first checks that the joiner's Raft port
+// completes it (tlsport.go).
 func (n *Node) Join(id, raftAddr, respAddr string) error {
 	if id == "" || raftAddr == "" || respAddr == "" {
 		return errJoinArgs
@@ -78,6 +80,13 @@ func (n *Node) Join(id, raftAddr, respAddr string) error {
 	for _, s := range f.Configuration().Servers {
 		if string(s.ID) == id && string(s.Address) == raftAddr {
 			known = true
+		}
+	}
+	if !known && n.stream != nil {
+		// Under mutual TLS a node that cannot complete it would be a voter
+		// no one can reach: refuse it before it counts towards the quorum.
+		if err := n.stream.probe(raftAddr); err != nil {
+			return fmt.Errorf("ERR not adding %s: %v", id, err)
 		}
 	}
 	if !known {
@@ -223,5 +232,13 @@ func (n *Node) InfoReplication() [][2]string {
 		{"batch_ops_max", strconv.FormatInt(maxSeen, 10)},
 		{"fsync", strconv.FormatBool(n.cfg.Fsync)},
 		{"raft_refused_connections", strconv.FormatInt(n.RefusedConnections(), 10)},
+		{"raft_tls", yesNo(n.stream != nil && n.stream.clientTLS != nil)},
 	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -25,6 +26,7 @@ const (
 
 type forwarder struct {
 	password string
+	tls      *tls.Config // nil: plaintext
 
 	mu    sync.Mutex
 	peers map[string]*peer
@@ -36,8 +38,10 @@ type peer struct {
 	next  int
 }
 
-func newForwarder(password string) *forwarder {
-	return &forwarder{password: password, peers: map[string]*peer{}}
+// newForwarder returns a forwarder that authenticates with password (if
+// set) and speaks TLS with cfg (if not nil) to the leader's RESP port.
+func newForwarder(password string, cfg *tls.Config) *forwarder {
+	return &forwarder{password: password, tls: cfg, peers: map[string]*peer{}}
 }
 
 // call sends one command to addr and returns its bulk reply. A failure
@@ -67,7 +71,7 @@ func (f *forwarder) conn(addr string) (*pipeConn, error) {
 	if pc := p.conns[i]; pc != nil && !pc.isDead() {
 		return pc, nil
 	}
-	pc, err := dialPipe(addr, f.password)
+	pc, err := dialPipe(addr, f.password, f.tls)
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +111,12 @@ type pipeConn struct {
 	dead error
 }
 
-func dialPipe(addr, password string) (*pipeConn, error) {
-	nc, err := net.DialTimeout("tcp", addr, dialTimeout)
+// dialPipe connects to addr (under TLS with cfg, if not nil) and
+// authenticates with password, if set.
+func dialPipe(addr, password string, cfg *tls.Config) (*pipeConn, error) {
+	nc, err := dialTLS(net.Dialer{}, addr, cfg, dialTimeout)
 	if err != nil {
 		return nil, err
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
 	}
 	pc := &pipeConn{nc: nc, bw: bufio.NewWriterSize(nc, 64<<10), waiters: make(chan *pending, 65536)}
 	br := bufio.NewReaderSize(nc, 64<<10)

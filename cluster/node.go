@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,18 @@ type Config struct {
 	Password      string        // requirepass of the group's nodes, for forwarding
 	Logger        *slog.Logger
 
+	// RaftServerTLS and RaftClientTLS put the Raft port under mutual TLS
+	// (tlsport.go): the listener's configuration, which must require and
+	// verify a client certificate (certs.Reloader.PeerServerConfig), and
+	// the one for connections to peers, which must present a certificate
+	// and verify the server's (certs.Reloader.ClientConfig). Both or
+	// neither; neither is plaintext.
+	RaftServerTLS, RaftClientTLS *tls.Config
+	// RESPTLS, if set, is the client configuration for connections to the
+	// other nodes' RESP ports: forwarding, RAFT.JOIN and RAFT.MEMBERS. nil
+	// is plaintext. It needs the nodes to serve RESP over TLS.
+	RESPTLS *tls.Config
+
 	// LeaderWait bounds how long a request waits for a leader.
 	LeaderWait time.Duration
 	// PeerWait bounds how long --bootstrap yes waits for every peer to
@@ -63,7 +76,8 @@ type Node struct {
 	trans   raft.Transport
 	batcher *batcher
 	fwd     *forwarder
-	filter  *peerFilter // nil unless raft's TCP transport is in use
+	filter  *peerFilter  // nil unless raft's TCP transport is in use
+	stream  *streamLayer // likewise
 	closers []io.Closer
 
 	fileStores bool // the log and snapshots are files in cfg.Dir
@@ -103,10 +117,16 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if (cfg.RaftServerTLS == nil) != (cfg.RaftClientTLS == nil) {
+		return nil, errors.New("cluster: the Raft port's mutual TLS needs both a server and a client configuration")
+	}
+	if cfg.RaftServerTLS != nil && cfg.Transport != nil {
+		return nil, errors.New("cluster: the Raft port's TLS applies to the TCP transport, not to Config.Transport")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st), fwd: newForwarder(cfg.Password), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -230,11 +250,15 @@ func (n *Node) openStorage() error {
 	if err != nil {
 		return err
 	}
-	t, err := newTCPTransport(cfg.RaftBind, addr, filter)
+	var sec *raftTLS
+	if cfg.RaftServerTLS != nil {
+		sec = &raftTLS{server: cfg.RaftServerTLS, client: cfg.RaftClientTLS}
+	}
+	t, stream, err := newTCPTransport(cfg.RaftBind, addr, filter, sec)
 	if err != nil {
 		return err
 	}
-	n.trans, n.filter = t, filter
+	n.trans, n.filter, n.stream = t, filter, stream
 	n.closers = append(n.closers, t)
 	return nil
 }
@@ -286,7 +310,7 @@ func (n *Node) joinLoop(fresh bool) {
 	start := time.Now()
 	sent := false // an attempt was sent: its outcome may have been "added"
 	for {
-		members, err := askMembers(n.cfg.Join, n.cfg.Password)
+		members, err := askMembers(n.cfg.Join, n.cfg.Password, n.cfg.RESPTLS)
 		switch {
 		case err != nil:
 			err = fmt.Errorf("asking for the members: %w", err)

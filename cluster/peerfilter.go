@@ -16,9 +16,11 @@ import (
 
 // peerFilter decides which connections the Raft port keeps. Raft's RPCs
 // carry no credentials: anyone who reaches the port can start elections
-// (TimeoutNow), or pose as a leader. Until the port speaks mutual TLS, the
-// filter refuses what is obviously foreign, by the connecting IP address
-// alone. It admits a connection when its remote IP is
+// (TimeoutNow), or pose as a leader. The filter refuses what is obviously
+// foreign, by the connecting IP address alone; with --tls-replication yes,
+// mutual TLS (tlsport.go) then refuses every connection that does not
+// present a certificate from the group's CA. It admits a connection when
+// its remote IP is
 //
 //  1. the IP of a server in raft's latest configuration (host names are
 //     resolved, and cached for hostTTL), or
@@ -128,20 +130,30 @@ func (f *peerFilter) admit(remote net.Addr) bool {
 	if f.allowed(ip, time.Now()) {
 		return true
 	}
-	f.refused.Add(1)
 	select {
 	case f.kick <- struct{}{}:
 	default:
 	}
+	f.refuse("raft: refused a connection from an address that is not a member's (firewall the Raft port; --raft-allow admits more)",
+		remote, nil)
+	return false
+}
+
+// refuse counts a refused connection and logs why, at most one line per
+// logEvery (the count of the others goes with the next line).
+func (f *peerFilter) refuse(why string, remote net.Addr, err error) {
+	f.refused.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unlogged++
 	if now := time.Now(); now.Sub(f.lastLog) >= logEvery {
-		f.log.Warn("raft: refused a connection from an address that is not a member's (firewall the Raft port; --raft-allow admits more)",
-			"remote", remote.String(), "refused_since_last_log", f.unlogged, "refused_total", f.refused.Load())
+		args := []any{"remote", remote.String(), "refused_since_last_log", f.unlogged, "refused_total", f.refused.Load()}
+		if err != nil {
+			args = append(args, "err", err.Error())
+		}
+		f.log.Warn(why, args...)
 		f.lastLog, f.unlogged = now, 0
 	}
-	return false
 }
 
 func (f *peerFilter) allowed(ip netip.Addr, now time.Time) bool {
@@ -258,7 +270,7 @@ func (n *Node) vouchLoop() {
 		case <-n.filter.kick:
 		}
 		for _, addr := range n.trustedAddrs() {
-			if members, err := askMembers(addr, n.cfg.Password); err == nil && !n.lostMembership(members) {
+			if members, err := askMembers(addr, n.cfg.Password, n.cfg.RESPTLS); err == nil && !n.lostMembership(members) {
 				n.filter.vouch(members)
 			}
 		}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -35,9 +36,10 @@ const (
 
 // askMembers asks the node at respAddr for its configuration (empty: the
 // node belongs to no group yet). It authenticates with password when one
-// is set. The whole exchange is bounded by askTimeout.
-func askMembers(respAddr, password string) ([]peerMember, error) {
-	nc, err := net.DialTimeout("tcp", respAddr, askTimeout)
+// is set, and speaks TLS with cfg when it is not nil. The whole exchange is
+// bounded by askTimeout.
+func askMembers(respAddr, password string, cfg *tls.Config) ([]peerMember, error) {
+	nc, err := dialTLS(net.Dialer{}, respAddr, cfg, askTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // Real processes on 127.0.0.1: the sluice binary built from this tree,
@@ -77,6 +79,7 @@ type proc struct {
 	advPort  int // where peers dial this node's raft port (a proxy, or raftPort)
 	dir      string
 	logPath  string
+	always   []string // flags every start passes (TLS files)
 	cmd      *exec.Cmd
 	exited   chan struct{}
 }
@@ -88,7 +91,7 @@ func (p *proc) args(extra ...string) []string {
 	return append([]string{"--port", fmt.Sprint(p.port), "--node-id", p.id,
 		"--raft-bind", fmt.Sprintf("%s:%d", p.raftIP, p.raftPort),
 		"--raft-advertise", fmt.Sprintf("%s:%d", p.raftIP, p.advPort),
-		"--dir", p.dir, "--loglevel", "warning"}, extra...)
+		"--dir", p.dir, "--loglevel", "warning"}, append(append([]string(nil), p.always...), extra...)...)
 }
 
 func (p *proc) start(extra ...string) {
@@ -99,6 +102,7 @@ func (p *proc) start(extra ...string) {
 		p.t.Fatal(err)
 	}
 	p.cmd = exec.Command(p.bin, args...)
+	childproc.KillWithParent(p.cmd)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)
@@ -161,7 +165,18 @@ func (p *proc) info(field string) string {
 // can cut it off; each node's Raft traffic uses its own loopback address
 // (127.0.0.11, .12, .13) so that the proxies can tell who is calling.
 func startProcGroup(t *testing.T, withProxies bool) ([]*proc, []*proxy) {
+	return startProcGroupWith(t, withProxies, nil)
+}
+
+// startProcGroupWith is startProcGroup with flags that each node passes at
+// every start (always(p), if not nil).
+func startProcGroupWith(t *testing.T, withProxies bool, always func(p *proc) []string) ([]*proc, []*proxy) {
 	ps := newProcs(t, 3)
+	if always != nil {
+		for _, p := range ps {
+			p.always = always(p)
+		}
+	}
 	var proxies []*proxy
 	if withProxies {
 		for _, p := range ps {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -20,11 +21,13 @@ import (
 // raft's own wire format (raft's NetworkTransport as a client) from
 // another loopback address than the members'.
 
-// outsiderStream is a raft StreamLayer whose connections leave from ip.
-// It never accepts anything: the outsider only sends.
+// outsiderStream is a raft StreamLayer whose connections leave from ip,
+// under TLS with tls when it is not nil. It never accepts anything: the
+// outsider only sends.
 type outsiderStream struct {
 	ln     net.Listener
 	dialer net.Dialer
+	tls    *tls.Config
 }
 
 func newOutsiderStream(t *testing.T, ip string) *outsiderStream {
@@ -37,9 +40,7 @@ func newOutsiderStream(t *testing.T, ip string) *outsiderStream {
 }
 
 func (s *outsiderStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	d := s.dialer
-	d.Timeout = timeout
-	return d.Dial("tcp", string(address))
+	return dialTLS(s.dialer, string(address), s.tls, timeout)
 }
 
 func (s *outsiderStream) Accept() (net.Conn, error) { return s.ln.Accept() }

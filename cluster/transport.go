@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -9,21 +11,31 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// streamLayer is raft's TCP stream layer with two differences from
+// streamLayer is raft's TCP stream layer with three differences from
 // raft.NewTCPTransport's: connections to peers leave from the address the
-// node's Raft port is bound to, and the listener keeps only connections its
-// peerFilter admits. Leaving from the bound address keeps Raft traffic on
-// the chosen interface on a host with several addresses, and it is the
+// node's Raft port is bound to, the listener keeps only connections its
+// peerFilter admits, and with TLS configurations every connection is under
+// mutual TLS (tlsport.go). Leaving from the bound address keeps Raft traffic
+// on the chosen interface on a host with several addresses, and it is the
 // address the other members' filters (and a firewall) see.
 type streamLayer struct {
 	ln        net.Listener
 	advertise net.Addr
 	dialer    net.Dialer
+	clientTLS *tls.Config // nil: plaintext
+}
+
+// raftTLS are the two sides of the Raft port's mutual TLS: server for the
+// listener (it must require and verify a client certificate) and client
+// for connections to peers (it must present one and verify the server's).
+type raftTLS struct {
+	server, client *tls.Config
 }
 
 // newStreamLayer listens on bind. With a filter, Accept waits until the
-// filter is armed and then returns only the connections it admits.
-func newStreamLayer(bind string, advertise *net.TCPAddr, filter *peerFilter) (*streamLayer, error) {
+// filter is armed and then returns only the connections it admits; with
+// sec, only those that then complete mutual TLS.
+func newStreamLayer(bind string, advertise *net.TCPAddr, filter *peerFilter, sec *raftTLS) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
@@ -35,24 +47,30 @@ func newStreamLayer(bind string, advertise *net.TCPAddr, filter *peerFilter) (*s
 	if filter != nil {
 		s.ln = &filteredListener{Listener: ln, filter: filter, closed: make(chan struct{})}
 	}
+	if sec != nil {
+		if filter == nil {
+			ln.Close()
+			return nil, errors.New("cluster: the Raft port's TLS needs its peer filter")
+		}
+		s.ln = newTLSListener(s.ln, sec.server, filter)
+		s.clientTLS = sec.client
+	}
 	return s, nil
 }
 
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	d := s.dialer
-	d.Timeout = timeout
-	return d.Dial("tcp", string(address))
+	return dialTLS(s.dialer, string(address), s.clientTLS, timeout)
 }
 
 func (s *streamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }
 func (s *streamLayer) Close() error              { return s.ln.Close() }
 func (s *streamLayer) Addr() net.Addr            { return s.advertise }
 
-// newTCPTransport returns raft's network transport over streamLayer.
-func newTCPTransport(bind string, advertise *net.TCPAddr, filter *peerFilter) (*raft.NetworkTransport, error) {
-	s, err := newStreamLayer(bind, advertise, filter)
+// newTCPTransport returns raft's network transport over a streamLayer.
+func newTCPTransport(bind string, advertise *net.TCPAddr, filter *peerFilter, sec *raftTLS) (*raft.NetworkTransport, *streamLayer, error) {
+	s, err := newStreamLayer(bind, advertise, filter, sec)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: raft transport on %s: %w", bind, err)
+		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", bind, err)
 	}
-	return raft.NewNetworkTransport(s, 3, 10*time.Second, os.Stderr), nil
+	return raft.NewNetworkTransport(s, 3, 10*time.Second, os.Stderr), s, nil
 }

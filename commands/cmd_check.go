@@ -3,6 +3,7 @@ package commands
 import (
 	"unsafe"
 
+	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/policy"
 )
@@ -58,9 +59,14 @@ func cmdCheck(s *session, args [][]byte) {
 		return
 	}
 	limit, mode := p.Resolve(nil)
+	key := s.checkKeyOf(p, limit.Algo, args[2])
+	if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
+		s.rejectDecision(err)
+		return
+	}
 	c := s.checks()
 	c.items = append(c.items, checkItem{p: p, mode: mode})
-	s.queueDecision(algorithms.Request{Key: s.checkKeyOf(p, limit.Algo, args[2]), Limit: limit, N: n}, kindCheck)
+	s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n}, kindCheck)
 }
 
 // checkPolicy returns the policy RL.CHECK names in snap, or the error that
@@ -221,7 +227,7 @@ func (s *session) inspectedKey(args [][]byte, cmd string) ([]byte, error) {
 	case len(args) == 2:
 		return args[1], nil
 	case len(args) == 4 && equalFold(args[1], "policy"):
-		keys, err := s.policyKeys(args[2], args[3:])
+		keys, err := s.policyKeys(args[2], args[3:], acl.Read)
 		if err != nil {
 			return nil, err
 		}
@@ -231,9 +237,10 @@ func (s *session) inspectedKey(args [][]byte, cmd string) ([]byte, error) {
 }
 
 // policyKeys returns the state keys of subjects under the policy named
-// name, with the policy's algorithm (RL.INFO POLICY, RL.RESET POLICY).
-// The keys are new memory: these commands are not on the hot path.
-func (s *session) policyKeys(name []byte, subjects [][]byte) ([][]byte, error) {
+// name, with the policy's algorithm (RL.INFO POLICY, RL.RESET POLICY), or
+// NOPERM if the session's user may not reach one with access. The keys are
+// new memory: these commands are not on the hot path.
+func (s *session) policyKeys(name []byte, subjects [][]byte, access acl.Access) ([][]byte, error) {
 	p := s.h.cfg.Policies.Policy(name)
 	if p == nil {
 		return nil, policy.NoSuchPolicy(string(name))
@@ -241,6 +248,9 @@ func (s *session) policyKeys(name []byte, subjects [][]byte) ([][]byte, error) {
 	keys := make([][]byte, len(subjects))
 	for i, sub := range subjects {
 		keys[i] = policy.AppendCheckKey(nil, p.Name, p.Limit.Algo, sub)
+		if err := s.derivedKeyError(keys[i], access); err != nil {
+			return nil, err
+		}
 	}
 	return keys, nil
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/policy"
 )
@@ -30,6 +31,14 @@ func (s *session) checkAll(pairs [][]byte, n int64) {
 		if err != nil {
 			s.rejectDecision(err)
 			return
+		}
+		if !s.user.Perms().AllowsAllKeys() {
+			limit, _ := p.Resolve(nil)
+			key := policy.AppendCheckKey(nil, p.Name, limit.Algo, pairs[i+1])
+			if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
+				s.rejectDecision(err)
+				return
+			}
 		}
 		if p.Limit.Algo == algorithms.Log {
 			if logs++; n > 0 && n > s.h.cfg.AllMaxLogUnits/logs {

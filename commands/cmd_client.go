@@ -169,7 +169,7 @@ func (s *session) clientSetInfo(attr, val []byte) {
 // Any goroutine: it reads the session's and the connection's shared fields.
 func (s *session) describe() string {
 	s.mu.Lock()
-	name, lib, ver := s.name, s.libName, s.libVer
+	name, lib, ver, user := s.name, s.libName, s.libVer, s.user.Name()
 	s.mu.Unlock()
 	ci := s.conn.Info()
 	now := time.Now()
@@ -203,6 +203,6 @@ func (s *session) describe() string {
 	b.WriteString(" qbuf=0 qbuf-free=" + rbs + " argv-mem=0 multi-mem=0 rbs=" + rbs + " rbp=" + rbs)
 	b.WriteString(" obl=0 oll=0 omem=" + strconv.FormatInt(ci.OutputBuffer, 10))
 	b.WriteString(" tot-mem=" + strconv.FormatInt(ci.Memory, 10) + " events=r cmd=" + cmd)
-	b.WriteString(" user=default redir=-1 resp=" + resp + " lib-name=" + lib + " lib-ver=" + ver + "\n")
+	b.WriteString(" user=" + user + " redir=-1 resp=" + resp + " lib-name=" + lib + " lib-ver=" + ver + "\n")
 	return b.String()
 }

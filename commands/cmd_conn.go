@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"crypto/subtle"
 	"strconv"
 )
 
@@ -79,7 +78,7 @@ func cmdHello(s *session, args [][]byte) {
 	}
 	// operation
 	if auth {
-		if err := s.authenticate(user, pass); err != nil {
+		if err := s.authenticate("hello", user, pass, false); err != nil {
 			s.writeError(err)
 			return
 		}
@@ -121,34 +120,15 @@ func cmdHello(s *session, args [][]byte) {
 
 // cmdAuth: AUTH [username] password
 func cmdAuth(s *session, args [][]byte) {
-	user, pass := []byte("default"), args[1]
+	user, pass := []byte("default"), args[len(args)-1]
 	if len(args) == 3 {
-		user, pass = args[1], args[2]
-	} else if s.h.requirepass() == "" {
-		s.writeError(errNoPassSet)
-		return
+		user = args[1]
 	}
-	if err := s.authenticate(user, pass); err != nil {
+	if err := s.authenticate("auth", user, pass, len(args) == 2); err != nil {
 		s.writeError(err)
 		return
 	}
 	s.writeOK()
-}
-
-// authenticate checks a username/password pair against requirepass, as the
-// default user of Redis. With no password set every pair for "default" is
-// accepted, as Redis's nopass default user does.
-func (s *session) authenticate(user, pass []byte) error {
-	if string(user) != "default" {
-		return errWrongPass
-	}
-	want := s.h.requirepass()
-	if want != "" && subtle.ConstantTimeCompare(pass, []byte(want)) != 1 {
-		return errWrongPass
-	}
-	s.authed = true
-	s.conn.SetUnauthenticated(false)
-	return nil
 }
 
 func cmdSelect(s *session, args [][]byte) {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-rl/sluice/glob"
 )
 
 // INFO and CONFIG GET.
@@ -281,13 +283,13 @@ func cmdConfig(s *session, args [][]byte) {
 	case equalFold(args[1], "get") && len(args) >= 3:
 		var pairs []Param
 		seen := map[string]bool{}
-		steps := globStepLimit
+		steps := glob.StepLimit
 		for _, pat := range args[2:] {
 			for _, p := range s.h.params() {
 				if seen[p.Name] {
 					continue
 				}
-				m, decided, used := matchGlob(pat, []byte(p.Name), true, globMaxStars, steps)
+				m, decided, used := glob.Match(pat, []byte(p.Name), true, glob.MaxStars, steps)
 				if !decided {
 					s.writeError(errPatternTooComplex)
 					return

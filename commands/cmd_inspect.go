@@ -3,6 +3,7 @@ package commands
 import (
 	"math"
 
+	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/algorithms"
 )
 
@@ -80,7 +81,7 @@ func cmdRLReset(s *session, args [][]byte) {
 	keys := args[1:]
 	if len(args) >= 4 && equalFold(args[1], "policy") {
 		var err error
-		if keys, err = s.policyKeys(args[2], args[3:]); err != nil {
+		if keys, err = s.policyKeys(args[2], args[3:], acl.Write); err != nil {
 			s.writeError(err)
 			return
 		}

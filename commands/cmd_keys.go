@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/glob"
 )
 
 // The key-space commands, with Redis's arguments and replies. Every key's
@@ -93,7 +94,7 @@ func (s *session) replyTTL(key []byte, unit int64) {
 // loop for a few milliseconds at most whatever COUNT, the keys and the
 // pattern: it visits at most scanMaxCount records, replies at most
 // scanMaxBytes of keys (and at least one key), and spends at most
-// globStepLimit steps matching. Like Redis's SCAN, it may then return fewer
+// glob.StepLimit steps matching. Like Redis's SCAN, it may then return fewer
 // keys than COUNT, with a cursor to go on from. The store copies keys out of
 // a shard under its lock a chunk at a time; matching runs with no lock held.
 const (
@@ -144,7 +145,7 @@ func cmdScan(s *session, args [][]byte) {
 	// operation
 	var found []byte // the keys found, one after the other
 	var ends []int   // where each ends in found
-	steps, offered, tooComplex := globStepLimit, 0, false
+	steps, offered, tooComplex := glob.StepLimit, 0, false
 	next, err := s.h.ks.Scan(s.conn.Now(), cursor, count, func(key []byte, algo algorithms.Algo) bool {
 		if offered++; offered > 1 && (len(found)+len(key) > scanMaxBytes || steps <= 0) {
 			return false // for the next call
@@ -153,7 +154,7 @@ func cmdScan(s *session, args [][]byte) {
 			return true
 		}
 		if pattern != nil {
-			m, decided, used := matchGlob(pattern, key, false, globMaxStars, steps)
+			m, decided, used := glob.Match(pattern, key, false, glob.MaxStars, steps)
 			if !decided {
 				tooComplex = offered == 1 // else the next call has the whole budget for it
 				return false

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/glob"
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -182,12 +183,12 @@ func (s *session) policyList(args [][]byte) {
 		pattern = args[0]
 	}
 	var err error
-	steps := globStepLimit
+	steps := glob.StepLimit
 	ps := s.h.cfg.Policies.Load().List(func(name string) bool {
 		if pattern == nil || err != nil {
 			return err == nil
 		}
-		m, decided, used := matchGlob(pattern, []byte(name), false, globMaxStars, steps)
+		m, decided, used := glob.Match(pattern, []byte(name), false, glob.MaxStars, steps)
 		if !decided {
 			err = errPatternTooComplex
 		}

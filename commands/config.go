@@ -12,6 +12,14 @@ import (
 type Config struct {
 	// Password is requirepass: clients must AUTH with it first ("": none).
 	Password string
+	// ACLFile is aclfile: the users, loaded at start and by ACL LOAD,
+	// written by ACL SAVE ("": none).
+	ACLFile string
+	// Renames are rename-command directives, applied in order.
+	Renames []Rename
+	// ProtectedMode is protected-mode: while the default user needs no
+	// password, clients that do not connect over loopback are refused.
+	ProtectedMode bool
 	// Debug is enable-debug-command: whether DEBUG CLOCK is allowed.
 	Debug DebugMode
 	// LogMaxLimit is the largest limit RL.LOG and RL.ACQUIRE accept
@@ -92,7 +100,7 @@ type Param struct{ Name, Value string }
 // 1,000,000 logged units, Redis's slow log (10000 µs, 128 entries) and
 // sketches of 64 counters for RL.TOP.
 func DefaultConfig() Config {
-	return Config{Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000,
+	return Config{ProtectedMode: true, Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000,
 		SlowlogSlowerThan: 10000, SlowlogMaxLen: 128, TopKeys: 64}
 }
 

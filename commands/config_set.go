@@ -105,13 +105,10 @@ func (s *session) writeSettingError(err error) {
 	}
 }
 
-// SetPassword changes requirepass: connections opened from now on must
-// AUTH with it ("": none); those already authenticated stay so, as in
-// Redis. Any goroutine.
-func (h *Handler) SetPassword(p string) { h.password.Store(&p) }
-
-// requirepass returns the password in force ("": none).
-func (h *Handler) requirepass() string { return *h.password.Load() }
+// SetPassword changes requirepass, the default user's password ("":
+// none, nopass): connections opened from now on must AUTH with it; those
+// already authenticated stay so, as in Redis. Any goroutine.
+func (h *Handler) SetPassword(p string) { h.acl.users.SetDefaultPassword(p) }
 
 // SetSlowlog changes slowlog-log-slower-than (µs; negative: off) and
 // slowlog-max-len (0 or more; the log is trimmed at its next entry). Any

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/compat"
 )
 
@@ -46,7 +47,7 @@ var (
 	errOutOfRangePositive = replyError("value is out of range, must be positive")
 
 	// CONFIG SET and CONFIG REWRITE (config_set.go), in Redis's words.
-	errNoSettings   = replyError("CONFIG SET is not available on this server")
+	errNoSettings = replyError("CONFIG SET is not available on this server")
 	// ErrNoConfigFile is CONFIG REWRITE's answer when the server was started
 	// without a config file (Settings.Rewrite returns it).
 	ErrNoConfigFile = replyError("The server is running without a config file")
@@ -94,7 +95,14 @@ var (
 	errNoAuth      = codeError("NOAUTH Authentication required.")
 	errHelloNoAuth = codeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
 	errWrongPass   = codeError("WRONGPASS invalid username-password pair or user is disabled.")
-	errNoProto     = codeError("NOPROTO unsupported protocol version")
+	errProtected   = codeError("DENIED sluice is running in protected mode because protected mode is enabled and no password is set for the default user. " +
+		"In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to sluice you may adopt one of the following solutions: " +
+		"1) Restart the server with the '--protected-mode no' option (or 'protected-mode no' in its configuration file), however MAKE SURE sluice is not publicly accessible from internet if you do so. " +
+		"2) Set up an authentication password for the default user (--requirepass), or users with passwords in an --aclfile. " +
+		"NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.")
+	errNoACLFile = replyError("This instance is not configured to use an ACL file. Start it with --aclfile, or set users with ACL SETUSER")
+	errACLSave   = replyError("There was an error trying to save the ACLs. Please check the server logs for more information")
+	errNoProto   = codeError("NOPROTO unsupported protocol version")
 )
 
 // errWrongArgs is Redis's arity error for the command named (lower case)
@@ -118,6 +126,25 @@ func errUnknownCommand(args [][]byte) replyError {
 	}
 	return replyError(sanitize(msg))
 }
+
+// errACL is an error of the acl package as a reply: its text is Redis's
+// (acl.go's vocabulary), with the generic code unless it has its own.
+func errACL(err error) error {
+	text := sanitize(err.Error())
+	if hasErrorCode(text) {
+		return codeError(text)
+	}
+	return replyError(text)
+}
+
+// errACLNoCommand is ACL DRYRUN's error for a command that does not exist.
+func errACLNoCommand(name []byte) replyError {
+	return replyError(sanitize("Command '" + clip(string(name), 128) + "' not found"))
+}
+
+// errNoPerm is the NOPERM error of a denied command (Redis 7.0's words,
+// from the acl package); cmd is the command's full name.
+func errNoPerm(d acl.Denial, cmd string) codeError { return codeError(d.Error(cmd)) }
 
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
 func errUnknownSubcommand(sub []byte, cmd string) replyError {

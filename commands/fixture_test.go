@@ -29,6 +29,8 @@ import (
 // clients.
 type testConfig struct {
 	Password    string
+	ACLFile     string
+	Renames     []Rename
 	Debug       DebugMode // "": yes
 	LogMaxLimit int64
 	// AllMaxLimits and AllMaxLogUnits: 0 for the defaults.
@@ -84,6 +86,7 @@ func startServer(t testing.TB, tc testConfig) *testServer {
 		cfg.AllMaxLogUnits = tc.AllMaxLogUnits
 	}
 	cfg.Password, cfg.Params, cfg.Shutdowner, cfg.Logger = tc.Password, tc.Params, tc.Shutdowner, quiet
+	cfg.ACLFile, cfg.Renames = tc.ACLFile, tc.Renames
 	cfg.Policies, cfg.Rules = tc.Policies, tc.Rules
 	if tc.NoTopKeys {
 		cfg.TopKeys = 0

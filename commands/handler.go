@@ -23,6 +23,8 @@ type Handler struct {
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
+	acl   aclState            // users and the ACL LOG (acl.go)
+	table map[string]*command // with rename-command, the renamed table (rename.go); nil: the global one
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
@@ -31,7 +33,6 @@ type Handler struct {
 	slowlog   slowlog                      // SLOWLOG (slowlog.go)
 	top       topKeys                      // the heaviest keys (topkeys.go, RL.TOP)
 	polStats  policyStats                  // decisions by policy (policystats.go)
-	password  atomic.Pointer[string]       // requirepass in force (config_set.go)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).
@@ -65,11 +66,18 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if cfg.Policies == nil {
 		cfg.Policies = policy.NewRegistry()
 	}
-	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), stats: newCmdStats()}
+	users, err := newACL(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	table, err := renamedTable(cfg.Renames)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table, stats: newCmdStats()}
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
 	h.top.k = cfg.TopKeys
-	h.SetPassword(cfg.Password)
 	if tr, ok := ks.(Transactor); ok {
 		h.tx = tr
 	}
@@ -92,6 +100,7 @@ func (h *Handler) MayBlock() bool { return h.cfg.Cluster != nil }
 // Open starts a connection's session.
 func (h *Handler) Open(c *server.Conn) {
 	s := newSession(h, c)
+	s.refused = h.cfg.ProtectedMode && !c.Loopback() && !h.acl.users.NeedsAuth()
 	c.SetSession(s)
 	c.SetUnauthenticated(!s.authed)
 	c.SetSessionBytes(s.footprint())

@@ -1,5 +1,7 @@
 package commands
 
+import "github.com/sluice-rl/sluice/acl"
+
 // command is one entry of the registration table.
 type command struct {
 	name    string // lower case, as Redis names commands in errors and COMMAND
@@ -8,6 +10,7 @@ type command struct {
 	flags   cmdFlags
 	class   deferClass // how its work runs (set by register, from flags)
 	run     func(s *session, args [][]byte)
+	acl     *acl.Command // the ACL's handle (acl.go), set before the first Handler serves
 
 	// What COMMAND and COMMAND DOCS report.
 	group      string

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/glob"
 )
 
 // SCAN over real sockets: hostile patterns, huge keys and huge COUNTs must
@@ -263,7 +265,7 @@ func TestScanStopsEarlyAndStillReturnsEveryKey(t *testing.T) {
 func filterKeys(keys []string) []string {
 	var out []string
 	for _, k := range keys {
-		if m, _, _ := matchGlob([]byte("*:1?*"), []byte(k), false, globMaxStars, -1); m {
+		if m, _, _ := glob.Match([]byte("*:1?*"), []byte(k), false, glob.MaxStars, -1); m {
 			out = append(out, k)
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/glob/globtest"
 )
 
 // startRedis runs redis-server on 127.0.0.1 with a free port, without
@@ -48,11 +50,11 @@ func startRedis(t *testing.T) *redis.Client {
 
 // TestScanMatchAgreesWithRedis gives Redis 7 and sluice the same keys (every
 // string of up to 3 bytes over an alphabet of pattern syntax, letters of
-// both cases and bytes ≥ 0x80, and the strings of globCases) and compares
+// both cases and bytes ≥ 0x80, and the strings of globtest.Cases) and compares
 // KEYS pattern on Redis with a whole SCAN iteration with MATCH pattern on
-// sluice, for 3,000 random patterns, those of globCases and 300 with long
+// sluice, for 3,000 random patterns, those of globtest.Cases and 300 with long
 // parts cut from 30 long keys; and checks
-// globCases' answers against Redis.
+// globtest.Cases' answers against Redis.
 func TestScanMatchAgreesWithRedis(t *testing.T) {
 	ctx := context.Background()
 	rds := startRedis(t)
@@ -73,13 +75,13 @@ func TestScanMatchAgreesWithRedis(t *testing.T) {
 		}
 		from = to
 	}
-	for _, tc := range globCases {
-		keys = append(keys, tc.str)
+	for _, tc := range globtest.Cases {
+		keys = append(keys, tc.Str)
 	}
 	r := rand.New(rand.NewPCG(5, 6))
 	var long []string // patterns with long parts, cut from long keys
 	for i := 0; i < 300; i++ {
-		pat, str := longGlobCase(r)
+		pat, str := globtest.LongCase(r)
 		long = append(long, string(pat))
 		if i%10 == 0 {
 			keys = append(keys, string(str))
@@ -101,26 +103,26 @@ func TestScanMatchAgreesWithRedis(t *testing.T) {
 		}
 	}
 
-	for _, tc := range globCases {
-		if tc.pattern == "*" {
+	for _, tc := range globtest.Cases {
+		if tc.Pattern == "*" {
 			continue // KEYS and SCAN answer a bare * without the matcher: every key
 		}
-		got, err := rds.Keys(ctx, tc.pattern).Result()
+		got, err := rds.Keys(ctx, tc.Pattern).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.Contains(got, tc.str) != tc.want {
-			t.Errorf("Redis: %q matches %q: %v; globCases says %v", tc.pattern, tc.str, !tc.want, tc.want)
+		if slices.Contains(got, tc.Str) != tc.Want {
+			t.Errorf("Redis: %q matches %q: %v; globtest.Cases says %v", tc.Pattern, tc.Str, !tc.Want, tc.Want)
 		}
 	}
 
-	patterns := make([]string, 0, 3000+len(globCases)+len(long))
-	for _, tc := range globCases {
-		patterns = append(patterns, tc.pattern)
+	patterns := make([]string, 0, 3000+len(globtest.Cases)+len(long))
+	for _, tc := range globtest.Cases {
+		patterns = append(patterns, tc.Pattern)
 	}
 	patterns = append(patterns, long...)
 	for len(patterns) < cap(patterns) {
-		patterns = append(patterns, string(randGlob(r, globAlphabet, 7)))
+		patterns = append(patterns, string(globtest.Rand(r, globtest.Alphabet, 7)))
 	}
 	matches := 0
 	for _, pat := range patterns {

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/compat"
 	"github.com/sluice-rl/sluice/server"
@@ -20,13 +21,16 @@ type session struct {
 	h    *Handler
 	conn *server.Conn
 
-	mu      sync.Mutex // guards name, libName, libVer
+	mu sync.Mutex // guards name, libName, libVer, and user's changes
+
 	name    string
 	libName string
 	libVer  string
 
 	resp3    atomic.Bool
 	authed   bool
+	refused  bool                    // protected mode refuses the connection (acl.go)
+	user     *acl.User               // the ACL user the connection runs as (acl.go); written under mu
 	readonly bool                    // READONLY: peeks answered from this node's own state
 	prevCmd  *command                // the command run last, looked up first
 	shown    atomic.Pointer[command] // prevCmd as of the last batch's end, for CLIENT LIST's cmd=
@@ -75,7 +79,8 @@ func newSession(h *Handler, c *server.Conn) *session {
 	return &session{
 		h:        h,
 		conn:     c,
-		authed:   h.requirepass() == "",
+		authed:   !h.acl.users.NeedsAuth(),
+		user:     h.acl.users.Default(),
 		lastRate: make([]byte, 0, 32),
 	}
 }
@@ -86,6 +91,10 @@ func newSession(h *Handler, c *server.Conn) *session {
 // deferred).
 func (s *session) exec(args [][]byte) {
 	s.cmds++
+	if s.refused {
+		s.refuse()
+		return
+	}
 	if s.batchStart == 0 {
 		s.batchStart = s.h.clock.batchStart(s.conn.Now())
 	}
@@ -105,6 +114,8 @@ func (s *session) exec(args [][]byte) {
 		reject = errNoAuth
 	case !cmd.arityOK(len(args)):
 		reject = errWrongArgs(cmd.name)
+	default:
+		reject = s.permError(cmd, args, acl.Toplevel) // nil at once for a user allowed everything
 	}
 	if reject != nil || s.queue.class != cmd.class {
 		s.runDeferred()
@@ -127,7 +138,7 @@ func (s *session) lookup(name []byte) *command {
 	if p := s.prevCmd; p != nil && equalFold(name, p.name) {
 		return p
 	}
-	cmd := lookupCommand(name)
+	cmd := s.h.lookupCommand(name)
 	if cmd != nil {
 		s.prevCmd = cmd
 	}

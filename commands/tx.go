@@ -82,6 +82,7 @@ func (s *session) queueTx(cmd *command, args [][]byte) {
 		err = errUnknownCommand(args)
 	case !s.authed && cmd.flags&flagNoAuth == 0:
 		err = errNoAuth
+	case s.deniedInMulti(cmd, args, &err): // the ACL, as Redis checks it when it queues
 	case !cmd.arityOK(len(args)):
 		err = errWrongArgs(cmd.name)
 	case txImmediate[cmd.name]:

@@ -148,6 +148,9 @@ func (c *Conn) shrinkIn() {
 func (c *Conn) serve() {
 	defer c.srv.removeConn(c)
 	defer c.conn.Close()
+	if !c.handshake() {
+		return
+	}
 	for !c.closing && !c.killed.Load() {
 		if err := c.roomToRead(); err == errClientEvicted {
 			return

@@ -167,7 +167,7 @@ func newConn(s *Server, nc net.Conn, id int64) *Conn {
 		in:      make([]byte, initialIn),
 	}
 	if nc != nil {
-		c.addr, c.laddr, c.listFD = nc.RemoteAddr().String(), nc.LocalAddr().String(), connFD(nc)
+		c.addr, c.laddr, c.listFD = nc.RemoteAddr().String(), nc.LocalAddr().String(), connFD(underlying(nc))
 		if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
 			c.local = ta.IP.IsLoopback()
 		} else if nc.RemoteAddr().Network() == "unix" {

@@ -134,7 +134,7 @@ func (s *Server) Serve(ln net.Listener) error {
 
 func (s *Server) accept(nc net.Conn) {
 	s.stats.connections.Add(1)
-	if tc, ok := nc.(*net.TCPConn); ok {
+	if tc, ok := underlying(nc).(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
 	if !s.admit(nc) {
@@ -150,7 +150,7 @@ func (s *Server) accept(nc net.Conn) {
 		s.wg.Done()
 		return
 	}
-	if len(s.loops) > 0 { // set once, before the first accept
+	if len(s.loops) > 0 && !c.TLS() { // loops: set once, before the first accept
 		if fd, err := detach(nc); err == nil {
 			c.conn, c.fd, c.listFD = nil, fd, fd
 			c.lane = int(c.id % int64(len(s.loops)))

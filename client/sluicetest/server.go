@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // The binary, built once per test process.
@@ -78,7 +80,7 @@ var readyRE = regexp.MustCompile(`ready to accept connections.*addr=(127\.0\.0\.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s := &Server{t: t, args: args, dir: t.TempDir()}
-	s.start("0")
+	s.start(freePort(t)) // --port 0 would serve no plaintext port, as in Redis
 	t.Cleanup(s.Kill)
 	return s
 }
@@ -91,6 +93,7 @@ func (s *Server) start(port string) {
 	}
 	argv = append(argv, s.args...)
 	cmd := exec.Command(Binary(s.t), argv...)
+	childproc.KillWithParent(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		s.t.Fatal(err)
@@ -231,4 +234,16 @@ func HasFlag(t testing.TB, flag string) bool {
 	t.Helper()
 	out, _ := exec.Command(Binary(t), "--help").CombinedOutput()
 	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(flag) + `\b`).Match(out)
+}
+
+// freePort returns a port on 127.0.0.1 that nothing listens on just now.
+func freePort(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
 }

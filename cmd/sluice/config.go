@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-rl/sluice/certs"
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/rls"
@@ -54,6 +55,17 @@ type config struct {
 	metricsBind    string // Prometheus /metrics, /healthz, /readyz (empty: off)
 	grpcReflection bool
 	rls            rls.Config // grpc-batch, grpc-unknown-domain, grpc-headers, grpc-count-over-limit
+
+	// TLS, with Redis's option names (tls.go): the Raft port's mutual TLS
+	// (tls-replication yes).
+	tlsCertFile, tlsKeyFile             string
+	tlsClientCertFile, tlsClientKeyFile string
+	tlsCAFile                           string
+	tlsReplication                      string
+	tlsPort                             int    // the clients' TLS port (0: none)
+	tlsAuthClients                      string // yes, no or optional
+	tlsProtocols, tlsCiphers            string
+	tlsCiphersuites                     string
 }
 
 func defaultConfig() config {
@@ -74,6 +86,8 @@ func defaultConfig() config {
 		commands:        commands.DefaultConfig(),
 		cluster:         cluster.DefaultConfig(),
 		rls:             rls.DefaultConfig(),
+		tlsReplication:  "no",
+		tlsAuthClients:  "yes",
 	}
 }
 
@@ -108,6 +122,24 @@ var settings = []setting{
 		func(c *config) string { return strconv.Itoa(c.shards) }},
 	{"event-loops", func(c *config, a []string) error { return intArg(a, 0, 1024, &c.server.EventLoops) },
 		func(c *config) string { return strconv.Itoa(c.server.EventLoops) }},
+	// rename-command NAME NEWNAME, repeated; NEWNAME "" hides NAME.
+	{"rename-command", func(c *config, a []string) error {
+		if len(a) != 2 {
+			return fmt.Errorf("wants a command and its new name (\"\" to hide it), got %d values", len(a))
+		}
+		c.commands.Renames = append(c.commands.Renames, commands.Rename{From: a[0], To: a[1]})
+		return nil
+	}, func(c *config) string {
+		var parts []string
+		for _, r := range c.commands.Renames {
+			parts = append(parts, r.From+" "+r.To)
+		}
+		return strings.Join(parts, " ")
+	}},
+	{"protected-mode", func(c *config, a []string) error { return boolArg(a, &c.commands.ProtectedMode) },
+		func(c *config) string { return yesNo(c.commands.ProtectedMode) }},
+	{"aclfile", func(c *config, a []string) error { return stringArg(a, &c.commands.ACLFile) },
+		func(c *config) string { return c.commands.ACLFile }},
 	{"enable-debug-command", func(c *config, a []string) error {
 		var v string
 		err := enumArg(a, &v, string(commands.DebugYes), string(commands.DebugNo), string(commands.DebugLocal))
@@ -230,6 +262,46 @@ var settings = []setting{
 		func(c *config) string { return strings.Join(c.cluster.RaftAllow, " ") }},
 	{"raft-fsync", func(c *config, a []string) error { return boolArg(a, &c.cluster.Fsync) },
 		func(c *config) string { return yesNo(c.cluster.Fsync) }},
+	{"tls-port", func(c *config, a []string) error { return intArg(a, 0, 65535, &c.tlsPort) },
+		func(c *config) string { return strconv.Itoa(c.tlsPort) }},
+	{"tls-auth-clients", func(c *config, a []string) error { return enumArg(a, &c.tlsAuthClients, "yes", "no", "optional") },
+		func(c *config) string { return c.tlsAuthClients }},
+	{"tls-cert-file", func(c *config, a []string) error { return stringArg(a, &c.tlsCertFile) },
+		func(c *config) string { return c.tlsCertFile }},
+	{"tls-key-file", func(c *config, a []string) error { return stringArg(a, &c.tlsKeyFile) },
+		func(c *config) string { return c.tlsKeyFile }},
+	{"tls-client-cert-file", func(c *config, a []string) error { return stringArg(a, &c.tlsClientCertFile) },
+		func(c *config) string { return c.tlsClientCertFile }},
+	{"tls-client-key-file", func(c *config, a []string) error { return stringArg(a, &c.tlsClientKeyFile) },
+		func(c *config) string { return c.tlsClientKeyFile }},
+	{"tls-ca-cert-file", func(c *config, a []string) error { return stringArg(a, &c.tlsCAFile) },
+		func(c *config) string { return c.tlsCAFile }},
+	{"tls-replication", func(c *config, a []string) error { return enumArg(a, &c.tlsReplication, "yes", "no") },
+		func(c *config) string { return c.tlsReplication }},
+	{"tls-protocols", func(c *config, a []string) error {
+		if len(a) == 0 {
+			return errors.New("wrong number of arguments")
+		}
+		v := strings.Join(a, " ") // tls-protocols TLSv1.2 TLSv1.3, quoted or not
+		if _, _, err := certs.ParseProtocols(v); err != nil {
+			return err
+		}
+		c.tlsProtocols = v
+		return nil
+	}, func(c *config) string { return c.tlsProtocols }},
+	{"tls-ciphers", func(c *config, a []string) error {
+		if err := stringArg(a, &c.tlsCiphers); err != nil {
+			return err
+		}
+		_, err := certs.ParseCiphers(c.tlsCiphers)
+		return err
+	}, func(c *config) string { return c.tlsCiphers }},
+	{"tls-ciphersuites", func(c *config, a []string) error {
+		if err := stringArg(a, &c.tlsCiphersuites); err != nil {
+			return err
+		}
+		return certs.CheckCiphersuites(c.tlsCiphersuites)
+	}, func(c *config) string { return c.tlsCiphersuites }},
 	// The largest limit RL.LOG and RL.ACQUIRE accept: their state holds 8
 	// bytes per logged unit, 16 per lease holder.
 	// SLOWLOG: batches at least this slow (µs; -1: none), and the entries kept.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestConfigSetThenRewriteSurvivesARestart(t *testing.T) {
 	if err := os.WriteFile(file, []byte(conf), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	argv := []string{file, "--port", "0", "--bind", "127.0.0.1"}
+	argv := []string{file, "--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}
 	p := startArgv(t, argv)
 	rdb := client(t, p)
 	ctx := context.Background()
@@ -59,7 +60,7 @@ func TestConfigSetThenRewriteSurvivesARestart(t *testing.T) {
 		t.Fatalf("the rewritten file:\n%s\nwant it to start with\n%s", got, want)
 	}
 	tail := string(b)[len(want):]
-	for _, line := range []string{`requirepass "s3cret pass"`, "port 0", "loglevel verbose", "maxmemory 10485760"} {
+	for _, line := range []string{`requirepass "s3cret pass"`, "port " + argv[2], "loglevel verbose", "maxmemory 10485760"} {
 		if !strings.Contains(tail, line+"\n") {
 			t.Errorf("the appended options lack %q:\n%s", line, tail)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -238,5 +239,65 @@ func TestReplicationFlags(t *testing.T) {
 	if c, err := parseArgs(nil); err != nil || len(c.cluster.Peers) != 0 || len(c.cluster.RaftAllow) != 0 ||
 		c.cluster.Bootstrap != cluster.NoBootstrap {
 		t.Fatalf("defaults: %+v, %v", c, err)
+	}
+}
+
+func TestTLSFlags(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sluice.conf")
+	text := "tls-cert-file /etc/tls/tls.crt\ntls-protocols \"TLSv1.2 TLSv1.3\"\ntls-ciphers DEFAULT:!MEDIUM\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseArgs([]string{file, "--tls-key-file", "/etc/tls/tls.key", "--tls-ca-cert-file", "/etc/tls/ca.crt",
+		"--tls-replication", "yes", "--tls-ciphersuites", "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.tlsCertFile != "/etc/tls/tls.crt" || c.tlsKeyFile != "/etc/tls/tls.key" || c.tlsCAFile != "/etc/tls/ca.crt" ||
+		c.tlsReplication != "yes" || c.tlsProtocols != "TLSv1.2 TLSv1.3" || c.tlsCiphers != "DEFAULT:!MEDIUM" {
+		t.Fatalf("config = %+v", c)
+	}
+	if c, err := parseArgs([]string{"--tls-protocols", "TLSv1.3"}); err != nil || c.tlsProtocols != "TLSv1.3" {
+		t.Fatalf("--tls-protocols TLSv1.3: %+v, %v", c, err)
+	}
+	for _, argv := range [][]string{
+		{"--tls-protocols", "TLSv1", "TLSv1.3"},
+		{"--tls-protocols"},
+		{"--tls-protocols", "SSLv3"},
+		{"--tls-ciphers", "RC4-SHA"},
+		{"--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"},
+		{"--tls-replication", "maybe"},
+	} {
+		if _, err := parseArgs(argv); err == nil {
+			t.Errorf("parseArgs(%q) accepted it", argv)
+		}
+	}
+}
+
+// TestSecuritySettings: rename-command repeats and takes "" to hide a
+// command, in a config file and on the command line; protected-mode,
+// aclfile, tls-port and tls-auth-clients reach their configurations.
+func TestSecuritySettings(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sluice.conf")
+	text := "rename-command CONFIG \"\"\nrename-command FLUSHALL flushall-9f2c\nprotected-mode no\naclfile /etc/sluice/users.acl\ntls-port 6390\ntls-auth-clients optional\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseArgs([]string{file, "--rename-command", "DEBUG", ""})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []commands.Rename{{From: "CONFIG", To: ""}, {From: "FLUSHALL", To: "flushall-9f2c"}, {From: "DEBUG", To: ""}}
+	if fmt.Sprint(c.commands.Renames) != fmt.Sprint(want) || c.commands.ProtectedMode || c.commands.ACLFile != "/etc/sluice/users.acl" ||
+		c.tlsPort != 6390 || c.tlsAuthClients != "optional" {
+		t.Fatalf("config = %+v", c)
+	}
+	if d := defaultConfig(); !d.commands.ProtectedMode || d.tlsAuthClients != "yes" || d.tlsPort != 0 {
+		t.Fatalf("defaults: protected-mode %v, tls-auth-clients %q, tls-port %d", d.commands.ProtectedMode, d.tlsAuthClients, d.tlsPort)
+	}
+	for _, bad := range [][]string{{"--rename-command", "CONFIG"}, {"--tls-auth-clients", "maybe"}, {"--protected-mode", "perhaps"}} {
+		if _, err := parseArgs(bad); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }

@@ -48,7 +48,7 @@ func TestReplicatedNodeInfoReportsItsKeyspace(t *testing.T) {
 // listener swept twice as often). Ticks can only be lost under load, never
 // gained, so the bound holds on a busy machine.
 func TestOneSweepLoopWhateverTheListeners(t *testing.T) {
-	p := start(t, "--dir", t.TempDir(), "--save", "0", "--bind", "127.0.0.1", "127.0.0.1")
+	p := start(t, "--dir", t.TempDir(), "--save", "0", "--bind", "127.0.0.1", "127.0.0.2")
 	listeners := func() int { return strings.Count(p.logText(), "sluice ready to accept connections") }
 	for deadline := time.Now().Add(5 * time.Second); listeners() != 2 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)

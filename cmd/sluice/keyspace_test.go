@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // End-to-end tests of the keyspace features through the real binary: the
@@ -61,7 +63,7 @@ var readyRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 // ready; it is stopped when the test ends.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	return startArgv(t, append([]string{"--port", "0", "--bind", "127.0.0.1"}, args...))
+	return startArgv(t, append([]string{"--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}, args...))
 }
 
 // startArgv runs the server with exactly argv, as start does.
@@ -69,6 +71,7 @@ func startArgv(t *testing.T, argv []string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	p.cmd = exec.Command(binPath, argv...)
+	childproc.KillWithParent(p.cmd)
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -219,7 +222,7 @@ func TestSnapshotSurvivesRestartAndCorruptionStopsStart(t *testing.T) {
 	path := filepath.Join(dir, "sluice.snap")
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, b[:len(b)-5], 0o600)
-	out, err := exec.Command(binPath, "--port", "0", "--dir", dir).CombinedOutput()
+	out, err := exec.Command(binPath, "--port", strconv.Itoa(freePort(t)), "--dir", dir).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "refusing to start") || !strings.Contains(string(out), "truncated") {
 		t.Fatalf("truncated snapshot: err %v, output %s; want a refusal", err, out)
 	}

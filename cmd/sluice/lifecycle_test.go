@@ -8,12 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // Process-level tests of start-up and shutdown: what the server says about
@@ -288,7 +291,7 @@ func TestSecondServerOnTheSameDirIsRefused(t *testing.T) {
 		{"--dir", dir},
 		{"--dir", dir, "--node-id", "n2", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--bootstrap", "yes"},
 	} {
-		out, code, err := runFor(5*time.Second, append([]string{"--port", "0", "--bind", "127.0.0.1"}, args...)...)
+		out, code, err := runFor(5*time.Second, append([]string{"--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}, args...)...)
 		if code != exitFailed || !strings.Contains(string(out), want) {
 			t.Fatalf("second server %v: %v\n%s\nwant exit %d and %q", args, err, out, exitFailed, want)
 		}
@@ -299,7 +302,7 @@ func TestSecondServerOnTheSameDirIsRefused(t *testing.T) {
 	raftDir := t.TempDir()
 	n := start(t, "--dir", raftDir, "--node-id", "n1", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		"--bootstrap", "yes")
-	out, _, err := runFor(5*time.Second, "--port", "0", "--bind", "127.0.0.1", "--dir", raftDir)
+	out, _, err := runFor(5*time.Second, "--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1", "--dir", raftDir)
 	if err == nil || !strings.Contains(string(out), "--dir "+raftDir+" is in use by another sluice process") {
 		t.Fatalf("a single node on a replicated node's --dir: %v\n%s", err, out)
 	}
@@ -312,6 +315,7 @@ func runFor(d time.Duration, args ...string) ([]byte, int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
+	childproc.KillWithParent(cmd)
 	out, err := cmd.CombinedOutput()
 	return out, cmd.ProcessState.ExitCode(), err
 }
@@ -328,7 +332,7 @@ func TestNonLoopbackBindWithoutPasswordWarns(t *testing.T) {
 		{[]string{"--bind", "127.0.0.1", exposed, "--enable-debug-command", "yes"}, `level=WARN msg="DANGER: listening on 192.0.2.1 with no password and --enable-debug-command yes`},
 		{[]string{"--bind", exposed, "--requirepass", "s3cret"}, ""},
 	} {
-		out, _, _ := runFor(5*time.Second, append([]string{"--port", "0", "--save", "0", "--dir", t.TempDir()}, tc.args...)...)
+		out, _, _ := runFor(5*time.Second, append([]string{"--port", strconv.Itoa(freePort(t)), "--save", "0", "--dir", t.TempDir()}, tc.args...)...)
 		got := strings.Contains(string(out), "with no password")
 		if tc.want == "" && got || tc.want != "" && !strings.Contains(string(out), tc.want) {
 			t.Fatalf("%v:\n%s\nwant %q", tc.args, out, tc.want)

@@ -93,6 +93,14 @@ func run(cfg config) error {
 	}
 	defer lock.Unlock()
 
+	tlsr, err := loadTLS(log, cfg)
+	if err != nil {
+		return err
+	}
+	if tlsr != nil {
+		defer tlsr.Stop()
+	}
+
 	// The metrics endpoint answers /healthz and /readyz from here on,
 	// while the state loads.
 	obs, err := startMetrics(log, cfg)
@@ -122,12 +130,15 @@ func run(cfg config) error {
 		}
 		cfg.appendonly = false
 		ccfg := cfg.cluster
+		ccfg.Dir, ccfg.Password, ccfg.Logger = cfg.dir, cfg.commands.Password, log
+		respPort, err := clusterTLS(cfg, tlsr, &ccfg)
+		if err != nil {
+			return err
+		}
 		ccfg.RESPAddr = cfg.announceAddr
 		if ccfg.RESPAddr == "" {
-			ccfg.RESPAddr = net.JoinHostPort(cfg.bind[0], strconv.Itoa(cfg.port))
+			ccfg.RESPAddr = net.JoinHostPort(cfg.bind[0], strconv.Itoa(respPort))
 		}
-		ccfg.Dir, ccfg.Password, ccfg.Logger = cfg.dir, cfg.commands.Password, log
-		var err error
 		if node, err = cluster.Open(ccfg, st); err != nil {
 			return err
 		}
@@ -203,31 +214,57 @@ func run(cfg config) error {
 	// served, so that a signal never finds the default action.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	hup := make(chan os.Signal, 1) // reloads the TLS certificates; as Redis, never stops the server
+	signal.Notify(hup, syscall.SIGHUP)
 
 	warnExposed(log, cfg)
-	var lns []net.Listener
-	for _, host := range cfg.bind {
-		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(cfg.port)))
-		if err != nil {
-			for _, l := range lns {
-				l.Close()
-			}
-			return err
+	if cfg.port == 0 && cfg.tlsPort == 0 {
+		if cfg.grpcBind == "" {
+			return errors.New("--port 0 and no --tls-port: no port to serve clients on")
 		}
-		lns = append(lns, ln)
+		log.Warn("--port 0 and no --tls-port: the RESP protocol is not served, only gRPC on --grpc-bind")
+	}
+	// The plaintext port and the TLS port side by side, on every --bind
+	// address, as Redis; --port 0 closes the plaintext one.
+	type listener struct {
+		ln  net.Listener
+		tls bool
+	}
+	var lns []listener
+	for _, host := range cfg.bind {
+		for _, l := range []struct {
+			port int
+			tls  bool
+		}{{cfg.port, false}, {cfg.tlsPort, true}} {
+			if l.port == 0 {
+				continue
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(l.port)))
+			if err != nil {
+				for _, l := range lns {
+					l.ln.Close()
+				}
+				return err
+			}
+			lns = append(lns, listener{ln, l.tls})
+		}
 	}
 	errs := make(chan error, len(lns))
-	for _, ln := range lns {
-		log.Info("sluice ready to accept connections", "addr", ln.Addr().String(), "version", commands.Version,
+	for _, l := range lns {
+		log.Info("sluice ready to accept connections", "addr", l.ln.Addr().String(), "tls", yesNo(l.tls), "version", commands.Version,
 			"shards", st.Shards(), "event_loops", srv.EventLoops(), "debug_command", cfg.commands.Debug)
-		go func(ln net.Listener) { errs <- srv.Serve(ln) }(ln)
+		if l.tls {
+			go func(ln net.Listener) { errs <- srv.ServeTLS(ln, tlsr.ServerConfig()) }(l.ln)
+		} else {
+			go func(ln net.Listener) { errs <- srv.Serve(ln) }(l.ln)
+		}
 	}
 
 	grpcErrs := make(chan error, 1)
 	front, err := startGRPC(log, cfg, ks, rules, clock, grpcErrs)
 	if err != nil {
 		for _, l := range lns {
-			l.Close()
+			l.ln.Close()
 		}
 		return err
 	}
@@ -243,6 +280,8 @@ func run(cfg config) error {
 		select {
 		case s := <-sig:
 			stop.Signal(s.String())
+		case <-hup:
+			reloadTLS(log, tlsr)
 		case err := <-errs:
 			if err != nil && !errors.Is(err, net.ErrClosed) {
 				log.Error("listener failed; shutting down", "err", err)

@@ -1,11 +1,11 @@
-package commands
+package glob
 
 import (
 	"bytes"
 	"math"
 )
 
-// Glob patterns (SCAN MATCH, CONFIG GET) with the semantics of Redis 7.0's
+// Glob patterns (SCAN MATCH, CONFIG GET, ACL key patterns) with the semantics of Redis 7.0's
 // stringmatchlen, byte for byte:
 //
 //   - `*` any run of bytes, `?` any one byte, `\x` the byte x (a lone `\` at
@@ -25,7 +25,7 @@ import (
 // soon as the part after one `*` matches at no later position: then no
 // longer match of an earlier `*` can help. Without that exit the work grows
 // like C(len(str), stars) (`*a*a*a*a*a*a*b` against 120 `a`s runs for
-// hours). With it, the search it makes comes down to this, which matchGlob
+// hours). With it, the search it makes comes down to this, which Match
 // does without recursion: the part before the first `*` must match at the
 // start; each part between two `*`s takes its leftmost occurrence after the
 // previous one (a later one leaves less room to the rest, never more); the
@@ -35,24 +35,24 @@ import (
 // elements) beyond, and the step count is reported so that a caller can
 // bound the work.
 
-// globMaxStars is the number of runs of `*` a match can get past with bytes
+// MaxStars is the number of runs of `*` a match can get past with bytes
 // left to match: Redis's stringmatchlen stops recursing at nesting 1000.
-const globMaxStars = 1000
+const MaxStars = 1000
 
-// globStepLimit is the most steps (about 1 ns each) one command spends
-// matching: a SCAN call stops early rather than spend more, and a pattern
-// that needs more for a single key or parameter name is refused with
-// errPatternTooComplex.
-const globStepLimit = 2 << 20
+// StepLimit is the most steps (about 1 ns each) one command should spend
+// matching: a SCAN call stops early rather than spend more, a pattern that
+// needs more for a single key or parameter name is refused, and an ACL key
+// pattern that cannot decide within it does not match (the key is denied).
+const StepLimit = 2 << 20
 
-// matchGlob reports whether str matches pattern, as Redis's stringmatchlen
+// Match reports whether str matches pattern, as Redis's stringmatchlen
 // with nesting limit maxStars (see the file comment), and how many steps
 // that took: about one per byte of pattern and one per byte of str examined
 // (a byte of str costs more against a part of more than 64 elements). When
 // limit ≥ 0 and the answer needs more than limit steps, it stops with
 // decided false and steps > limit. It allocates nothing and is safe for
 // concurrent use.
-func matchGlob(pattern, str []byte, nocase bool, maxStars, limit int) (matched, decided bool, steps int) {
+func Match(pattern, str []byte, nocase bool, maxStars, limit int) (matched, decided bool, steps int) {
 	if limit < 0 {
 		limit = math.MaxInt
 	}
@@ -62,7 +62,7 @@ func matchGlob(pattern, str []byte, nocase bool, maxStars, limit int) (matched, 
 	return matched, decided, steps
 }
 
-// globSearch is matchGlob's search; it may answer after a few steps more
+// globSearch is Match's search; it may answer after a few steps more
 // than limit.
 func globSearch(pattern, str []byte, nocase bool, maxStars, limit int) (matched, decided bool, steps int) {
 	if len(str) == 0 {
@@ -195,14 +195,13 @@ func globIndexShiftAnd(pattern []byte, p, end, n int, str []byte, nocase bool, l
 			steps += 64
 			p++
 		case '[':
-			var next int
+			set, next := globClassSet(pattern, p+1, nocase)
 			for c := range masks {
-				var ok bool
-				if next, ok = globClass(pattern, p+1, byte(c), nocase); ok {
+				if set[c>>6]&(1<<(c&63)) != 0 {
 					masks[c] |= 1 << k
 				}
 			}
-			steps += 512 * (next - p) // 256 evaluations of the class
+			steps += 512 * (next - p) // counted as 256 evaluations of the class (it costs less)
 			p = next
 		default:
 			next, _ := globOne(pattern, p, 0, false)
@@ -297,6 +296,59 @@ func globClass(pattern []byte, p int, c byte, nocase bool) (next int, ok bool) {
 			}
 		}
 	}
+}
+
+// globClassSet is globClass for every byte at once: the set of bytes the
+// class whose body starts at pattern[p] matches (bit c of word c>>6), and
+// where the element after the class starts. Where a class ends does not
+// depend on the byte matched, so one walk over the class serves all 256.
+func globClassSet(pattern []byte, p int, nocase bool) (set [4]uint64, next int) {
+	add := func(c byte) { set[c>>6] |= 1 << (c & 63) }
+	not := p < len(pattern) && pattern[p] == '^'
+	if not {
+		p++
+	}
+	for ; next == 0; p++ {
+		switch rest := len(pattern) - p; {
+		case rest >= 2 && pattern[p] == '\\':
+			p++
+			add(pattern[p])
+		case rest >= 1 && pattern[p] == ']':
+			next = p + 1
+		case rest == 0:
+			next = p
+		case rest >= 3 && pattern[p+1] == '-':
+			start, end := int(int8(pattern[p])), int(int8(pattern[p+2]))
+			if start > end {
+				start, end = end, start
+			}
+			if nocase {
+				start, end = ctolower(start), ctolower(end)
+			}
+			for c := 0; c < 256; c++ {
+				x := int(int8(c))
+				if nocase {
+					x = ctolower(x)
+				}
+				if x >= start && x <= end {
+					add(byte(c))
+				}
+			}
+			p += 2
+		default:
+			add(pattern[p])
+			if nocase {
+				add(lower(pattern[p]))
+				add(upper(lower(pattern[p])))
+			}
+		}
+	}
+	if not {
+		for i := range set {
+			set[i] = ^set[i]
+		}
+	}
+	return set, next
 }
 
 // ctolower is glibc's tolower in the C locale for a signed char value:

@@ -1,12 +1,14 @@
-package commands
+package glob
 
 import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/sluice-rl/sluice/glob/globtest"
 )
 
-// refStringMatch is the reference for matchGlob: Redis 7.0's stringmatchlen
+// refStringMatch is the reference for Match: Redis 7.0's stringmatchlen
 // (util.c) transcribed statement by statement, without the early exit that
 // 7.0.9 added (so exponential: small inputs only). The pattern gets a NUL
 // after it, as Redis's sds strings have, because the C reads one byte past
@@ -138,77 +140,25 @@ func glibcToLower(c int) int {
 	return c
 }
 
-// globCases are answers of redis-server 7.0.15 (KEYS pattern with the key
-// set), which TestGlobMatchesRedisServer checks again where Redis is there.
-var globCases = []struct {
-	pattern, str string
-	want         bool
-}{
-	{"", "", true},
-	{"*", "", false},
-	{"**", "", false},
-	{"", "a", false},
-	{"*", "abc", true},
-	{"a*", "abc", true},
-	{"*c", "abc", true},
-	{"a*c", "ac", true},
-	{"a*b*c", "axxbyyc", true},
-	{"a*b*c", "axxbyy", false},
-	{"?", "a", true},
-	{"?", "ab", false},
-	{"??", "a", false},
-	{"a?c", "abc", true},
-	{"[abc]", "b", true},
-	{"[abc]", "d", false},
-	{"[^abc]", "d", true},
-	{"[^abc]", "a", false},
-	{"[a-c]x", "bx", true},
-	{"[c-a]x", "bx", true}, // a reversed range is swapped
-	{"[]", "a", false},     // an empty class matches nothing
-	{"[^]", "a", true},
-	{"[ab", "a", true}, // a class without ] takes the rest of the pattern
-	{"[ab", "b", true},
-	{"[ab", "c", false},
-	{"[", "a", false},
-	{"[^", "a", true},
-	{"[a-]", "]", true}, // the range from ']' to 'a', then no ]
-	{"[a-]", "^", true},
-	{"[a-]", "-", false},
-	{"[\\]]", "]", true},
-	{"[\\-a]", "-", true},
-	{"[a\\", "\\", true},
-	{"\\*", "*", true},
-	{"\\*", "a", false},
-	{"\\", "\\", true},
-	{"a\\", "a\\", true},
-	{"*\\?", "ab?", true},
-	{"*a*a*a*a*a*a*b", strings.Repeat("a", 120), false},
-	{"*a*a*a*a*a*a*b", strings.Repeat("a", 120) + "b", true},
-	{"[\x80-a]", "\xff", true}, // signed chars: 0xff is -1, within -128…97
-	{"[\x80-a]", "b", false},
-	{"[a-\xff]", "\x80", false}, // -1…97
-	{"[a-\xff]", "\x00", true},
-}
-
 func TestGlobMatchesRedisAnswers(t *testing.T) {
-	for _, tc := range globCases {
-		got, decided, _ := matchGlob([]byte(tc.pattern), []byte(tc.str), false, globMaxStars, -1)
-		if got != tc.want || !decided {
-			t.Errorf("matchGlob(%q, %q) = %v (decided %v); want %v", tc.pattern, tc.str, got, decided, tc.want)
+	for _, tc := range globtest.Cases {
+		got, decided, _ := Match([]byte(tc.Pattern), []byte(tc.Str), false, MaxStars, -1)
+		if got != tc.Want || !decided {
+			t.Errorf("Match(%q, %q) = %v (decided %v); want %v", tc.Pattern, tc.Str, got, decided, tc.Want)
 		}
-		if len(tc.str) > 20 {
+		if len(tc.Str) > 20 {
 			continue // the reference is exponential
 		}
-		if ref := refStringMatch([]byte(tc.pattern), []byte(tc.str), false, globMaxStars); ref != tc.want {
-			t.Errorf("reference(%q, %q) = %v; want %v", tc.pattern, tc.str, ref, tc.want)
+		if ref := refStringMatch([]byte(tc.Pattern), []byte(tc.Str), false, MaxStars); ref != tc.Want {
+			t.Errorf("reference(%q, %q) = %v; want %v", tc.Pattern, tc.Str, ref, tc.Want)
 		}
 	}
 }
 
 func TestGlobNocase(t *testing.T) {
 	for _, tc := range []struct {
-		pattern, str string
-		want         bool
+		Pattern, Str string
+		Want         bool
 	}{
 		{"maxMEMORY*", "maxmemory-policy", true},
 		{"[A-C]x", "bX", true},
@@ -217,40 +167,24 @@ func TestGlobNocase(t *testing.T) {
 		{"[Z-a]", "B", false}, // 'Z'…'a' folds to 'z'…'a': empty
 		{"[\x80-\x90]", "\x85", true},
 	} {
-		if got, _, _ := matchGlob([]byte(tc.pattern), []byte(tc.str), true, globMaxStars, -1); got != tc.want {
-			t.Errorf("matchGlob(%q, %q, nocase) = %v; want %v", tc.pattern, tc.str, got, tc.want)
+		if got, _, _ := Match([]byte(tc.Pattern), []byte(tc.Str), true, MaxStars, -1); got != tc.Want {
+			t.Errorf("Match(%q, %q, nocase) = %v; want %v", tc.Pattern, tc.Str, got, tc.Want)
 		}
-		if ref := refStringMatch([]byte(tc.pattern), []byte(tc.str), true, globMaxStars); ref != tc.want {
-			t.Errorf("reference(%q, %q, nocase) = %v; want %v", tc.pattern, tc.str, ref, tc.want)
+		if ref := refStringMatch([]byte(tc.Pattern), []byte(tc.Str), true, MaxStars); ref != tc.Want {
+			t.Errorf("reference(%q, %q, nocase) = %v; want %v", tc.Pattern, tc.Str, ref, tc.Want)
 		}
 	}
 }
 
-// globAlphabet holds every byte that means something in a pattern, letters
-// of both cases, and bytes whose sign or case matters in a range.
-const globAlphabet = "ab*?[]^-\\AZz`\x00\x7f\x80\xff"
-
-func randGlob(r *rand.Rand, alphabet string, maxLen int) []byte {
-	b := make([]byte, r.IntN(maxLen+1))
-	for i := range b {
-		b[i] = alphabet[r.IntN(len(alphabet))]
-	}
-	return b
-}
-
-// TestGlobMatchesReference compares matchGlob with the transcription of
-// Redis's code on 200,000 random small patterns and strings, with and
-// without case, and with a small nesting limit so that the limit's
-// behaviour is compared too.
 func TestGlobMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 200_000; i++ {
-		pat, str := randGlob(r, globAlphabet, 9), randGlob(r, "ab]-\\*Az\x80\xff", 7)
+		pat, str := globtest.Rand(r, globtest.Alphabet, 9), globtest.Rand(r, "ab]-\\*Az\x80\xff", 7)
 		nocase := i%2 == 1
-		limit := []int{globMaxStars, 0, 1, 2}[i%4]
-		got, decided, _ := matchGlob(pat, str, nocase, limit, -1)
+		limit := []int{MaxStars, 0, 1, 2}[i%4]
+		got, decided, _ := Match(pat, str, nocase, limit, -1)
 		if want := refStringMatch(pat, str, nocase, limit); got != want || !decided {
-			t.Fatalf("matchGlob(%q, %q, nocase %v, stars %d) = %v; reference says %v", pat, str, nocase, limit, got, want)
+			t.Fatalf("Match(%q, %q, nocase %v, stars %d) = %v; reference says %v", pat, str, nocase, limit, got, want)
 		}
 	}
 }
@@ -264,10 +198,10 @@ func TestGlobLongPartsMatchReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	matches := 0
 	for i := 0; i < 20_000; i++ {
-		pat, str := longGlobCase(r)
-		got, decided, _ := matchGlob(pat, str, false, globMaxStars, -1)
-		if want := refStringMatch(pat, str, false, globMaxStars); got != want || !decided {
-			t.Fatalf("matchGlob(%q, %q) = %v; reference says %v", pat, str, got, want)
+		pat, str := globtest.LongCase(r)
+		got, decided, _ := Match(pat, str, false, MaxStars, -1)
+		if want := refStringMatch(pat, str, false, MaxStars); got != want || !decided {
+			t.Fatalf("Match(%q, %q) = %v; reference says %v", pat, str, got, want)
 		}
 		if got {
 			matches++
@@ -279,45 +213,10 @@ func TestGlobLongPartsMatchReference(t *testing.T) {
 	t.Logf("%d of 20,000 patterns match", matches)
 }
 
-// longGlobCase returns a string of up to 300 bytes and a pattern with up to
-// three parts of up to 150 elements cut from it, often with one byte
-// changed.
-func longGlobCase(r *rand.Rand) (pat, str []byte) {
-	str = randGlob(r, "aab", 300)
-	if r.IntN(2) == 0 {
-		pat = append(pat, '*')
-	}
-	for parts, pos := r.IntN(3)+1, 0; parts > 0 && pos < len(str); parts-- {
-		from := pos + r.IntN((len(str)-pos)/2+1)
-		to := min(len(str), from+r.IntN(150))
-		pos = to
-		for _, c := range str[from:to] {
-			switch r.IntN(12) {
-			case 0:
-				pat = append(pat, '?')
-			case 1:
-				pat = append(pat, "[ab]"...)
-			case 2:
-				pat = append(pat, '\\', c)
-			default:
-				pat = append(pat, c)
-			}
-		}
-		pat = append(pat, '*')
-	}
-	if r.IntN(2) == 0 {
-		pat = append(pat, str[len(str)-r.IntN(min(len(str), 70)+1):]...)
-	}
-	if j := r.IntN(len(pat) + 1); r.IntN(3) == 0 && j < len(pat) && (pat[j] == 'a' || pat[j] == 'b') {
-		pat[j] ^= 'a' ^ 'b' // likely a mismatch
-	}
-	return pat, str
-}
-
-func FuzzGlobMatch(f *testing.F) {
-	for _, tc := range globCases {
-		if len(tc.str) < 16 {
-			f.Add([]byte(tc.pattern), []byte(tc.str), false, uint8(0))
+func FuzzMatch(f *testing.F) {
+	for _, tc := range globtest.Cases {
+		if len(tc.Str) < 16 {
+			f.Add([]byte(tc.Pattern), []byte(tc.Str), false, uint8(0))
 		}
 	}
 	f.Fuzz(func(t *testing.T, pat, str []byte, nocase bool, stars uint8) {
@@ -326,18 +225,18 @@ func FuzzGlobMatch(f *testing.F) {
 		}
 		limit := int(stars % 4)
 		if stars >= 4 {
-			limit = globMaxStars
+			limit = MaxStars
 		}
-		got, decided, steps := matchGlob(pat, str, nocase, limit, -1)
+		got, decided, steps := Match(pat, str, nocase, limit, -1)
 		if want := refStringMatch(pat, str, nocase, limit); got != want || !decided {
-			t.Fatalf("matchGlob(%q, %q, nocase %v, stars %d) = %v; reference says %v", pat, str, nocase, limit, got, want)
+			t.Fatalf("Match(%q, %q, nocase %v, stars %d) = %v; reference says %v", pat, str, nocase, limit, got, want)
 		}
 		if bound := 512*(len(pat)+1) + 3*(len(pat)+1)*(len(str)+1); steps > bound {
-			t.Fatalf("matchGlob(%q, %q) took %d steps; more than %d", pat, str, steps, bound)
+			t.Fatalf("Match(%q, %q) took %d steps; more than %d", pat, str, steps, bound)
 		}
 		// A limit below the steps needed stops the match undecided.
-		if _, ok, _ := matchGlob(pat, str, nocase, limit, steps-1); ok && steps > 1 {
-			t.Fatalf("matchGlob(%q, %q) decided within %d steps; it needed %d", pat, str, steps-1, steps)
+		if _, ok, _ := Match(pat, str, nocase, limit, steps-1); ok && steps > 1 {
+			t.Fatalf("Match(%q, %q) decided within %d steps; it needed %d", pat, str, steps-1, steps)
 		}
 	})
 }
@@ -348,15 +247,15 @@ func TestGlobWorkIsLinearForStarRuns(t *testing.T) {
 	for _, n := range []int{120, 1 << 10, 1 << 20} {
 		key := []byte(strings.Repeat("a", n))
 		for _, pat := range []string{"*a*a*a*a*a*a*b", "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b", "a*?*[a]*b"} {
-			m, decided, steps := matchGlob([]byte(pat), key, false, globMaxStars, -1)
+			m, decided, steps := Match([]byte(pat), key, false, MaxStars, -1)
 			if m || !decided || steps > 3*n+512*len(pat) {
-				t.Errorf("matchGlob(%s, %d a's) = %v after %d steps; want no match within %d", pat, n, m, steps, 3*n+512*len(pat))
+				t.Errorf("Match(%s, %d a's) = %v after %d steps; want no match within %d", pat, n, m, steps, 3*n+512*len(pat))
 			}
 		}
 	}
 }
 
-func BenchmarkGlobMatch(b *testing.B) {
+func BenchmarkMatch(b *testing.B) {
 	for _, bc := range []struct{ name, pattern, str string }{
 		{"prefix", "user:*", "user:1234:session"},
 		{"infix", "*:1234:*", "user:1234:session"},
@@ -375,10 +274,30 @@ func BenchmarkGlobMatch(b *testing.B) {
 			b.SetBytes(int64(len(str)))
 			steps := 0
 			for b.Loop() {
-				_, _, steps = matchGlob(pat, str, false, globMaxStars, -1)
+				_, _, steps = Match(pat, str, false, MaxStars, -1)
 			}
 			b.ReportMetric(float64(steps), "steps/op")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(steps), "ns/step")
 		})
+	}
+}
+
+// TestClassSetMatchesClass checks globClassSet against globClass for every
+// byte, over random classes made of class syntax, letters of both cases
+// and bytes ≥ 0x80, with and without case.
+func TestClassSetMatchesClass(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	for i := 0; i < 20000; i++ {
+		pat := append([]byte{'['}, globtest.Rand(r, "^\\\\-]aZz0[\x80\xff", 8)...)
+		for _, nocase := range []bool{false, true} {
+			set, next := globClassSet(pat, 1, nocase)
+			for c := 0; c < 256; c++ {
+				wantNext, want := globClass(pat, 1, byte(c), nocase)
+				if got := set[c>>6]&(1<<(c&63)) != 0; got != want || next != wantNext {
+					t.Fatalf("class %q, byte %#x, nocase %v: set says %v (next %d); globClass %v (next %d)",
+						pat, c, nocase, got, next, want, wantNext)
+				}
+			}
+		}
 	}
 }

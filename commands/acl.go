@@ -1,0 +1,351 @@
+package commands
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sluice-rl/sluice/acl"
+)
+
+// Access control: the ACL wired into the commands (every command of the
+// table registered with the acl package, with its categories and key
+// positions; a Handler's users and ACL LOG; the check session.exec makes
+// before a command runs), protected mode, and rename-command.
+
+// aclRegistry registers the command table once, in name order, so that
+// every process with the same commands renders and encodes users alike.
+// It sets each command's acl handle; it runs before the first Handler
+// serves anyone (New calls it) and the table is not changed after.
+var aclRegistry = sync.OnceValues(func() (*acl.Registry, error) {
+	reg, err := acl.NewRegistry(acl.Categories)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(commandTable))
+	for name := range commandTable {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		cmd := commandTable[name]
+		if cmd.acl, err = reg.Register(acl.Spec{Name: name, Categories: aclCategories(cmd, ""),
+			Keys: aclKeys(cmd), NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
+			return nil, err
+		}
+		for _, sub := range cmd.subs {
+			if _, err := reg.Register(acl.Spec{Name: name + "|" + sub, Categories: aclCategories(cmd, sub),
+				Keys: aclKeys(cmd), NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return reg, nil
+})
+
+// aclCategories derives a command's (or its subcommand sub's) categories
+// from its flags, group and name.
+func aclCategories(cmd *command, sub string) []string {
+	var cats []string
+	add := func(names ...string) {
+		for _, n := range names {
+			if !strings.Contains(" "+strings.Join(cats, " ")+" ", " "+n+" ") {
+				cats = append(cats, n)
+			}
+		}
+	}
+	f := cmd.flags
+	if f&flagDecision != 0 {
+		add("limiter", "write")
+	}
+	if f&flagWrite != 0 {
+		add("write")
+	}
+	if f&flagReadOnly != 0 {
+		add("read")
+	}
+	if f&flagAdmin != 0 || f&flagForward != 0 {
+		add("admin", "dangerous")
+	}
+	switch cmd.group {
+	case "connection":
+		add("connection")
+	case "generic":
+		add("keyspace")
+	}
+	full := cmd.name
+	if sub != "" {
+		full += "|" + sub
+	}
+	switch {
+	case cmd.name == "rl.reset":
+		add("keyspace")
+	case cmd.name == "flushall" || cmd.name == "flushdb":
+		add("keyspace", "admin", "dangerous")
+	case cmd.name == "acl" || strings.HasPrefix(cmd.name, "raft."):
+		add("admin", "dangerous")
+	case full == "client|kill" || full == "client|list" || full == "client|no-evict":
+		add("admin", "dangerous")
+	case cmd.name == "info" || cmd.name == "command" || cmd.name == "config" && sub == "get":
+		add("dangerous")
+	case cmd.name == "multi" || cmd.name == "exec" || cmd.name == "discard" || cmd.name == "watch" || cmd.name == "unwatch":
+		add("transaction")
+	case strings.HasPrefix(cmd.name, "rl.policy") || strings.HasPrefix(cmd.name, "rl.override") || cmd.name == "rl.check":
+		add("policy")
+	}
+	if cmd.name == "acl" && (sub == "whoami" || sub == "cat" || sub == "help") { // Redis: not @admin
+		cats = []string{"connection"}
+	}
+	if f&flagFast != 0 {
+		add("fast")
+	} else {
+		add("slow")
+	}
+	return cats
+}
+
+// aclKeys locates a command's keys from its COMMAND key positions. A
+// decision reads and changes its key; DEL, UNLINK and RL.RESET change
+// theirs; RL.INFO reads; EXISTS, TYPE, PTTL and TTL only look at it, which
+// any pattern admits, as Redis's commands without a read or write flag.
+func aclKeys(cmd *command) []acl.KeySpec {
+	if cmd.firstKey == 0 {
+		return nil
+	}
+	var access acl.Access
+	switch {
+	case cmd.flags&flagDecision != 0:
+		access = acl.Read | acl.Write
+	case cmd.flags&flagWrite != 0:
+		access = acl.Write
+	case cmd.name == "rl.info":
+		access = acl.Read
+	}
+	last := cmd.lastKey
+	if cmd.name == "rl.all" {
+		last = -1 // RL.ALL n ALGO key p1 p2 …: every fourth argument from the third
+	}
+	return []acl.KeySpec{{First: cmd.firstKey, Last: last, Step: max(cmd.keyStep, 1), Access: access}}
+}
+
+// aclState is a Handler's users and ACL LOG.
+type aclState struct {
+	reg   *acl.Registry
+	users *acl.Users
+	log   *acl.Log
+}
+
+// newACL returns the users as the configuration sets them: requirepass on
+// the default user, then the aclfile if there is one (which names its own
+// default user, or keeps it).
+func newACL(cfg *Config) (aclState, error) {
+	reg, err := aclRegistry()
+	if err != nil {
+		return aclState{}, err
+	}
+	st := aclState{reg: reg, users: acl.NewUsers(reg), log: acl.NewLog(acl.DefaultLogMax)}
+	st.users.SetDefaultPassword(cfg.Password)
+	if cfg.ACLFile != "" {
+		if err := st.users.LoadFile(cfg.ACLFile); err != nil {
+			return aclState{}, err
+		}
+	}
+	return st, nil
+}
+
+// permError is the NOPERM error for cmd with args if the session's user
+// may not run it, logged in the ACL LOG with ctx; nil if it may. It writes
+// nothing and runs no deferred work (MULTI queues with it).
+func (s *session) permError(cmd *command, args [][]byte, ctx acl.Context) error {
+	p := s.user.Perms()
+	if p.AllowsAll() {
+		return nil
+	}
+	ac := cmd.acl
+	if len(cmd.subs) > 0 && len(args) > 1 {
+		for _, sc := range ac.Subs {
+			if equalFold(args[1], sc.Name[len(ac.Name)+1:]) {
+				ac = sc
+				break
+			}
+		}
+	}
+	argv := args
+	if policyForm(cmd, args) {
+		argv = args[:1] // its keys are derived: policyKeys checks them
+	}
+	d := p.Check(ac, argv)
+	if d.Reason == acl.Allowed && !p.AllowsAllKeys() && cmd.group == "scripting" {
+		d = scriptKeysDenial(p, cmd, args)
+	}
+	if d.Reason == acl.Allowed {
+		return nil
+	}
+	object := ac.Name
+	if d.Reason == acl.DeniedKey {
+		object = string(args[d.Pos])
+	}
+	s.logDenial(d.Reason, ctx, object)
+	return errNoPerm(d, ac.Name)
+}
+
+// policyForm reports whether args are RL.INFO's or RL.RESET's POLICY form
+// (RL.RESET POLICY policy subject …), whose arguments are no keys.
+func policyForm(cmd *command, args [][]byte) bool {
+	return (cmd.name == "rl.info" || cmd.name == "rl.reset") && len(args) >= 4 && equalFold(args[1], "policy")
+}
+
+// derivedKeyError is the NOPERM error, logged in the ACL LOG, if the
+// session's user may not reach key with access; nil if it may. It checks
+// the keys a command derives rather than names (RL.CHECK's
+// pol:<policy>:<algo>:<subject>), which cmd.acl's key positions cannot
+// locate. A user with allkeys pays one branch.
+func (s *session) derivedKeyError(key []byte, access acl.Access) error {
+	p := s.user.Perms()
+	if p.AllowsAllKeys() || p.CheckKey(key, access) {
+		return nil
+	}
+	s.logDenial(acl.DeniedKey, acl.Toplevel, string(key))
+	return errNoPerm(acl.Denial{Reason: acl.DeniedKey}, "")
+}
+
+// deniedInMulti is permError for a command MULTI queues: it sets *err and
+// reports whether it is not nil.
+func (s *session) deniedInMulti(cmd *command, args [][]byte, err *error) bool {
+	*err = s.permError(cmd, args, acl.Multi)
+	return *err != nil
+}
+
+// scriptKeysDenial checks the keys of EVAL, EVALSHA and their _RO forms,
+// which no fixed position locates: script numkeys key… arg…. A numkeys
+// that is not a count of the arguments is the command's own error to give,
+// so it passes here.
+func scriptKeysDenial(p *acl.Perms, cmd *command, args [][]byte) acl.Denial {
+	if len(args) < 3 {
+		return acl.Denial{}
+	}
+	n, ok := parseInt(args[2])
+	if !ok || n < 0 || n > int64(len(args)-3) {
+		return acl.Denial{}
+	}
+	access := acl.Read | acl.Write
+	if strings.HasSuffix(cmd.name, "_ro") {
+		access = acl.Read
+	}
+	for i := 3; i < 3+int(n); i++ {
+		if !p.CheckKey(args[i], access) {
+			return acl.Denial{Reason: acl.DeniedKey, Pos: i}
+		}
+	}
+	return acl.Denial{}
+}
+
+// logDenial adds an entry to the ACL LOG for this session.
+func (s *session) logDenial(reason acl.Reason, ctx acl.Context, object string) {
+	user := ""
+	if s.user != nil {
+		user = s.user.Name()
+	}
+	s.h.acl.log.Add(acl.LogEntry{Reason: reason, Context: ctx, Object: object, Username: user,
+		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe()})
+}
+
+// authenticate checks a username/password pair against the users (AUTH,
+// HELLO AUTH) and, on success, makes the session that user. A failure is
+// logged in the ACL LOG with the command that tried.
+func (s *session) authenticate(cmdName string, user, pass []byte, defaultOnly bool) error {
+	var u *acl.User
+	var err error
+	if defaultOnly {
+		u, err = s.h.acl.users.AuthDefault(string(pass))
+	} else {
+		u, err = s.h.acl.users.Authenticate(string(user), string(pass))
+	}
+	switch {
+	case err == acl.ErrNoDefaultPass:
+		return errNoPassSet
+	case err != nil:
+		s.logDenialAs(string(user), cmdName)
+		return errWrongPass
+	}
+	s.mu.Lock() // CLIENT LIST reads the user from other goroutines
+	s.user = u
+	s.mu.Unlock()
+	s.authed = true
+	s.conn.SetUnauthenticated(false)
+	return nil
+}
+
+func (s *session) logDenialAs(user, cmdName string) {
+	s.h.acl.log.Add(acl.LogEntry{Reason: acl.DeniedAuth, Context: acl.Toplevel, Object: cmdName, Username: user,
+		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe()})
+}
+
+// refuse answers a connection that protected mode refuses, whatever it
+// sent, and closes it, as Redis does.
+func (s *session) refuse() {
+	s.runDeferred()
+	s.writeError(errProtected)
+	s.conn.CloseAfterReply()
+}
+
+// rename-command, as in redis.conf: a command answered under another name,
+// or hidden ("" as the new name), for this Handler only. The table is built
+// once by New; without renames the global table serves, and the hot path
+// pays one nil check on a lookup that misses the session's cache.
+
+// Rename is one rename-command directive: From is answered as To, and no
+// longer as From; To "" hides it.
+type Rename struct{ From, To string }
+
+// renamedTable returns the command table with the renames applied, nil if
+// there are none. A renamed command is a copy of the original with the new
+// name, so that its errors and the session's cache use the name clients
+// send.
+func renamedTable(renames []Rename) (map[string]*command, error) {
+	if len(renames) == 0 {
+		return nil, nil
+	}
+	table := make(map[string]*command, len(commandTable))
+	for name, cmd := range commandTable {
+		table[name] = cmd
+	}
+	for _, r := range renames {
+		from, to := strings.ToLower(r.From), strings.ToLower(r.To)
+		cmd := table[from]
+		if cmd == nil {
+			return nil, fmt.Errorf("commands: rename-command %s: no such command", r.From)
+		}
+		delete(table, from)
+		if to == "" {
+			continue
+		}
+		if table[to] != nil || len(to) > 24 || strings.ContainsAny(to, " \t\r\n") {
+			return nil, fmt.Errorf("commands: rename-command %s %s: the new name is taken, too long (24 bytes) or has blanks", r.From, r.To)
+		}
+		renamed := *cmd
+		renamed.name = to
+		table[to] = &renamed
+	}
+	return table, nil
+}
+
+// lookupCommand is the package's lookupCommand over the Handler's table.
+func (h *Handler) lookupCommand(name []byte) *command {
+	if h.table == nil {
+		return lookupCommand(name)
+	}
+	var buf [24]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	lower := buf[:len(name)]
+	for i, b := range name {
+		if b >= 'A' && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		lower[i] = b
+	}
+	return h.table[string(lower)]
+}

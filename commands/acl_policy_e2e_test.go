@@ -1,0 +1,52 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestACLKeyPatternsReachPolicyStateKeys: RL.CHECK, RL.INFO POLICY and
+// RL.RESET POLICY name no key, but they reach the state under
+// pol:<policy>:<algo>:<subject>; a user limited to tenant A's subjects is
+// refused tenant B's, in one pair or several (nothing applied), and the
+// ACL LOG names the derived key.
+func TestACLKeyPatternsReachPolicyStateKeys(t *testing.T) {
+	ioModels(t, func(t *testing.T, loops int) {
+		ts := startServer(t, testConfig{EventLoops: loops})
+		admin := ts.client(t, proto(2))
+		do(t, admin, "RL.POLICY", "SET", "free", "TOKEN", "1/h", 10)
+		do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~pol:*:tenant-a:*", "+@limiter", "+@policy", "+@connection", "+rl.info", "+rl.reset")
+		a := asUser(t, ts, "a", "pa")
+
+		if got := ints(t, do(t, a, "RL.CHECK", "free", "tenant-a:1")); !strings.HasPrefix(got, "[1 10 9 ") {
+			t.Fatalf("RL.CHECK on its own subject = %s", got)
+		}
+		const keyDenied = "NOPERM this user has no permissions to access one of the keys used as arguments"
+		for _, cmd := range [][]any{
+			{"RL.CHECK", "free", "tenant-b:1"},
+			{"RL.CHECK", "free", "tenant-a:1", "free", "tenant-b:1"},
+			{"RL.INFO", "POLICY", "free", "tenant-b:1"},
+			{"RL.RESET", "POLICY", "free", "tenant-b:1"},
+		} {
+			if got := doErr(t, a, cmd...); got != keyDenied {
+				t.Errorf("%v = %q; want %q", cmd, got, keyDenied)
+			}
+		}
+		// The refused pair of two applied nothing to tenant A's subject.
+		if got := ints(t, do(t, a, "RL.CHECK", "free", "tenant-a:1", 0)); !strings.HasPrefix(got, "[1 10 9 ") {
+			t.Errorf("tenant A's subject after the refused pairs = %s; want 9 left", got)
+		}
+		if got := fmt.Sprint(do(t, a, "RL.RESET", "POLICY", "free", "tenant-a:1")); got != "1" {
+			t.Errorf("RL.RESET POLICY on its own subject = %s; want 1", got)
+		}
+		log := fmt.Sprint(do(t, admin, "ACL", "LOG"))
+		if !strings.Contains(log, "pol:free:token:tenant-b:1") {
+			t.Errorf("ACL LOG does not name the derived key:\n%s", log)
+		}
+		// The default user is not restricted.
+		if got := ints(t, do(t, admin, "RL.CHECK", "free", "tenant-b:1")); !strings.HasPrefix(got, "[1 10 9 ") {
+			t.Errorf("the default user on tenant B's subject = %s", got)
+		}
+	})
+}
