@@ -52,6 +52,11 @@ var (
 	// without a config file (Settings.Rewrite returns it).
 	ErrNoConfigFile = replyError("The server is running without a config file")
 
+	// CLIENT KILL and CLIENT LIST's filters (client_kill.go), in Redis's words.
+	errClientID        = replyError("client-id should be greater than 0")
+	errInvalidClientID = replyError("Invalid client ID")
+	errNoSuchClient    = replyError("No such client")
+
 	// RL.TOP (cmd_top.go).
 	errTopOff    = replyError("top keys are not kept on this server (start it with --top-keys 64)")
 	errTopWindow = replyError("WINDOW must be 1m, 5m or 1h")
