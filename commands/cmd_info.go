@@ -204,7 +204,7 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 		if err != nil || n == 0 {
 			return nil
 		}
-		return []Param{{"db0", "keys=" + itoa(n) + ",expires=" + itoa(n) + ",avg_ttl=0"}}
+		return []Param{{"db0", h.keyspaceLine(s.conn.Now(), n)}}
 	}
 	return nil
 }

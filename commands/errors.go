@@ -57,6 +57,10 @@ var (
 	errInvalidClientID = replyError("Invalid client ID")
 	errNoSuchClient    = replyError("No such client")
 
+	// OBJECT FREQ (cmd_memory.go): Redis's words, then where sluice keeps it.
+	errNoLFU = replyError("An LFU maxmemory policy is not selected, access frequency not tracked. " +
+		"sluice tracks no per-key frequency: RL.TOP DECISIONS lists the keys decided most often.")
+
 	// RL.TOP (cmd_top.go).
 	errTopOff    = replyError("top keys are not kept on this server (start it with --top-keys 64)")
 	errTopWindow = replyError("WINDOW must be 1m, 5m or 1h")

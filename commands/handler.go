@@ -33,6 +33,7 @@ type Handler struct {
 	slowlog   slowlog                      // SLOWLOG (slowlog.go)
 	top       topKeys                      // the heaviest keys (topkeys.go, RL.TOP)
 	polStats  policyStats                  // decisions by policy (policystats.go)
+	ttls      ttlSampler                   // INFO keyspace's avg_ttl sample (keyspace_sample.go)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).
