@@ -18,8 +18,8 @@ func TestMemoryUsageFollowsTheRecordLayout(t *testing.T) {
 	srv := startServer(t, testConfig{})
 	rdb := srv.client(t, proto(3))
 	do(t, rdb, "RL.TOKEN", "user:0000000001", "1/s", 10) // a 16-byte key: 4 words, and the index's 16 bytes
-	do(t, rdb, "RL.FIXED", "f", 10, "1m")                 // header, expiry, 2 state words, 1 key word
-	do(t, rdb, "RL.LOG", "log", 100, "1m", 3)             // header, expiry, the ring's word and its first room (8), 1 key word
+	do(t, rdb, "RL.FIXED", "f", 10, "1m")                // header, expiry, 2 state words, 1 key word
+	do(t, rdb, "RL.LOG", "log", 100, "1m", 3)            // header, expiry, the ring's word and its first room (8), 1 key word
 	for key, want := range map[string]int64{"user:0000000001": 32 + 16, "f": 40 + 16, "log": (1+1+1+8+1)*8 + 16} {
 		if got := do(t, rdb, "MEMORY", "USAGE", key); got != want {
 			t.Errorf("MEMORY USAGE %s = %v; want %d", key, got, want)
