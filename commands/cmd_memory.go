@@ -164,7 +164,7 @@ func (s *session) memoryStats() {
 		{"overhead.total", heap}, {"keys.count", k.Keys}, {"keys.bytes-per-key", perKey},
 		{"dataset.bytes", k.UsedMemory}, {"keyspace.arena.bytes", k.ArenaBytes},
 		{"keyspace.index.bytes", k.IndexBytes}, {"keyspace.free.bytes", k.FreeBytes},
-		{"maxmemory", k.MaxMemory}, {"rss", rss()},
+		{"maxmemory", k.MaxMemory}, {"rss", rss()}, {"topkeys.bytes", h.top.bytes.Load()},
 	}
 	s.writeMap(len(fields))
 	for _, f := range fields {

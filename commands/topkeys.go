@@ -79,7 +79,7 @@ type topStripe struct {
 type topKeys struct {
 	k       int
 	stripes [topStripes]topStripe
-	bytes   atomic.Int64 // the sketches made, for INFO and MEMORY
+	bytes   atomic.Int64 // the sketches made, for MEMORY STATS
 }
 
 // make returns the stripe's periods, making them at the first use.
