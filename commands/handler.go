@@ -34,6 +34,7 @@ type Handler struct {
 	top       topKeys                      // the heaviest keys (topkeys.go, RL.TOP)
 	polStats  policyStats                  // decisions by policy (policystats.go)
 	ttls      ttlSampler                   // INFO keyspace's avg_ttl sample (keyspace_sample.go)
+	mon       monitors                     // the connections that ran MONITOR (cmd_monitor.go)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).
@@ -127,6 +128,9 @@ func (h *Handler) Close(c *server.Conn) {
 	s.flushStats()
 	s.publish()
 	h.ended.add(&s.totals)
+	if s.monitoring {
+		h.stopMonitoring(s)
+	}
 }
 
 // conns calls fn for every session the transport serves; without a

@@ -148,6 +148,7 @@ func (c *Conn) shrinkIn() {
 func (c *Conn) serve() {
 	defer c.srv.removeConn(c)
 	defer c.conn.Close()
+	defer c.stopPush()
 	if !c.handshake() {
 		return
 	}

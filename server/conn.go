@@ -66,6 +66,8 @@ type Conn struct {
 	mem, memIn, memOut atomic.Int64
 	noEvict            atomic.Bool
 	evicted            bool
+
+	push pushState // bytes other goroutines hand it to write (push.go)
 }
 
 // Lane returns the index of the event loop that serves the connection

@@ -47,10 +47,11 @@ type eventLoop struct {
 	tick   int64   // monotonic ns read once per wake-up
 	done   chan struct{}
 
-	mu    sync.Mutex
-	adds  []*Conn
-	kills []*Conn
-	stop  bool
+	mu     sync.Mutex
+	adds   []*Conn
+	kills  []*Conn
+	pushes []*Conn // connections with pushed bytes to write (push.go)
+	stop   bool
 }
 
 func newEventLoop(s *Server) (*eventLoop, error) {
@@ -179,8 +180,8 @@ func (l *eventLoop) run() {
 // loop has stopped.
 func (l *eventLoop) control() bool {
 	l.mu.Lock()
-	adds, kills, stop := l.adds, l.kills, l.stop
-	l.adds, l.kills = nil, nil
+	adds, kills, pushes, stop := l.adds, l.kills, l.pushes, l.stop
+	l.adds, l.kills, l.pushes = nil, nil, nil
 	l.mu.Unlock()
 	for _, c := range adds {
 		for c.fd >= len(l.conns) {
@@ -197,6 +198,11 @@ func (l *eventLoop) control() bool {
 	for _, c := range kills {
 		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c {
 			l.close(c)
+		}
+	}
+	for _, c := range pushes {
+		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c {
+			l.deliverPush(c)
 		}
 	}
 	if stop {
@@ -301,6 +307,7 @@ func (l *eventLoop) close(c *Conn) {
 	if c.fd < 0 {
 		return
 	}
+	c.stopPush()
 	l.conns[c.fd] = nil
 	unix.Close(c.fd) // also drops it from the epoll set: the loop holds its only descriptor
 	c.fd = -1
@@ -331,7 +338,35 @@ func (c *Conn) writeOut() bool {
 	c.waiting = false
 	c.outOff = 0
 	c.dropOut()
+	if c.push.unsent.Load() != 0 {
+		c.push.unsent.Store(0) // a pushed connection's replies are all written
+	}
 	return true
+}
+
+// queuePush tells the loop that c has pushed bytes to write (push.go).
+func (l *eventLoop) queuePush(c *Conn) { l.post(func() { l.pushes = append(l.pushes, c) }) }
+
+// deliverPush appends c's pushes to its replies and writes what the
+// socket takes, between batches. Requires that the loop owns c.
+func (l *eventLoop) deliverPush(c *Conn) {
+	b := c.push.take(nil)
+	if len(b) == 0 {
+		return
+	}
+	c.Out = append(c.Out, b...)
+	if !c.waiting { // else the loop waits for room already, and serve writes them
+		if !c.writeOut() {
+			l.close(c)
+			return
+		}
+		if c.waiting {
+			l.watch(c, unix.EPOLLOUT)
+		}
+	}
+	if c.waiting {
+		c.push.unsent.Store(int64(len(c.Out) - c.outOff))
+	}
 }
 
 // rawRead and rawWrite call read(2) and write(2) on a non-blocking socket

@@ -21,4 +21,5 @@ func (l *eventLoop) add(*Conn)                      {}
 func (l *eventLoop) kill(*Conn)                     {}
 func (l *eventLoop) shutdown()                      {}
 func (l *eventLoop) wake()                          {}
+func (l *eventLoop) queuePush(*Conn)                {}
 func (c *Conn) writeOut() bool                      { return false }
