@@ -68,3 +68,20 @@ func TestTopKeysDoNotAllocate(t *testing.T) {
 		t.Fatalf("a batch of 16 RL.TOKEN with top keys on allocates %.1f times; want 0", allocs)
 	}
 }
+
+// benchTopKeysRepeating is benchTopKeys on one batch of 16 keys sent
+// again and again: every decision finds its key counted already (the
+// sketches' usual case: a few keys make most of the traffic).
+func benchTopKeysRepeating(b *testing.B, k int) {
+	c := topKeysConn(b, k)
+	batch := pipeline(16, 1000, "RL.TOKEN")
+	feed(b, c, batch)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += 16 {
+		feed(b, c, batch)
+	}
+}
+
+func BenchmarkHandlerTokenP16RepeatingTopKeysOn(b *testing.B)  { benchTopKeysRepeating(b, 64) }
+func BenchmarkHandlerTokenP16RepeatingTopKeysOff(b *testing.B) { benchTopKeysRepeating(b, 0) }
