@@ -56,6 +56,8 @@ var (
 	errClientID        = replyError("client-id should be greater than 0")
 	errInvalidClientID = replyError("Invalid client ID")
 	errNoSuchClient    = replyError("No such client")
+	errPauseTimeout    = replyError("timeout is not an integer or out of range")
+	errPauseNegative   = replyError("timeout is negative")
 
 	// OBJECT FREQ (cmd_memory.go): Redis's words, then where sluice keeps it.
 	errNoLFU = replyError("An LFU maxmemory policy is not selected, access frequency not tracked. " +

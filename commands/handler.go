@@ -35,6 +35,7 @@ type Handler struct {
 	polStats  policyStats                  // decisions by policy (policystats.go)
 	ttls      ttlSampler                   // INFO keyspace's avg_ttl sample (keyspace_sample.go)
 	mon       monitors                     // the connections that ran MONITOR (cmd_monitor.go)
+	pause     pauseState                   // CLIENT PAUSE (client_pause.go)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).

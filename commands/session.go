@@ -100,6 +100,11 @@ func (s *session) exec(args [][]byte) {
 		s.batchStart = s.h.clock.batchStart(s.conn.Now())
 	}
 	cmd := s.lookup(args[0])
+	if s.h.pause.until.Load() != 0 && s.h.pause.parks(cmd) {
+		s.cmds--
+		s.conn.Park() // read again once the pause ends (client_pause.go)
+		return
+	}
 	if cmd != nil && s.h.mon.n.Load() != 0 {
 		s.h.feedMonitors(s, cmd, args) // cmd_monitor.go
 	}

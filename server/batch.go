@@ -49,6 +49,10 @@ func (c *Conn) runBatch() {
 			continue
 		}
 		h.Command(c, args)
+		if c.parked { // not run: read it again later (park.go)
+			c.start -= used
+			break
+		}
 		if buf[0] != '*' {
 			h.EndBatch(c) // inline arguments live in scratch, which the next line reuses
 		}
@@ -167,12 +171,21 @@ func (c *Conn) serve() {
 		if n > 0 {
 			c.end += n
 			c.netIn.Add(int64(n))
-			c.runBatch()
-			if c.panicked {
-				c.conn.SetWriteDeadline(time.Now().Add(time.Second))
-			}
-			if c.settle(0) == errClientEvicted || !c.flush() {
-				return
+			for first := true; first || c.parked; first = false {
+				if c.parked { // CLIENT PAUSE: retry until the Handler runs it
+					time.Sleep(parkRetry)
+					c.parked = false
+					if c.killed.Load() {
+						return
+					}
+				}
+				c.runBatch()
+				if c.panicked {
+					c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+				}
+				if c.settle(0) == errClientEvicted || !c.flush() {
+					return
+				}
 			}
 		}
 		if err != nil {

@@ -67,7 +67,8 @@ type Conn struct {
 	noEvict            atomic.Bool
 	evicted            bool
 
-	push pushState // bytes other goroutines hand it to write (push.go)
+	push   pushState // bytes other goroutines hand it to write (push.go)
+	parked bool      // the Handler parked the command in hand (park.go); owner only
 }
 
 // Lane returns the index of the event loop that serves the connection

@@ -51,6 +51,7 @@ type eventLoop struct {
 	adds   []*Conn
 	kills  []*Conn
 	pushes []*Conn // connections with pushed bytes to write (push.go)
+	parked []*Conn // loop only: connections whose command in hand waits (park.go)
 	stop   bool
 }
 
@@ -147,6 +148,9 @@ func (l *eventLoop) run() {
 		if l.srv.idleTimeout() > 0 {
 			wait = int(loopCheckEvery / time.Millisecond)
 		}
+		if len(l.parked) > 0 {
+			wait = int(parkRetry / time.Millisecond)
+		}
 		n, err := unix.EpollWait(l.epfd, l.events, wait)
 		if err != nil && err != unix.EINTR {
 			l.srv.log.Error("epoll_wait failed; closing the loop's clients", "err", err)
@@ -173,6 +177,7 @@ func (l *eventLoop) run() {
 			last = l.tick
 			l.closeIdle()
 		}
+		l.retryParked()
 	}
 }
 
@@ -278,10 +283,31 @@ func (l *eventLoop) serve(c *Conn) {
 	}
 }
 
+// retryParked runs the input of the parked connections again.
+func (l *eventLoop) retryParked() {
+	if len(l.parked) == 0 {
+		return
+	}
+	list := l.parked
+	l.parked = nil
+	for _, c := range list {
+		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c && c.parked {
+			c.parked = false
+			l.runAndWrite(c)
+		}
+	}
+}
+
 // runAndWrite runs the complete commands in c's input and writes the
 // replies; replies that do not fit make the loop wait for room.
 func (l *eventLoop) runAndWrite(c *Conn) {
+	if c.parked {
+		return // waits for retryParked: its input stays unread
+	}
 	c.runBatch()
+	if c.parked {
+		l.parked = append(l.parked, c)
+	}
 	if c.settle(0) == errClientEvicted || !c.writeOut() || c.panicked {
 		l.close(c) // after a panic, the error is written once, as far as the socket takes it
 		return
