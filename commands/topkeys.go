@@ -82,9 +82,9 @@ type topKeys struct {
 	bytes   atomic.Int64 // the sketches made, for MEMORY STATS
 }
 
-// make returns the stripe's periods, making them at the first use.
+// periodsOf returns the stripe's periods, making them at the first use.
 // Requires st.mu.
-func (t *topKeys) make(st *topStripe) *[len(topWindows)]topPeriod {
+func (t *topKeys) periodsOf(st *topStripe) *[len(topWindows)]topPeriod {
 	if st.periods == nil {
 		ps := new([len(topWindows)]topPeriod)
 		for w := range ps {
@@ -137,7 +137,7 @@ func (t *topKeys) record(s *session, now int64, reqs []algorithms.Request, out [
 	}
 	st := &t.stripes[lane%topStripes]
 	st.mu.Lock()
-	ps := t.make(st)
+	ps := t.periodsOf(st)
 	rotate(ps, now)
 	live := &ps[0].cur
 	for i := range reqs {
@@ -154,10 +154,10 @@ func (t *topKeys) record(s *session, now int64, reqs []algorithms.Request, out [
 	st.mu.Unlock()
 }
 
-// TopKeys returns the n keys of highest count in list (denied: the
-// decisions denied; else every decision) over window w (an index in
-// topWindows) at instant now, with their error bounds, and the tally's
-// totals. Any goroutine; it takes each stripe's lock in turn.
+// top returns the tally of the sketches of list (denied: the decisions
+// denied; else every decision) over window w (an index in topWindows) at
+// instant now: every stripe's keys with their counts and error bounds.
+// Any goroutine; it takes each stripe's lock in turn.
 func (t *topKeys) top(denied bool, w int, now int64) *topk.Tally {
 	kind := topDecision
 	if denied {
