@@ -75,6 +75,22 @@ func (us *Users) SetUser(name string, rules ...string) error {
 	}
 	us.mu.Lock()
 	defer us.mu.Unlock()
+	u, s, err := us.prepareLocked(name, rules)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		us.users[name] = us.newUser(name, s)
+		return nil
+	}
+	u.st = s
+	u.perms.Store(compile(&s))
+	return nil
+}
+
+// prepareLocked returns the user called name (nil if new) and the state
+// the rules give it, without changing anything. The caller holds us.mu.
+func (us *Users) prepareLocked(name string, rules []string) (*User, state, error) {
 	u := us.users[name]
 	var s state
 	if u != nil {
@@ -84,16 +100,10 @@ func (us *Users) SetUser(name string, rules ...string) error {
 	}
 	for _, r := range rules {
 		if err := s.apply(us.reg, r); err != nil {
-			return &RuleError{Rule: r, Err: err}
+			return nil, state{}, &RuleError{Rule: r, Err: err}
 		}
 	}
-	if u == nil {
-		us.users[name] = us.newUser(name, s)
-		return nil
-	}
-	u.st = s
-	u.perms.Store(compile(&s))
-	return nil
+	return u, s, nil
 }
 
 // SetDefaultPassword is requirepass: the default user's passwords become

@@ -20,6 +20,7 @@ import (
 //	exec    = cmd:u8 readonly:u8 sha1:bytes nkeys:uvarint key:bytes* nargs:uvarint arg:bytes*
 //	                                              (a known script or a string command, package compat)
 //	tx      = nwatch:uvarint (key:bytes version:u64le)* nreq:uvarint
+//	acl     = nargs:uvarint arg:bytes*            (a change of the users: acl.go)
 //	bytes   = len:uvarint data
 //
 // A transaction (MULTI/EXEC) is a tx op followed by its nreq decide ops, in
@@ -51,6 +52,7 @@ const (
 	opExec
 	opVersion
 	opTx
+	opACL
 )
 
 // op is one operation of a batch.
@@ -61,7 +63,7 @@ type op struct {
 	id   string             // opMember
 	addr string             // opMember
 	xop  compat.Op          // opExec, with keys and argv
-	argv [][]byte           // opExec
+	argv [][]byte           // opExec, opACL
 
 	watches []algorithms.Watch // opTx
 	count   int                // opTx: the decide ops that follow and belong to it
@@ -126,6 +128,8 @@ func appendOp(b []byte, o *op) []byte {
 		}
 		b = appendBytes(b, sha)
 		b = appendList(b, o.keys)
+		b = appendList(b, o.argv)
+	case opACL:
 		b = appendList(b, o.argv)
 	}
 	return b
@@ -297,6 +301,8 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 				d.fail()
 			}
 			o.keys = d.list()
+			o.argv = d.list()
+		case opACL:
 			o.argv = d.list()
 		default:
 			d.fail()

@@ -7,7 +7,8 @@ import (
 )
 
 // ACL: users and their permissions, with Redis 7's subcommands and replies
-// (acl.go wires the checks). Changes apply to the node that receives them.
+// (acl.go wires the checks). Changes apply to the node that receives them,
+// or to the whole group through its Raft log (acl_replicate.go).
 
 func init() {
 	register(&command{name: "acl", arity: -2, flags: flagAdmin, run: cmdACL, group: "server", since: "0.1.0",
@@ -50,15 +51,7 @@ func cmdACL(s *session, args [][]byte) {
 	n := len(args)
 	switch {
 	case equalFold(sub, "setuser") && n >= 3:
-		rules := make([]string, 0, n-3)
-		for _, r := range args[3:] {
-			rules = append(rules, string(r))
-		}
-		if err := users.SetUser(string(args[2]), rules...); err != nil {
-			s.writeError(errACL(err))
-			return
-		}
-		s.writeOK()
+		s.changeUsers(append([][]byte{[]byte("setuser")}, args[2:]...), false)
 	case equalFold(sub, "getuser") && n == 3:
 		info, err := users.GetUser(string(args[2]))
 		if err != nil {
@@ -67,16 +60,7 @@ func cmdACL(s *session, args [][]byte) {
 		}
 		s.writeACLUser(info)
 	case equalFold(sub, "deluser") && n >= 3:
-		names := make([]string, 0, n-2)
-		for _, a := range args[2:] {
-			names = append(names, string(a))
-		}
-		deleted, err := users.DelUser(names...)
-		if err != nil {
-			s.writeError(errACL(err))
-			return
-		}
-		s.writeInt(int64(deleted))
+		s.changeUsers(append([][]byte{[]byte("deluser")}, args[2:]...), true)
 	case equalFold(sub, "list") && n == 2:
 		s.writeBulkStrings(users.List())
 	case equalFold(sub, "users") && n == 2:
@@ -108,15 +92,7 @@ func cmdACL(s *session, args [][]byte) {
 		}
 		s.writeOK()
 	case equalFold(sub, "load") && n == 2:
-		if s.h.cfg.ACLFile == "" {
-			s.writeError(errNoACLFile)
-			return
-		}
-		if err := users.LoadFile(s.h.cfg.ACLFile); err != nil {
-			s.writeError(errACL(err))
-			return
-		}
-		s.writeOK()
+		s.aclLoad()
 	case equalFold(sub, "dryrun") && n >= 4:
 		s.aclDryRun(args[2:])
 	case equalFold(sub, "help") && n == 2:
