@@ -33,6 +33,7 @@ func sampleOps() []op {
 		{code: opTx, watches: []algorithms.Watch{{Key: []byte("w"), Version: 1<<64 - 1}, {Key: []byte("")}}, count: 1},
 		{code: opDecide, req: algorithms.Request{Key: []byte("w"), N: 1,
 			Limit: algorithms.Limit{Algo: algorithms.Fixed, Count: 5, Period: 60e9}}},
+		{code: opACL, argv: [][]byte{[]byte("setuser"), []byte("tenant-a"), []byte(">p\x00w"), []byte("~tenant-a:*")}},
 	}
 }
 
