@@ -11,12 +11,13 @@ import (
 
 // Groups of runs; each is one table of the report.
 const (
-	groupDepth = "depth" // the base settings at several pipeline depths: ratios and the chart
-	groupKeys  = "keys"  // key cardinality at pipeline 16
-	groupZipf  = "zipf"  // skewed keys at pipeline 16
-	groupCores = "cores" // sluice with GOMAXPROCS 1 and 2
-	groupAOF   = "aof"   // RL.TOKEN with the append-only log off, everysec, always
-	groupCheck = "check" // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
+	groupDepth = "depth"    // the base settings at several pipeline depths: ratios and the chart
+	groupKeys  = "keys"     // key cardinality at pipeline 16
+	groupZipf  = "zipf"     // skewed keys at pipeline 16
+	groupCores = "cores"    // sluice with GOMAXPROCS 1 and 2
+	groupAOF   = "aof"      // RL.TOKEN with the append-only log off, everysec, always
+	groupCheck = "check"    // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
+	groupSec   = "security" // RL.TOKEN in plaintext as the default user, over TLS, and as a restricted ACL user
 	groupOwn   = "custom"
 )
 
@@ -27,6 +28,7 @@ var groupTitles = map[string]string{
 	groupCores: "sluice on 1 and 2 cores (GOMAXPROCS of the server, one event loop per core; `own`: cores the generator does not use, `shared`: every core, the generator's too; Redis is single-threaded)",
 	groupOwn:   "Runs",
 	groupCheck: "sluice RL.CHECK under a TOKEN policy (from a `--policies` file) beside RL.TOKEN with the same parameters",
+	groupSec:   "sluice RL.TOKEN in plaintext as the default user, over TLS (`--port 0 --tls-port`, P-256, `--tls-auth-clients no`), and as an ACL user held to `~ac:*` with `+@limiter` (plaintext)",
 	groupAOF:   "sluice RL.TOKEN with the append-only log off, `--appendonly yes --appendfsync everysec`, and `always` (a fresh --dir on the machine's disk per run)",
 }
 
@@ -71,7 +73,23 @@ func quickPlan(b base) []runSpec {
 	runs := depthRuns(b, []int{1, 16}, all, []int{4, 64}, chartSet)
 	runs = append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
 	runs = append(runs, aofRuns(b)...)
+	runs = append(runs, securityRuns(b)...)
 	return append(runs, checkRuns(b)...)
+}
+
+// securityRuns runs RL.TOKEN in plaintext as the default user, over TLS,
+// and as a restricted ACL user, at pipeline 1 and 16, one after the other
+// so that they are close in time.
+func securityRuns(b base) []runSpec {
+	var runs []runSpec
+	for _, depth := range []int{1, 16} {
+		for _, name := range []string{"sluice-token", "sluice-token-tls", "sluice-token-acl"} {
+			if b.wants(name) {
+				runs = append(runs, b.spec(groupSec, name, depth))
+			}
+		}
+	}
+	return runs
 }
 
 // checkRuns runs RL.TOKEN and RL.CHECK under a policy of the same
@@ -147,6 +165,7 @@ func fullPlan(b base) []runSpec {
 	}
 	runs = append(runs, coreRuns(b, []int{1, 16}, []string{"sluice-ping", "sluice-token"})...)
 	runs = append(runs, aofRuns(b)...)
+	runs = append(runs, securityRuns(b)...)
 	return append(runs, checkRuns(b)...)
 }
 
