@@ -349,6 +349,7 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 		}
 		targets["sluice-acl"] = &target{kind: "sluice", bin: bin, dir: tmp, extra: []string{"--aclfile", aclFile},
 			user: aclUser, pass: aclPass}
+		targets["sluice-metrics"] = &target{kind: "sluice", bin: bin, dir: tmp, scrape: true}
 		for name, t := range groupTargets(bin, tmp, o.cluster) {
 			targets[name] = t
 		}

@@ -91,6 +91,9 @@ var scenarios = []*scenario{
 		},
 		check: checkDecision,
 	},
+	// The same decisions with the Prometheus endpoint on and scraped once a
+	// second (see scrape in servers.go).
+	metricsToken("sluice-token-metrics", "sluice RL.TOKEN, /metrics scraped every second", "sluice-metrics"),
 	// The same decisions through a replicated group of -cluster nodes that
 	// bench starts for every round (see groupruns.go).
 	groupToken("group-token", "group RL.TOKEN → leader", "group"),
@@ -146,6 +149,12 @@ func tlsToken(name, label, server string) *scenario {
 func aofToken(name, label, server string) *scenario {
 	sc := groupToken(name, label, server)
 	sc.prefix = "ta:"
+	return sc
+}
+
+func metricsToken(name, label, server string) *scenario {
+	sc := groupToken(name, label, server)
+	sc.prefix = "tm:"
 	return sc
 }
 

@@ -39,6 +39,9 @@ type target struct {
 	tls *tls.Config
 	// user and pass, if set, are the user the load authenticates as.
 	user, pass string
+	// scrape starts sluice with --metrics-bind on a free port and fetches
+	// /metrics from it every second while it runs, as Prometheus would.
+	scrape bool
 }
 
 // server is one reachable server. pid is 0 when its process is unknown, and
@@ -107,6 +110,7 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 		return nil, err
 	}
 	var args []string
+	metricsAddr := ""
 	switch t.kind {
 	case "sluice":
 		// No snapshots, as for Redis: a benchmark server starts empty and leaves nothing behind.
@@ -122,6 +126,14 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 		if t.tls != nil {
 			args[1] = "0" // no plaintext port
 			args = append(args, "--tls-port", strconv.Itoa(port))
+		}
+		if t.scrape {
+			mport, err := proc.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(mport))
+			args = append(args, "--metrics-bind", metricsAddr)
 		}
 	case "redis":
 		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -140,6 +152,9 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 	if err := s.waitReady(ctx, 10*time.Second); err != nil {
 		s.stop()
 		return nil, err
+	}
+	if metricsAddr != "" {
+		go s.scrape("http://"+metricsAddr+"/metrics", time.Second)
 	}
 	return s, nil
 }

@@ -20,6 +20,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // Real processes on 127.0.0.1: the sluice binary built from this tree,
@@ -100,6 +102,7 @@ func (p *proc) start(extra ...string) {
 		p.t.Fatal(err)
 	}
 	p.cmd = exec.Command(p.bin, args...)
+	childproc.KillWithParent(p.cmd)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		p.t.Fatal(err)

@@ -58,8 +58,11 @@ func startGroup(t *testing.T, n int) []*groupNode {
 		cfg.ID, cfg.RESPAddr, cfg.Logger, cfg.LeaderWait = g.id, ln.Addr().String(), quiet, 5*time.Second
 		cfg.Transport, cfg.Logs, cfg.Stable, cfg.Snapshots = g.trans, g.logs, g.logs, raft.NewInmemSnapshotStore()
 		cfg.RaftConfig = func(c *raft.Config) {
-			c.HeartbeatTimeout, c.ElectionTimeout = 150*time.Millisecond, 150*time.Millisecond
-			c.LeaderLeaseTimeout, c.CommitTimeout = 100*time.Millisecond, 5*time.Millisecond
+			// Timeouts long enough that a loaded 2-core machine does not
+			// change leaders mid-test: a new leader's no-op entry would
+			// count as one of the call's entries.
+			c.HeartbeatTimeout, c.ElectionTimeout = 1*time.Second, 1*time.Second
+			c.LeaderLeaseTimeout, c.CommitTimeout = 500*time.Millisecond, 5*time.Millisecond
 			c.Logger = hclog.NewNullLogger()
 		}
 		if len(nodes) > 0 && g == nodes[0] {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // The binary, built once per test process.
@@ -91,6 +93,7 @@ func (s *Server) start(port string) {
 	}
 	argv = append(argv, s.args...)
 	cmd := exec.Command(Binary(s.t), argv...)
+	childproc.KillWithParent(cmd)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		s.t.Fatal(err)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // End-to-end tests of the keyspace features through the real binary: the
@@ -63,6 +65,7 @@ func start(t *testing.T, args ...string) *proc {
 	t.Helper()
 	p := &proc{done: make(chan struct{})}
 	p.cmd = exec.Command(binPath, append([]string{"--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}, args...)...)
+	childproc.KillWithParent(p.cmd)
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // Process-level tests of start-up and shutdown: what the server says about
@@ -313,6 +315,7 @@ func runFor(d time.Duration, args ...string) ([]byte, int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
+	childproc.KillWithParent(cmd)
 	out, err := cmd.CombinedOutput()
 	return out, cmd.ProcessState.ExitCode(), err
 }
