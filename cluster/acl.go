@@ -40,6 +40,10 @@ type ACL interface {
 // set, applied only while the log has carried no users.
 const aclSeed = "seed"
 
+// aclApplyWait bounds how long a node that forwarded an ACL change waits
+// for its own log to apply it before it answers.
+const aclApplyWait = 5 * time.Second
+
 // maxACLBytes bounds the users' encoding in a snapshot.
 const maxACLBytes = 64 << 20
 
@@ -62,6 +66,7 @@ func (f *stateMachine) applyACL(o *op, r *result) {
 	r.n, r.out.Err = f.acl.Apply(o.argv)
 	if r.out.Err == nil {
 		f.aclSet.Store(true)
+		r.acl, r.index = true, f.applying
 	}
 }
 
@@ -133,23 +138,23 @@ func (n *Node) ReplicateACL(now int64, argv [][]byte) (int64, error) {
 		return 0, errUnknown("the leader's reply was short")
 	}
 	last := rs[len(rs)-1]
-	if !n.ready.Load() {
-		n.waitApplied(time.Second)
+	if last.out.Err == nil && !n.waitApplied(last.index, aclApplyWait) {
+		n.log.Warn("raft: an ACL change is applied on the leader but not yet here", "index", last.index)
 	}
 	return last.n, last.out.Err
 }
 
-// waitApplied waits up to d for this node's FSM to apply every entry its
-// log held when called, and reports whether it did. A follower calls it
-// after the leader answered a change it forwarded: if this node's log was
-// one of the majority that committed it, the change is in force here when
-// it returns; otherwise it arrives with the next entries.
-func (n *Node) waitApplied(d time.Duration) bool {
-	want := n.raft.LastIndex()
+// waitApplied waits up to d for this node's FSM to apply the entry at
+// index, and reports whether it did. A follower calls it after the leader
+// answered a change it forwarded, so that the change is in force here too
+// when the client gets its reply.
+func (n *Node) waitApplied(index uint64, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
+		// After a restore the FSM's own index is 0 until the next entry,
+		// and raft's applied index is the snapshot's.
 		fi := n.fsm.AppliedIndex()
-		if n.raft.AppliedIndex() >= want && (fi == 0 || fi >= want) {
+		if fi >= index || fi == 0 && n.raft.AppliedIndex() >= index {
 			return true
 		}
 		if time.Now().After(deadline) {

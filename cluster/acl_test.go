@@ -57,7 +57,7 @@ func TestFSMAppliesTheFirstSeedOnlyAndKeepsUsersInSnapshots(t *testing.T) {
 	users := testUsers(t)
 	f := newStateMachine(store.New(2), users)
 	rs := applyEntry(t, f, 1, aclOp("seed", string(seedA.Encode())), aclOp("setuser", "tenant-b", "on", ">pb", "~tenant-b:*"))
-	if rs[0].out.Err != nil || rs[1].out.Err != nil || !f.aclSet.Load() {
+	if rs[0].out.Err != nil || rs[1].out.Err != nil || !f.aclSet.Load() || !rs[1].acl || rs[1].index != 1 {
 		t.Fatalf("first entry: %+v %+v set=%v", rs[0].out.Err, rs[1].out.Err, f.aclSet.Load())
 	}
 	// A second seed (a node that had not applied the first) changes nothing.

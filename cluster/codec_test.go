@@ -62,6 +62,7 @@ func TestResultsRoundTrip(t *testing.T) {
 		{exec: true, reply: execReply(t, compat.FlexibleSHA1, "1", "60")},
 		{exec: true, reply: execReply(t, compat.RateLimitRedisGetSHA1)},
 		{exec: true, reply: execReply(t, compat.UluleIncrSHA1, "x", "1")},
+		{acl: true, n: 2, index: 1<<40 + 7},
 	}
 	got, err := decodeResults(appendResults(nil, rs))
 	if err != nil {
@@ -71,7 +72,7 @@ func TestResultsRoundTrip(t *testing.T) {
 		if got[i].exec != rs[i].exec || got[i].reply.String() != rs[i].reply.String() {
 			t.Fatalf("result %d: reply %v; want %v", i, got[i].reply.String(), rs[i].reply.String())
 		}
-		if got[i].out.Result != rs[i].out.Result || got[i].n != rs[i].n {
+		if got[i].out.Result != rs[i].out.Result || got[i].n != rs[i].n || got[i].acl != rs[i].acl || got[i].index != rs[i].index {
 			t.Fatalf("result %d: %+v; want %+v", i, got[i], rs[i])
 		}
 		if (rs[i].out.Err == nil) != (got[i].out.Err == nil) ||

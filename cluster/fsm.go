@@ -38,6 +38,8 @@ type stateMachine struct {
 	acl    ACL         // the replicated users (acl.go); nil: none
 	aclSet atomic.Bool // the log has carried users: acl holds the group's
 
+	applying uint64 // the index of the entry Apply is carrying out (raft's FSM goroutine only)
+
 	reqs []algorithms.Request // scratch for runs of decisions
 	outs []algorithms.Outcome
 	call compat.Call // scratch for scripts and string commands
@@ -98,6 +100,7 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 	at := f.applied
 	f.mu.Unlock()
 	results := make([]result, len(ops))
+	f.applying = l.Index
 	f.run(at, ops, results)
 	f.mu.Lock()
 	f.index = l.Index
