@@ -205,6 +205,7 @@ func (s *session) decide(reqs []algorithms.Request, out []algorithms.Outcome) {
 	now := s.conn.Now()
 	if !s.readonly || cl == nil {
 		s.h.ks.Decide(now, reqs, out)
+		s.h.top.record(s, now, reqs, out)
 		return
 	}
 	var rest []algorithms.Request
@@ -226,6 +227,7 @@ func (s *session) decide(reqs []algorithms.Request, out []algorithms.Outcome) {
 	for j, i := range restIdx {
 		out[i] = restOut[j]
 	}
+	s.h.top.record(s, now, rest, restOut)
 }
 
 // runForwards carries out the queued forwards through the cluster and
