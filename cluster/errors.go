@@ -37,6 +37,7 @@ var (
 	errRemoving       = clusterError("removing")
 	errTransfer       = clusterError("leadership transfer")
 	errSnapshot       = clusterError("snapshot")
+	errNoACL          = clusterError("this node replicates no ACL users")
 )
 
 // clusterError is a reply error of the cluster (comparable with ==).

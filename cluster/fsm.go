@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -34,14 +35,20 @@ type stateMachine struct {
 	index   uint64            // the last entry applied, 0 after a restore
 	members map[string]string // node id → RESP address
 
+	acl    ACL         // the replicated users (acl.go); nil: none
+	aclSet atomic.Bool // the log has carried users: acl holds the group's
+
+	applying uint64 // the index of the entry Apply is carrying out (raft's FSM goroutine only)
+
 	reqs []algorithms.Request // scratch for runs of decisions
 	outs []algorithms.Outcome
 	call compat.Call // scratch for scripts and string commands
 }
 
-// newStateMachine returns the state machine over st.
-func newStateMachine(st *store.Store) *stateMachine {
-	return &stateMachine{st: st, members: map[string]string{}}
+// newStateMachine returns the state machine over st and users (nil: the
+// group replicates no users).
+func newStateMachine(st *store.Store, users ACL) *stateMachine {
+	return &stateMachine{st: st, members: map[string]string{}, acl: users}
 }
 
 // AppliedTime returns the instant the last entry was applied at: the
@@ -93,6 +100,7 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 	at := f.applied
 	f.mu.Unlock()
 	results := make([]result, len(ops))
+	f.applying = l.Index
 	f.run(at, ops, results)
 	f.mu.Lock()
 	f.index = l.Index
@@ -170,6 +178,8 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			r.n, r.out.Err = f.st.DBSize(at)
 		case opFlush:
 			r.out.Err = f.st.Flush(at)
+		case opACL:
+			f.applyACL(o, r)
 		case opMember:
 			f.mu.Lock()
 			if o.addr == "" {
@@ -209,9 +219,11 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 
 // The FSM snapshot: a header, then the store's own snapshot.
 //
-//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* store…
+//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* users store…
+//
+// users (acl.go) is in version 2 only; Restore reads version 1 too.
 const fsmMagic = "SLUICEFSM"
-const fsmVersion = 1
+const fsmVersion = 2
 
 // Snapshot captures the state at the current index. Raft calls it between
 // applies, so the capture is a point-in-time image; it only copies the
@@ -234,6 +246,7 @@ func (f *stateMachine) Snapshot() (raft.FSMSnapshot, error) {
 		b = appendBytes(b, []byte(id))
 		b = appendBytes(b, []byte(f.members[id]))
 	}
+	b = f.appendACLState(b)
 	applied := f.applied
 	f.mu.RUnlock()
 	hdr.Write(b)
@@ -248,7 +261,8 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(br, magic); err != nil {
 		return fmt.Errorf("cluster: snapshot header: %w", err)
 	}
-	if string(magic[:len(fsmMagic)]) != fsmMagic || magic[len(fsmMagic)] != fsmVersion {
+	version := magic[len(fsmMagic)]
+	if string(magic[:len(fsmMagic)]) != fsmMagic || version < 1 || version > fsmVersion {
 		return errors.New("cluster: not a sluice FSM snapshot, or an unknown version")
 	}
 	var ts [8]byte
@@ -268,8 +282,21 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 		}
 		members[string(id)] = string(addr)
 	}
+	installACL := func() error { f.aclSet.Store(false); return nil }
+	if version >= 2 {
+		if installACL, err = f.restoreACLState(br, func(n uint64) ([]byte, error) {
+			b := make([]byte, n)
+			_, err := io.ReadFull(br, b)
+			return b, err
+		}); err != nil {
+			return err
+		}
+	}
 	if err := f.st.Restore(br); err != nil {
 		return fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+	if err := installACL(); err != nil {
+		return err
 	}
 	f.mu.Lock()
 	f.applied = int64(binary.LittleEndian.Uint64(ts[:]))

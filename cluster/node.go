@@ -34,6 +34,8 @@ type Config struct {
 	RaftAllow     []string      // IPs and prefixes the Raft port admits besides members ("any": all; peerfilter.go)
 	Fsync         bool          // fsync the log on every write (the default; false trades durability for speed)
 	Password      string        // requirepass of the group's nodes, for forwarding
+	ACL           ACL           // the users the group replicates (acl.go); nil: none
+	SeedACL       bool          // offer ACL's users as the group's first set when elected (an --aclfile)
 	Logger        *slog.Logger
 
 	// RaftServerTLS and RaftClientTLS put the Raft port under mutual TLS
@@ -126,7 +128,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -291,6 +293,7 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 			if n.fsm.Member(n.cfg.ID) != n.cfg.RESPAddr {
 				go n.batcher.submit(0, []op{{code: opMember, id: n.cfg.ID, addr: n.cfg.RESPAddr}})
 			}
+			go n.seedACL()
 		}
 	}
 }

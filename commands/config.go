@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/sluice-rl/sluice/acl"
+
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -15,6 +17,10 @@ type Config struct {
 	// ACLFile is aclfile: the users, loaded at start and by ACL LOAD,
 	// written by ACL SAVE ("": none).
 	ACLFile string
+	// Users, if set, are the users to serve, made by NewUsers from this
+	// Config (a replicated node shares them with its Raft log); nil: New
+	// makes them.
+	Users *acl.Users
 	// Renames are rename-command directives, applied in order.
 	Renames []Rename
 	// ProtectedMode is protected-mode: while the default user needs no

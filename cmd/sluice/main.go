@@ -131,6 +131,12 @@ func run(cfg config) error {
 		cfg.appendonly = false
 		ccfg := cfg.cluster
 		ccfg.Dir, ccfg.Password, ccfg.Logger = cfg.dir, cfg.commands.Password, log
+		// The users are the group's: made here, before the log replays
+		// into them, and served by the commands (docs/security.md).
+		if cfg.commands.Users, err = commands.NewUsers(cfg.commands); err != nil {
+			return err
+		}
+		ccfg.ACL, ccfg.SeedACL = cfg.commands.Users, cfg.commands.ACLFile != ""
 		respPort, err := clusterTLS(cfg, tlsr, &ccfg)
 		if err != nil {
 			return err
