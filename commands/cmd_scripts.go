@@ -43,21 +43,30 @@ func init() {
 // cmdEval: EVAL script numkeys [key ...] [arg ...], EVALSHA sha1 …, and
 // their _RO forms.
 func cmdEval(s *session, args [][]byte) {
-	// arguments
+	op, keys, argv, err := s.evalOp(args)
+	if err != nil {
+		s.writeError(err)
+		return
+	}
+	s.exec1(op, keys, argv)
+}
+
+// evalOp reads EVAL's, EVALSHA's and their _RO forms' arguments: the
+// script to run, its keys and its ARGV, or the command's error.
+func (s *session) evalOp(args [][]byte) (op compat.Op, keys, argv [][]byte, err error) {
 	name := args[0]
 	bySHA := len(name) >= 7 && (name[4]|0x20) == 's' // evalsha, evalsha_ro
 	readOnly := name[len(name)-1]|0x20 == 'o'        // eval_ro, evalsha_ro
 	numKeys, ok := parseInt(args[2])
 	switch {
+	case bySHA && len(args[1]) != 40: // Redis's evalShaCommand checks this first
+		return op, nil, nil, errNoScript
 	case !ok:
-		s.writeError(errNotInteger)
-		return
+		return op, nil, nil, errNotInteger
 	case numKeys < 0:
-		s.writeError(errNumKeysNegative)
-		return
+		return op, nil, nil, errNumKeysNegative
 	case numKeys > int64(len(args)-3):
-		s.writeError(errNumKeysTooMany)
-		return
+		return op, nil, nil, errNumKeysTooMany
 	}
 	var script *compat.Script
 	if bySHA {
@@ -69,16 +78,13 @@ func cmdEval(s *session, args [][]byte) {
 			s.lastScript = script
 		}
 		if script == nil {
-			s.writeError(errNoScript)
-			return
+			return op, nil, nil, errNoScript
 		}
 	} else if script = compat.Known.LookupText(args[1]); script == nil {
-		s.writeError(unknownScript(args[1]))
-		return
+		return op, nil, nil, unknownScript(args[1])
 	}
-	keys := args[3 : 3+numKeys]
-	// operation and reply
-	s.exec1(compat.Op{Cmd: compat.CmdScript, Script: script, ReadOnly: readOnly}, keys, args[3+numKeys:])
+	op = compat.Op{Cmd: compat.CmdScript, Script: script, ReadOnly: readOnly}
+	return op, args[3 : 3+numKeys], args[3+numKeys:], nil
 }
 
 // unknownScript is the error for a text that is no known script.

@@ -50,19 +50,30 @@ func init() {
 // oneArg is INCR's and DECR's delta; nothing writes to it.
 var oneArg = [][]byte{[]byte("1")}
 
-func cmdGet(s *session, args [][]byte) {
-	s.exec1(compat.Op{Cmd: compat.CmdGet}, args[1:2], nil)
+func cmdGet(s *session, args [][]byte) { s.exec1(getOp(args)) }
+
+func cmdSet(s *session, args [][]byte) { s.exec1(setOp(args)) }
+
+func cmdIncr(s *session, args [][]byte) { s.exec1(incrOp(args)) }
+
+func cmdExpire(s *session, args [][]byte) { s.exec1(expireOp(args)) }
+
+// The string commands as Ops on their key with the arguments after it:
+// what they run alone (exec1) and inside EXEC (a compat.TxOp).
+
+func getOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
+	return compat.Op{Cmd: compat.CmdGet}, args[1:2], nil
 }
 
-// cmdSet: SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
+// setOp: SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
 // The options are read where the command runs (compat), so that a
 // replicated group's log carries the command as it came.
-func cmdSet(s *session, args [][]byte) {
-	s.exec1(compat.Op{Cmd: compat.CmdSet}, args[1:2], args[2:])
+func setOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
+	return compat.Op{Cmd: compat.CmdSet}, args[1:2], args[2:]
 }
 
-// cmdIncr: INCR key, INCRBY key n, DECR key, DECRBY key n.
-func cmdIncr(s *session, args [][]byte) {
+// incrOp: INCR key, INCRBY key n, DECR key, DECRBY key n.
+func incrOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
 	op := compat.Op{Cmd: compat.CmdIncrBy}
 	if args[0][0]|0x20 == 'd' {
 		op.Cmd = compat.CmdDecrBy
@@ -71,14 +82,14 @@ func cmdIncr(s *session, args [][]byte) {
 	if len(args) == 2 {
 		argv = oneArg
 	}
-	s.exec1(op, args[1:2], argv)
+	return op, args[1:2], argv
 }
 
-// cmdExpire: EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE key ms [NX|XX|GT|LT].
-func cmdExpire(s *session, args [][]byte) {
+// expireOp: EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE key ms [NX|XX|GT|LT].
+func expireOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
 	op := compat.Op{Cmd: compat.CmdPexpire}
 	if args[0][0]|0x20 == 'e' {
 		op.Cmd = compat.CmdExpire
 	}
-	s.exec1(op, args[1:2], args[2:])
+	return op, args[1:2], args[2:]
 }

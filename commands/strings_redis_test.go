@@ -17,9 +17,11 @@ import (
 // few keys, through go-redis, on sluice (running clock) and on Redis 7, and
 // requires the same replies: types, values and error texts, with times left
 // (PTTL, TTL, a script's TTL) equal within 50 ms (1 s for TTL), the two
-// servers' clocks being read a moment apart. The libraries' windows are
-// long, so no key expires during the run unless a step says so (EXPIRE 0,
-// PXAT in the past).
+// servers' clocks being read a moment apart. About one step in five is a
+// transaction instead (go-redis's TxPipelined: MULTI, two to five random
+// commands, EXEC), whose replies are compared command by command. The
+// libraries' windows are long, so no key expires during the run unless a
+// step says so (EXPIRE 0, PXAT in the past).
 func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 	redisDB := startRedis(t)
 	s := startServer(t, testConfig{RealClock: true})
@@ -38,7 +40,7 @@ func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 	keys := []string{"a", "b", "c", "lim"}
 	odd := []string{"1", "0", "-1", "5", "x", "", "1.5", "9223372036854775807", "-9223372036854775808", "60000", "abc def"}
 	pick := func(l []string) string { return l[rng.IntN(len(l))] }
-	for step := 0; step < 3000; step++ {
+	randomStep := func() ([]any, int64) {
 		k := pick(keys)
 		var args []any
 		tol := int64(0)
@@ -97,6 +99,25 @@ func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 		case 15:
 			args, tol = []any{"EVALSHA", compat.FlexibleSHA1, 1, k, pick([]string{"1", "3", "-1"}), "60", "10", "60"}, 50
 		}
+		return args, tol
+	}
+	for step := 0; step < 3000; step++ {
+		if rng.IntN(5) == 0 {
+			n := 2 + rng.IntN(4)
+			steps := make([][]any, n)
+			tols := make([]int64, n)
+			for i := range steps {
+				steps[i], tols[i] = randomStep()
+			}
+			want, got := txRun(ctx, redisDB, steps), txRun(ctx, sluiceDB, steps)
+			for i := range steps {
+				if !agree(got[i], want[i], tols[i]) {
+					t.Fatalf("step %d, command %d of MULTI %v: sluice %v; Redis %v", step, i, steps, got[i], want[i])
+				}
+			}
+			continue
+		}
+		args, tol := randomStep()
 		want := render(redisDB.Do(ctx, args...))
 		got := render(sluiceDB.Do(ctx, args...))
 		if os.Getenv("DBG") != "" {
@@ -106,6 +127,22 @@ func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 			t.Fatalf("step %d %v: sluice %v; Redis %v", step, args, got, want)
 		}
 	}
+}
+
+// txRun sends steps inside MULTI … EXEC and renders each command's reply.
+func txRun(ctx context.Context, db *redis.Client, steps [][]any) [][]string {
+	cmds := make([]*redis.Cmd, len(steps))
+	db.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, args := range steps {
+			cmds[i] = p.Do(ctx, args...)
+		}
+		return nil
+	})
+	out := make([][]string, len(steps))
+	for i, c := range cmds {
+		out[i] = render(c)
+	}
+	return out
 }
 
 // render turns a reply into a list of scalars ("int:5", "str:x", "nil",

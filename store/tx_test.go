@@ -12,7 +12,7 @@ import (
 
 func transact(st *Store, now int64, watches []algorithms.Watch, reqs ...algorithms.Request) ([]algorithms.Outcome, bool) {
 	out := make([]algorithms.Outcome, len(reqs))
-	ok, _ := st.Transact(now, watches, reqs, out)
+	ok, _ := st.Transact(now, watches, reqs, out, nil)
 	return out, ok
 }
 
@@ -140,7 +140,7 @@ func TestTransactionIsOneAOFFrame(t *testing.T) {
 		req(algorithms.Fixed, "c", 5, time.Minute, 0), // a peek: nothing to log
 	}
 	reqs = append(reqs, group(1, req(algorithms.Fixed, "d", 1, time.Minute, 1), req(algorithms.Fixed, "a", 5, time.Minute, 1))...)
-	if ok, _ := st.Transact(t0, nil, reqs, make([]algorithms.Outcome, len(reqs))); !ok {
+	if ok, _ := st.Transact(t0, nil, reqs, make([]algorithms.Outcome, len(reqs)), nil); !ok {
 		t.Fatal("Transact = false")
 	}
 	if err := a.Close(); err != nil {
