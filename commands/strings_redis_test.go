@@ -13,7 +13,7 @@ import (
 )
 
 // TestStringCommandsAndScriptsAgreeWithRedis plays 3,000 random steps of the
-// string commands, the key-space commands and three libraries' scripts on a
+// string commands (SETEX, PSETEX, SETNX, GETDEL and MGET among them), the key-space commands and three libraries' scripts on a
 // few keys, through go-redis, on sluice (running clock) and on Redis 7, and
 // requires the same replies: types, values and error texts, with times left
 // (PTTL, TTL, a script's TTL) equal within 50 ms (1 s for TTL), the two
@@ -44,7 +44,7 @@ func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 		k := pick(keys)
 		var args []any
 		tol := int64(0)
-		switch rng.IntN(16) {
+		switch rng.IntN(21) {
 		case 0:
 			args = []any{"GET", k}
 		case 1:
@@ -98,6 +98,19 @@ func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 			args, tol = []any{"EVALSHA", compat.RateLimitRedisIncrementSHA1, 1, k, pick([]string{"60000", "30000"})}, 50
 		case 15:
 			args, tol = []any{"EVALSHA", compat.FlexibleSHA1, 1, k, pick([]string{"1", "3", "-1"}), "60", "10", "60"}, 50
+		case 16:
+			args = []any{"SETEX", k, pick([]string{"10", "100", "0", "-5", "x", "9223372036854775807"}), pick(odd)}
+		case 17:
+			args = []any{"PSETEX", k, pick([]string{"10000", "60000", "0", "-1", "x", "9223372036854775807"}), pick(odd)}
+		case 18:
+			args = []any{"SETNX", k, pick(odd)}
+		case 19:
+			args = []any{"GETDEL", k}
+		case 20:
+			args = []any{"MGET", k}
+			for n := rng.IntN(4); n > 0; n-- {
+				args = append(args, pick(keys))
+			}
 		}
 		return args, tol
 	}

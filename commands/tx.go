@@ -95,7 +95,7 @@ func (s *session) queueTx(cmd *command, args [][]byte) {
 	case txImmediate[cmd.name]:
 		cmd.run(s, args)
 		return
-	case cmd.class != classDecision && !txQueued[cmd.name] && txOpBuilders[cmd.name] == nil:
+	case cmd.class != classDecision && !txQueued[cmd.name] && !txOpCommand(cmd.name):
 		err = errNotInMulti
 	}
 	if err != nil {

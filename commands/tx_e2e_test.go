@@ -30,6 +30,8 @@ var txScript = []string{
 	"MULTI", "SET s 5", "INCR s", "INCRBY s x", "GET s", "TYPE s", "TTL s", "PTTL s", "EXISTS s t s",
 	"EXPIRE s 100", "TTL s", "SET t abc", "INCR t", "DEL s t u", "GET s", "TYPE s", "PTTL s", "EXEC",
 	"MULTI", "SET s 1 PX 100 EX 1", "GET", "EXEC", // a syntax error runs as an error; an arity error aborts
+	"MULTI", "SETEX e 100 v", "PSETEX e 0 v", "SETNX e w", "SETNX f w", "MGET e f nokey", "GETDEL e", "GETDEL e",
+	"MGET e f", "DEL f", "EXEC", "SETEX e x v", "PSETEX e -1 v", "MGET", "SETNX e",
 	// a script's argument errors answer in EXEC's array, as in Redis
 	"MULTI", "EVALSHA 0000000000000000000000000000000000000000 0", "EVAL x -1", "EVAL x 2 k", "EVALSHA abc z", "PING", "EXEC",
 	"EXEC",

@@ -34,6 +34,11 @@ var txOpBuilders = map[string]func(s *session, args [][]byte) (compat.Op, [][]by
 	"evalsha":    (*session).evalOp,
 	"eval_ro":    (*session).evalOp,
 	"evalsha_ro": (*session).evalOp,
+	"setex":      noErr(str1Op),
+	"psetex":     noErr(str1Op),
+	"setnx":      noErr(str1Op),
+	"getdel":     noErr(str1Op),
+	"mget":       nil, // several ops: txOps makes them
 }
 
 func noErr(f func([][]byte) (compat.Op, [][]byte, [][]byte)) func(*session, [][]byte) (compat.Op, [][]byte, [][]byte, error) {
@@ -58,6 +63,11 @@ func (s *session) txOps() []compat.TxOp {
 	ops := s.tx.ops[:0]
 	for i := range s.tx.cmds {
 		c := &s.tx.cmds[i]
+		if c.cmd.name == "mget" {
+			c.op = len(ops) + 1
+			ops = mgetOps(ops, c.args, c.first)
+			continue
+		}
 		build := txOpBuilders[c.cmd.name]
 		if build == nil {
 			continue
@@ -81,6 +91,10 @@ func (s *session) writeTxOp(c *queuedCmd) {
 		s.writeError(c.opErr)
 		return
 	}
+	if c.cmd.name == "mget" {
+		s.writeMget(s.tx.ops[c.op-1 : c.op-1+len(c.args)-1])
+		return
+	}
 	r := &s.tx.ops[c.op-1].Reply
 	if r.Type == compat.Error {
 		s.errors++
@@ -97,4 +111,11 @@ func (s *session) writeTxOp(c *queuedCmd) {
 	default:
 		s.conn.Out = r.AppendRESP(s.conn.Out, s.resp3.Load())
 	}
+}
+
+// txOpCommand reports whether the command named name is carried out as
+// TxOps inside a transaction.
+func txOpCommand(name string) bool {
+	_, ok := txOpBuilders[name]
+	return ok
 }

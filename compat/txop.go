@@ -18,6 +18,9 @@ const (
 	// CmdTTL is TTL or PTTL key: the nanoseconds until the key expires, -1
 	// if absent, math.MaxInt64 if it has no TTL; the caller rounds.
 	CmdTTL
+	// CmdMget is MGET's part for one key: GET, with a null for a key that
+	// holds no string (Redis's MGET never answers WRONGTYPE).
+	CmdMget
 )
 
 // KeySpace reports whether cmd is one of the key-space commands that the
@@ -27,7 +30,7 @@ func (cmd Cmd) KeySpace() bool { return cmd >= CmdDel && cmd <= CmdTTL }
 // Writes reports whether an Op of cmd may change its keys.
 func (cmd Cmd) Writes() bool {
 	switch cmd {
-	case CmdGet, CmdExists, CmdType, CmdTTL:
+	case CmdGet, CmdExists, CmdType, CmdTTL, CmdMget:
 		return false
 	}
 	return true
