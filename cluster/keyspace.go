@@ -144,6 +144,27 @@ func (n *Node) Exec(now int64, xop compat.Op, keys [][]byte, c *compat.Call) {
 	}
 }
 
+// ExecBatch carries out a pipeline's script calls and string commands
+// through the log as one submission (commands.BatchScripter), leaving each
+// reply in its Reply.
+func (n *Node) ExecBatch(now int64, xops []compat.TxOp, c *compat.Call) {
+	ops := make([]op, len(xops))
+	for i := range xops {
+		ops[i] = op{code: opExec, xop: xops[i].Op, keys: xops[i].Keys, argv: xops[i].Argv}
+	}
+	rs, err := n.submit(now, ops)
+	for i := range xops {
+		switch {
+		case err != nil:
+			xops[i].Reply = compat.ErrorReply(errors.New(replyLine(err)))
+		case len(rs) != len(ops) || !rs[i].exec:
+			xops[i].Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
+		default:
+			xops[i].Reply = rs[i].reply
+		}
+	}
+}
+
 // replyLine is err's text as a reply line: with its Redis error code, or
 // ERR.
 func replyLine(err error) string {

@@ -38,6 +38,9 @@ func init() {
 			summary:    "Loads known limiter scripts, tells which are known, flushes (LOAD, EXISTS, FLUSH, KILL, HELP).",
 			complexity: "Depends on subcommand.", subs: []string{"load", "exists", "flush", "kill", "help"}},
 	)
+	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro"} {
+		commandTable[name].class = classScript // deferred_scripts.go
+	}
 }
 
 // cmdEval: EVAL script numkeys [key ...] [arg ...], EVALSHA sha1 …, and
@@ -45,10 +48,13 @@ func init() {
 func cmdEval(s *session, args [][]byte) {
 	op, keys, argv, err := s.evalOp(args)
 	if err != nil {
+		s.runDeferred() // the calls queued before it answer first
 		s.writeError(err)
 		return
 	}
-	s.exec1(op, keys, argv)
+	if !s.queueScript(op, keys, argv) {
+		s.exec1(op, keys, argv)
+	}
 }
 
 // evalOp reads EVAL's, EVALSHA's and their _RO forms' arguments: the

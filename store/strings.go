@@ -48,6 +48,39 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 	}
 }
 
+// ExecBatch carries out ops in order at now, each as Exec would, and
+// leaves each reply in its Reply, using c as scratch: a pipeline's script
+// calls and string commands in one call. It locks the shards of every key
+// of every op at once, in ascending order as RL.ALL does, and holds them
+// until the last op is carried out; each op is all or nothing on its own
+// (execLocked), and one that fails leaves the others. What they stored is
+// appended to the append-only log, if any, as one frame. It allocates
+// nothing for a batch naming at most 64 keys.
+func (st *Store) ExecBatch(now int64, ops []compat.TxOp, c *compat.Call) {
+	var small [64]uint32
+	set := small[:0]
+	for i := range ops {
+		for _, k := range ops[i].Keys {
+			set = append(set, uint32(xxhash.Sum64(k)&st.mask))
+		}
+	}
+	locks := st.lockAll(set)
+	defer st.unlockAll(locks) // open-coded; no lock survives a panic
+	lg := st.aof.Load()
+	var buf [1024]byte
+	items := buf[:0]
+	for i := range ops {
+		op := &ops[i]
+		c.Argv = op.Argv
+		items = st.execLocked(now, op.Op, op.Keys, nil, c, items, lg != nil)
+		op.Reply = c.Reply
+	}
+	c.Argv = nil
+	if lg != nil && len(items) > 0 {
+		lg.appendFrame(now, items)
+	}
+}
+
 // execFew is how many keys' hashes, places and old states execLocked keeps
 // on the stack (every supported script names one or two keys).
 const execFew = 4
@@ -63,6 +96,7 @@ const execFew = 4
 // log items and returns them. It requires that the shards of every key are
 // locked.
 func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64, c *compat.Call, items []byte, logged bool) []byte {
+	start := len(items)
 	c.Now = now
 	c.Keys = slices.Grow(c.Keys[:0], len(keys))[:len(keys)]
 	// Where Find found the first keys and what they held, kept for the
@@ -104,7 +138,7 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 		if err := sh.Commit(ref, k, &e, now); err != nil {
 			st.undoSets(now, keys[:i], c.Keys[:i], olds[:min(i, execFew)])
 			c.Reply = compat.ErrorReply(err)
-			return items[:0]
+			return items[:start]
 		}
 		if logged {
 			items = appendSetItem(items, k, &e)
