@@ -161,3 +161,40 @@ func TestTransactionWithStringsAndScriptIsOneLogEntry(t *testing.T) {
 	}
 	g.assertSameState()
 }
+
+// A pipeline of script calls sent to a follower is one submission, so one
+// entry of the log, and each call sees the ones before it.
+func TestPipelinedScriptsAreOneLogEntry(t *testing.T) {
+	g := newGroup(t, 3)
+	ld := g.leader()
+	var follower *member
+	for _, m := range g.members {
+		if m != ld {
+			follower = m
+			break
+		}
+	}
+	ctx := context.Background()
+	rdb := follower.client(t)
+	rdb.Do(ctx, "RL.FIXED", "warm", 1, "1h")
+	g.converged()
+	before := ld.node.raft.LastIndex()
+	pipe := rdb.Pipeline()
+	var cmds []*redis.Cmd
+	for i := 0; i < 8; i++ {
+		cmds = append(cmds, pipe.Do(ctx, "EVALSHA", compat.RateLimitRedisIncrementSHA1, 1, "hits", 60000, 0))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := ld.node.raft.LastIndex(); after != before+1 {
+		t.Fatalf("a pipeline of eight EVALSHA took %d log entries; want 1", after-before)
+	}
+	for i, c := range cmds {
+		v, err := c.Int64Slice()
+		if err != nil || v[0] != int64(i+1) {
+			t.Fatalf("call %d of the pipeline = %v, %v; want %d hits", i, v, err, i+1)
+		}
+	}
+	g.assertSameState()
+}
