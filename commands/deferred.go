@@ -17,7 +17,7 @@ const (
 	classNone     deferClass = iota // runs at once; the queue is empty while it runs
 	classDecision                   // queued as requests for Keyspace.Decide
 	classForward                    // queued as submissions for Cluster.Forward
-	classScript                     // queued as script calls for BatchScripter.ExecBatch (deferred_scripts.go)
+	classScript                     // queued as script calls for BatchScripter.ExecBatch (cmd_scripts.go)
 )
 
 // deferKind says what a queued item is and how its reply is written.
@@ -33,7 +33,7 @@ const (
 	kindCheck                           // RL.CHECK: the five fields, after its policy's mode (checks)
 	kindCheckAll                        // the first request of an RL.CHECK of several pairs: the whole reply
 	kindCheckAllMember                  // its other requests, answered with the first
-	kindScript                          // a script call: its reply (deferred_scripts.go)
+	kindScript                          // a script call: its reply (cmd_scripts.go)
 )
 
 // deferred is one queue of deferred work, tagged by kind.
@@ -63,7 +63,7 @@ type deferred struct {
 	// (cmd_check.go).
 	chk *checkState
 	// scr is the script calls' part of the queue, made at the first
-	// deferred script call (deferred_scripts.go).
+	// deferred script call (cmd_scripts.go).
 	scr *scriptQueue
 }
 
