@@ -338,6 +338,7 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 			return nil, nil, err
 		}
 		targets["sluice-policies"] = &target{kind: "sluice", bin: bin, dir: tmp, extra: []string{"--policies", rules}}
+		targets["sluice-metrics"] = &target{kind: "sluice", bin: bin, dir: tmp, scrape: true}
 		for name, t := range groupTargets(bin, tmp, o.cluster) {
 			targets[name] = t
 		}

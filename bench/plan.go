@@ -11,23 +11,25 @@ import (
 
 // Groups of runs; each is one table of the report.
 const (
-	groupDepth = "depth" // the base settings at several pipeline depths: ratios and the chart
-	groupKeys  = "keys"  // key cardinality at pipeline 16
-	groupZipf  = "zipf"  // skewed keys at pipeline 16
-	groupCores = "cores" // sluice with GOMAXPROCS 1 and 2
-	groupAOF   = "aof"   // RL.TOKEN with the append-only log off, everysec, always
-	groupCheck = "check" // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
-	groupOwn   = "custom"
+	groupDepth  = "depth"   // the base settings at several pipeline depths: ratios and the chart
+	groupKeys   = "keys"    // key cardinality at pipeline 16
+	groupZipf   = "zipf"    // skewed keys at pipeline 16
+	groupCores  = "cores"   // sluice with GOMAXPROCS 1 and 2
+	groupAOF    = "aof"     // RL.TOKEN with the append-only log off, everysec, always
+	groupCheck  = "check"   // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
+	groupScrape = "metrics" // RL.TOKEN with /metrics scraped every second beside without the endpoint
+	groupOwn    = "custom"
 )
 
 var groupTitles = map[string]string{
-	groupDepth: "Pipeline depth",
-	groupKeys:  "Key cardinality (pipeline 16)",
-	groupZipf:  "Zipfian keys (pipeline 16)",
-	groupCores: "sluice on 1 and 2 cores (GOMAXPROCS of the server, one event loop per core; `own`: cores the generator does not use, `shared`: every core, the generator's too; Redis is single-threaded)",
-	groupOwn:   "Runs",
-	groupCheck: "sluice RL.CHECK under a TOKEN policy (from a `--policies` file) beside RL.TOKEN with the same parameters",
-	groupAOF:   "sluice RL.TOKEN with the append-only log off, `--appendonly yes --appendfsync everysec`, and `always` (a fresh --dir on the machine's disk per run)",
+	groupDepth:  "Pipeline depth",
+	groupKeys:   "Key cardinality (pipeline 16)",
+	groupZipf:   "Zipfian keys (pipeline 16)",
+	groupCores:  "sluice on 1 and 2 cores (GOMAXPROCS of the server, one event loop per core; `own`: cores the generator does not use, `shared`: every core, the generator's too; Redis is single-threaded)",
+	groupOwn:    "Runs",
+	groupCheck:  "sluice RL.CHECK under a TOKEN policy (from a `--policies` file) beside RL.TOKEN with the same parameters",
+	groupScrape: "sluice RL.TOKEN with `--metrics-bind` and /metrics fetched every second beside without the endpoint (the per-command figures are counted in both: INFO commandstats needs them)",
+	groupAOF:    "sluice RL.TOKEN with the append-only log off, `--appendonly yes --appendfsync everysec`, and `always` (a fresh --dir on the machine's disk per run)",
 }
 
 // The scenarios the ratios and the chart compare.
@@ -71,7 +73,23 @@ func quickPlan(b base) []runSpec {
 	runs := depthRuns(b, []int{1, 16}, all, []int{4, 64}, chartSet)
 	runs = append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
 	runs = append(runs, aofRuns(b)...)
+	runs = append(runs, scrapeRuns(b)...)
 	return append(runs, checkRuns(b)...)
+}
+
+// scrapeRuns runs RL.TOKEN at pipeline 1 and 16 without the Prometheus
+// endpoint and with it scraped every second, one after the other so that
+// they are close in time.
+func scrapeRuns(b base) []runSpec {
+	var runs []runSpec
+	for _, depth := range []int{1, 16} {
+		for _, name := range []string{"sluice-token", "sluice-token-metrics"} {
+			if b.wants(name) {
+				runs = append(runs, b.spec(groupScrape, name, depth))
+			}
+		}
+	}
+	return runs
 }
 
 // checkRuns runs RL.TOKEN and RL.CHECK under a policy of the same

@@ -123,6 +123,18 @@ func (rep *report) ratios() []ratio {
 			return x.opsPerSec() / y.opsPerSec()
 		}
 	}
+	scraped := func(a, b string, figure func(*result) float64) func(int) float64 {
+		return func(d int) float64 {
+			x, y := rep.findIn(groupScrape, a, d), rep.findIn(groupScrape, b, d)
+			if x == nil || y == nil { // a custom plan: its own runs
+				x, y = rep.find(a, d), rep.find(b, d)
+			}
+			if x == nil || y == nil {
+				return math.NaN()
+			}
+			return figure(x) / figure(y)
+		}
+	}
 	cpu := func(a, b string) func(int) float64 {
 		return func(d int) float64 {
 			x, y := rep.find(a, d), rep.find(b, d)
@@ -158,6 +170,11 @@ func (rep *report) ratios() []ratio {
 		{"sluice RL.TOKEN, appendfsync everysec ÷ log off, server CPU per decision", aofCPU("sluice-token-aof-everysec", "sluice-token"),
 			"≤ 1.1 at P16 (everysec would then be the default)", []int{1}, func(v [2]float64) bool { return v[1] <= 1.1 }},
 		{"sluice RL.TOKEN, appendfsync always ÷ log off, throughput", aof("sluice-token-aof-always", "sluice-token"), "", nil, nil},
+		{"sluice RL.TOKEN, /metrics scraped every second ÷ no endpoint, throughput",
+			scraped("sluice-token-metrics", "sluice-token", (*result).opsPerSec), "≥ 0.97 at P16", []int{1},
+			func(v [2]float64) bool { return v[1] >= 0.97 }},
+		{"sluice RL.TOKEN, /metrics scraped every second ÷ no endpoint, server CPU per decision",
+			scraped("sluice-token-metrics", "sluice-token", func(r *result) float64 { return r.figs().srvPerM }), "", nil, nil},
 		{"sluice RL.CHECK (TOKEN policy) ÷ RL.TOKEN, throughput", check("sluice-check", "sluice-token"),
 			"≥ 0.9 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 0.9 }},
 		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN (one node), throughput", tput("group-token", "sluice-token"), "", nil, nil},

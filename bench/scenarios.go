@@ -80,6 +80,9 @@ var scenarios = []*scenario{
 	// per server), at two appendfsync policies.
 	aofToken("sluice-token-aof-everysec", "sluice RL.TOKEN, appendfsync everysec", "sluice-aof-everysec"),
 	aofToken("sluice-token-aof-always", "sluice RL.TOKEN, appendfsync always", "sluice-aof-always"),
+	// The same decisions with the Prometheus endpoint on and scraped once a
+	// second (see scrape in servers.go).
+	metricsToken("sluice-token-metrics", "sluice RL.TOKEN, /metrics scraped every second", "sluice-metrics"),
 	// The same decisions through a replicated group of -cluster nodes that
 	// bench starts for every round (see groupruns.go).
 	groupToken("group-token", "group RL.TOKEN → leader", "group"),
@@ -128,6 +131,12 @@ func groupToken(name, label, server string) *scenario {
 func aofToken(name, label, server string) *scenario {
 	sc := groupToken(name, label, server)
 	sc.prefix = "ta:"
+	return sc
+}
+
+func metricsToken(name, label, server string) *scenario {
+	sc := groupToken(name, label, server)
+	sc.prefix = "tm:"
 	return sc
 }
 

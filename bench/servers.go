@@ -33,6 +33,9 @@ type target struct {
 	// extra are more flags for a started sluice; with any, each server
 	// gets a fresh --dir of its own under dir (its append-only log).
 	extra []string
+	// scrape starts sluice with --metrics-bind on a free port and fetches
+	// /metrics from it every second while it runs, as Prometheus would.
+	scrape bool
 }
 
 // server is one reachable server. pid is 0 when its process is unknown, and
@@ -98,6 +101,7 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 		return nil, err
 	}
 	var args []string
+	metricsAddr := ""
 	switch t.kind {
 	case "sluice":
 		// No snapshots, as for Redis: a benchmark server starts empty and leaves nothing behind.
@@ -110,6 +114,14 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--loglevel", "warning",
 			"--save", "0", "--dir", dir}
 		args = append(args, t.extra...)
+		if t.scrape {
+			mport, err := proc.FreePort()
+			if err != nil {
+				return nil, err
+			}
+			metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(mport))
+			args = append(args, "--metrics-bind", metricsAddr)
+		}
 	case "redis":
 		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--daemonize", "no", "--loglevel", "warning", "--io-threads", "1"}
@@ -126,6 +138,9 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 	if err := s.waitReady(ctx, 10*time.Second); err != nil {
 		s.stop()
 		return nil, err
+	}
+	if metricsAddr != "" {
+		go s.scrape("http://"+metricsAddr+"/metrics", time.Second)
 	}
 	return s, nil
 }
