@@ -107,3 +107,25 @@ func BenchmarkExecBatchSpring(b *testing.B) {
 		st.ExecBatch(t0+int64(i), ops, &c)
 	}
 }
+
+// BenchmarkExecSpringOneByOne is BenchmarkExecBatchSpring's calls made
+// one Exec at a time, as a script call ran before calls were deferred.
+func BenchmarkExecSpringOneByOne(b *testing.B) {
+	st := New(8)
+	spring := script(compat.SpringSHA1v430)
+	ops := make([]compat.TxOp, 16)
+	for i := range ops {
+		id := fmt.Sprint(i)
+		ops[i] = compat.TxOp{Op: spring,
+			Keys: [][]byte{[]byte("rl.{" + id + "}.tokens"), []byte("rl.{" + id + "}.timestamp")},
+			Argv: [][]byte{[]byte("1000"), []byte("100000"), []byte(""), []byte("1")}}
+	}
+	var c compat.Call
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		op := &ops[i%len(ops)]
+		c.Argv = op.Argv
+		st.Exec(t0+int64(i), op.Op, op.Keys, &c)
+	}
+}
