@@ -232,6 +232,8 @@ func (n *Node) submit(now int64, ops []op) ([]result, error) {
 			if blob == nil {
 				blob = appendBatch(nil, now, ops)
 			}
+			n.batcher.metrics.forwarded.Add(1)
+			n.batcher.metrics.forwardedOps.Add(int64(len(ops)))
 			rs, err = n.forward(addr, blob)
 		}
 		if err == nil || !retryable(err) {

@@ -200,6 +200,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	}
 	n.stopped.Add(1)
 	go n.watchLeadership(notify)
+	n.startLeaderWatch()
 	return n, nil
 }
 

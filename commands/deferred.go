@@ -215,6 +215,7 @@ func (s *session) decide(reqs []algorithms.Request, out []algorithms.Outcome) {
 	now := s.conn.Now()
 	if !s.readonly || cl == nil {
 		s.h.ks.Decide(now, reqs, out)
+		s.h.top.record(s, now, reqs, out)
 		return
 	}
 	var rest []algorithms.Request
@@ -236,6 +237,7 @@ func (s *session) decide(reqs []algorithms.Request, out []algorithms.Outcome) {
 	for j, i := range restIdx {
 		out[i] = restOut[j]
 	}
+	s.h.top.record(s, now, rest, restOut)
 }
 
 // runForwards carries out the queued forwards through the cluster and

@@ -236,6 +236,9 @@ func cmdExec(s *session, args [][]byte) {
 			s.writeError(err)
 			return
 		}
+		if ok {
+			s.h.top.record(s, s.conn.Now(), q.reqs, out)
+		}
 	}
 	// reply: a null array when a watched key changed, else one reply per
 	// queued command, in order

@@ -81,7 +81,9 @@ func logLevel(name string) slog.Level {
 }
 
 func run(cfg config) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(cfg.loglevel)}))
+	level := new(slog.LevelVar) // CONFIG SET loglevel changes it
+	level.Set(logLevel(cfg.loglevel))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
 	// One server per directory: its snapshot, or its Raft state.
@@ -172,11 +174,8 @@ func run(cfg config) error {
 	stop := newStopper(log, finalSave(log, saver), probeSave(saver), cfg.save > 0)
 	clock := commands.NewClock()
 	ccfg := cfg.commands
-	for _, s := range settings {
-		ccfg.Params = append(ccfg.Params, commands.Param{Name: s.name, Value: s.get(&cfg)})
-	}
-	// One database: exporters need not scan db1…db15.
-	ccfg.Params = append(ccfg.Params, commands.Param{Name: "databases", Value: "1"})
+	live := &liveConfig{cfg: cfg, base: defaultConfig(), log: log, level: level, stop: stop}
+	ccfg.Params, ccfg.Settings = params(&cfg), live
 	ccfg.Info = []commands.Param{
 		{Name: "config_file", Value: cfg.file},
 		{Name: "shards", Value: strconv.Itoa(st.Shards())},
@@ -199,6 +198,10 @@ func run(cfg config) error {
 		return err
 	}
 	cmds.Attach(srv)
+	live.srv, live.cmds = srv, cmds
+	if node == nil {
+		live.st, live.saves = st, &saveLoop{saver: saver}
+	}
 	if err := obs.attach(cmds, node); err != nil {
 		return err
 	}
@@ -267,8 +270,8 @@ func run(cfg config) error {
 	}
 
 	stopSaves := make(chan struct{})
-	if cfg.save > 0 {
-		go saver.Run(time.Duration(cfg.save)*time.Second, stopSaves)
+	if live.saves != nil {
+		live.saves.set(cfg.save) // CONFIG SET save restarts it
 	}
 	go cmds.Sweep(stopSaves) // one sweep loop, whatever the number of listeners
 
@@ -308,6 +311,9 @@ func run(cfg config) error {
 	// that no decision after it is lost; the process leaves at once, as
 	// Redis does after its final save.
 	close(stopSaves)
+	if live.saves != nil {
+		live.saves.close()
+	}
 	closeAppendOnly(log, aof)
 	aof = nil
 	log.Info("bye", "exit_code", end.code)
