@@ -23,7 +23,9 @@ import (
 //	acl     = nargs:uvarint arg:bytes*            (a change of the users: acl.go)
 //	bytes   = len:uvarint data
 //
-// A transaction (MULTI/EXEC) is a tx op followed by its nreq decide ops, in
+// A transaction (MULTI/EXEC) is a tx op followed by its nreq commands in
+// order (decide ops, and exec ops for its scripts, string and key-space
+// commands; an older entry holds only decide ops), in
 // one submission and so in one entry; the FSM carries them out in one
 // store.Transact call. Its result's n is 1 if it was carried out, 0 if a
 // watched key's version had changed.

@@ -194,24 +194,36 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 }
 
 // runTx carries out the transaction whose tx op is ops[i] and the decide
-// ops after it (at most its count), in one store.Transact call, and returns
-// the index of the op after them.
+// and exec ops after it (at most its count), in one store.Transact call,
+// and returns the index of the op after them.
 func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 	j := i + 1
-	for j < len(ops) && j-i-1 < ops[i].count && ops[j].code == opDecide {
+	for j < len(ops) && j-i-1 < ops[i].count && (ops[j].code == opDecide || ops[j].code == opExec) {
 		j++
 	}
 	reqs := make([]algorithms.Request, 0, j-i-1)
+	var xops []compat.TxOp
 	for k := i + 1; k < j; k++ {
+		if ops[k].code == opExec {
+			xops = append(xops, compat.TxOp{Before: len(reqs), Op: ops[k].xop, Keys: ops[k].keys, Argv: ops[k].argv})
+			continue
+		}
 		reqs = append(reqs, ops[k].req)
 	}
 	outs := make([]algorithms.Outcome, len(reqs))
-	ok, err := f.st.Transact(at, ops[i].watches, reqs, outs)
+	ok, err := f.st.Transact(at, ops[i].watches, reqs, outs, xops)
 	results[i].out.Err = err
 	if ok {
 		results[i].n = 1
-		for k := range outs {
-			results[i+1+k].out = outs[k]
+		r, x := 0, 0
+		for k := i + 1; k < j; k++ {
+			if ops[k].code == opExec {
+				results[k].exec, results[k].reply = true, xops[x].Reply
+				x++
+				continue
+			}
+			results[k].out = outs[r]
+			r++
 		}
 	}
 	return j
