@@ -93,6 +93,8 @@ func aclCategories(cmd *command, sub string) []string {
 		add("transaction")
 	case strings.HasPrefix(cmd.name, "rl.policy") || strings.HasPrefix(cmd.name, "rl.override") || cmd.name == "rl.check":
 		add("policy")
+	case cmd.name == "rl.match": // decisions under the rules files' domains
+		add("limiter", "policy")
 	}
 	if cmd.name == "acl" && (sub == "whoami" || sub == "cat" || sub == "help") { // Redis: not @admin
 		cats = []string{"connection"}
