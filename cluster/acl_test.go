@@ -55,7 +55,7 @@ func TestFSMAppliesTheFirstSeedOnlyAndKeepsUsersInSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	users := testUsers(t)
-	f := newStateMachine(store.New(2), users)
+	f := newStateMachine(store.New(2), users, nil)
 	rs := applyEntry(t, f, 1, aclOp("seed", string(seedA.Encode())), aclOp("setuser", "tenant-b", "on", ">pb", "~tenant-b:*"))
 	if rs[0].out.Err != nil || rs[1].out.Err != nil || !f.aclSet.Load() || !rs[1].acl || rs[1].index != 1 {
 		t.Fatalf("first entry: %+v %+v set=%v", rs[0].out.Err, rs[1].out.Err, f.aclSet.Load())
@@ -80,7 +80,7 @@ func TestFSMAppliesTheFirstSeedOnlyAndKeepsUsersInSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	restored := testUsers(t)
-	g := newStateMachine(store.New(2), restored)
+	g := newStateMachine(store.New(2), restored, nil)
 	if err := g.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
@@ -92,12 +92,12 @@ func TestFSMAppliesTheFirstSeedOnlyAndKeepsUsersInSnapshots(t *testing.T) {
 	}
 
 	// A snapshot of a log that carried no users leaves a node's own users.
-	empty := newStateMachine(store.New(2), testUsers(t))
+	empty := newStateMachine(store.New(2), testUsers(t), nil)
 	snap, _ = empty.Snapshot()
 	data, _ = snap.(*fsmSnapshot).bytes()
 	own := testUsers(t)
 	own.SetUser("local", "on", "nopass")
-	h := newStateMachine(store.New(2), own)
+	h := newStateMachine(store.New(2), own, nil)
 	if err := h.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}

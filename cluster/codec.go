@@ -55,6 +55,7 @@ const (
 	opVersion
 	opTx
 	opACL
+	opPolicy
 )
 
 // op is one operation of a batch.
@@ -65,7 +66,7 @@ type op struct {
 	id   string             // opMember
 	addr string             // opMember
 	xop  compat.Op          // opExec, with keys and argv
-	argv [][]byte           // opExec, opACL
+	argv [][]byte           // opExec, opACL, opPolicy
 
 	watches []algorithms.Watch // opTx
 	count   int                // opTx: the decide ops that follow and belong to it
@@ -133,7 +134,7 @@ func appendOp(b []byte, o *op) []byte {
 		b = appendBytes(b, sha)
 		b = appendList(b, o.keys)
 		b = appendList(b, o.argv)
-	case opACL:
+	case opACL, opPolicy:
 		b = appendList(b, o.argv)
 	}
 	return b
@@ -306,7 +307,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 			}
 			o.keys = d.list()
 			o.argv = d.list()
-		case opACL:
+		case opACL, opPolicy:
 			o.argv = d.list()
 		default:
 			d.fail()

@@ -37,6 +37,9 @@ type stateMachine struct {
 
 	acl    ACL         // the replicated users (acl.go); nil: none
 	aclSet atomic.Bool // the log has carried users: acl holds the group's
+	// policies are the replicated command-defined policies (policies.go);
+	// nil: none.
+	policies Policies
 
 	applying uint64 // the index of the entry Apply is carrying out (raft's FSM goroutine only)
 
@@ -47,8 +50,8 @@ type stateMachine struct {
 
 // newStateMachine returns the state machine over st and users (nil: the
 // group replicates no users).
-func newStateMachine(st *store.Store, users ACL) *stateMachine {
-	return &stateMachine{st: st, members: map[string]string{}, acl: users}
+func newStateMachine(st *store.Store, users ACL, policies Policies) *stateMachine {
+	return &stateMachine{st: st, members: map[string]string{}, acl: users, policies: policies}
 }
 
 // AppliedTime returns the instant the last entry was applied at: the
@@ -180,6 +183,8 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			r.out.Err = f.st.Flush(at)
 		case opACL:
 			f.applyACL(o, r)
+		case opPolicy:
+			f.applyPolicy(o, r)
 		case opMember:
 			f.mu.Lock()
 			if o.addr == "" {
@@ -231,11 +236,12 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 
 // The FSM snapshot: a header, then the store's own snapshot.
 //
-//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* users store…
+//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* users policies store…
 //
-// users (acl.go) is in version 2 only; Restore reads version 1 too.
+// users (acl.go) are in versions 2 and 3, policies (policies.go) in 3;
+// Restore reads versions 1 and 2 too.
 const fsmMagic = "SLUICEFSM"
-const fsmVersion = 2
+const fsmVersion = 3
 
 // Snapshot captures the state at the current index. Raft calls it between
 // applies, so the capture is a point-in-time image; it only copies the
@@ -259,6 +265,7 @@ func (f *stateMachine) Snapshot() (raft.FSMSnapshot, error) {
 		b = appendBytes(b, []byte(f.members[id]))
 	}
 	b = f.appendACLState(b)
+	b = f.appendPolicyState(b)
 	applied := f.applied
 	f.mu.RUnlock()
 	hdr.Write(b)
@@ -304,10 +311,23 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 			return err
 		}
 	}
+	installPolicies := func() error { return nil }
+	if version >= 3 {
+		if installPolicies, err = f.restorePolicyState(br, func(n uint64) ([]byte, error) {
+			b := make([]byte, n)
+			_, err := io.ReadFull(br, b)
+			return b, err
+		}); err != nil {
+			return err
+		}
+	}
 	if err := f.st.Restore(br); err != nil {
 		return fmt.Errorf("cluster: snapshot store: %w", err)
 	}
 	if err := installACL(); err != nil {
+		return err
+	}
+	if err := installPolicies(); err != nil {
 		return err
 	}
 	f.mu.Lock()

@@ -36,6 +36,7 @@ type Config struct {
 	Password      string        // requirepass of the group's nodes, for forwarding
 	ACL           ACL           // the users the group replicates (acl.go); nil: none
 	SeedACL       bool          // offer ACL's users as the group's first set when elected (an --aclfile)
+	Policies      Policies      // the command-defined policies the group replicates (policies.go); nil: none
 	Logger        *slog.Logger
 
 	// RaftServerTLS and RaftClientTLS put the Raft port under mutual TLS
@@ -128,7 +129,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL, cfg.Policies), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)

@@ -70,8 +70,6 @@ var (
 	errTopWindow = replyError("WINDOW must be 1m, 5m or 1h")
 
 	// The policies (cmd_policy.go, cmd_check.go).
-	errPolicyInGroup = replyError("RL.POLICY SET and DEL are not available in a Raft group: policy changes are not replicated yet " +
-		"(give every node the same --policies files)")
 	errNoRulesFiles     = replyError("no rules files on this server (start it with --policies FILE)")
 	errCheckConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies: use RL.ACQUIRE and RL.RELEASE")
 	errCheckPairs       = replyError("RL.CHECK takes policy subject pairs and an optional n")

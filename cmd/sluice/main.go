@@ -110,6 +110,9 @@ func run(cfg config) error {
 	defer obs.stop()
 
 	st := store.New(cfg.shards)
+	// The policies: in a group, the command-defined ones are the group's,
+	// replayed from the log into this registry (docs/policies.md).
+	rules := policy.NewRegistry()
 	var ks commands.Keyspace = st
 	var _ commands.Transactor = st // MULTI/EXEC need it of every keyspace
 	var node *cluster.Node
@@ -137,6 +140,7 @@ func run(cfg config) error {
 			return err
 		}
 		ccfg.ACL, ccfg.SeedACL = cfg.commands.Users, cfg.commands.ACLFile != ""
+		ccfg.Policies = rules
 		respPort, err := clusterTLS(cfg, tlsr, &ccfg)
 		if err != nil {
 			return err
@@ -170,7 +174,6 @@ func run(cfg config) error {
 	}
 	// The rules files: a broken set stops the start (exit 2, a bad
 	// configuration file); later reloads keep the rules in force.
-	rules := policy.NewRegistry()
 	loader, err := loadPolicies(log, cfg, rules)
 	if err != nil {
 		log.Error("refusing to start", "err", err)
