@@ -89,4 +89,3 @@ func mustUnescape(t *testing.T, s string) string {
 	}
 	return u
 }
-
