@@ -306,6 +306,11 @@ func TestCaptureIsPointInTime(t *testing.T) {
 // its newer state, and loads.
 func TestSnapshotOfAKeyRecreatedMidCopyHoldsItOnce(t *testing.T) {
 	st := New(1)
+	// The test works on st's shard directly; the deferred Flush keeps st
+	// reachable until the end, so that its cleanup (which unmaps the
+	// shards' memory once st is unreachable) cannot run mid-test: it did,
+	// under -race, and the copy read unmapped memory (SIGSEGV).
+	defer st.Flush(0)
 	for i := 0; i < 3*copyStep; i++ {
 		decide(st, t0, token(fmt.Sprintf("k%05d", i), time.Hour, 10, 1))
 	}
