@@ -80,10 +80,10 @@ var (
 		"a shadow policy admits. Policies past the first 256 count as policy=\"_other\".", "policy", "outcome")
 	dPolicyShadow = desc("policy_shadow_would_deny_total", "Decisions a shadow policy admitted that its limit denied, by policy.", "policy")
 
-	dTopCount = desc("top_keys_count", "Approximate: decisions (list=decisions) or denials (list=denied) of the rank-th key "+
+	dTopCount = desc("top_keys", "Approximate: decisions (list=decisions) or denials (list=denied) of the rank-th key "+
 		"over the minute in progress and the one before (RL.TOP WINDOW 1m); the true count is within "+
-		"sluice_top_keys_count_error below. Keys are never labels: RL.TOP names them.", "list", "rank")
-	dTopErr = desc("top_keys_count_error", "The most sluice_top_keys_count overstates the rank-th key's true count.", "list", "rank")
+		"sluice_top_keys_error below. Keys are never labels: RL.TOP names them.", "list", "rank")
+	dTopErr = desc("top_keys_error", "The most sluice_top_keys overstates the rank-th key's true count.", "list", "rank")
 )
 
 var raftRoles = []string{"leader", "follower", "candidate", "shutdown"}

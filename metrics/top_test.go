@@ -34,19 +34,19 @@ func TestScrapeExportsTopKeysByRankWithoutNames(t *testing.T) {
 	}{
 		{"denied", "1", 4}, {"denied", "2", 2}, {"decisions", "1", 5}, {"decisions", "2", 3}, {"decisions", "10", 1},
 	} {
-		got, ok := value(fams, "sluice_top_keys_count", "list", w.list, "rank", w.rank)
+		got, ok := value(fams, "sluice_top_keys", "list", w.list, "rank", w.rank)
 		if !ok || got != w.v {
-			t.Errorf("sluice_top_keys_count{list=%q,rank=%q} = %v (present %v); want %v", w.list, w.rank, got, ok, w.v)
+			t.Errorf("sluice_top_keys{list=%q,rank=%q} = %v (present %v); want %v", w.list, w.rank, got, ok, w.v)
 		}
-		if e, ok := value(fams, "sluice_top_keys_count_error", "list", w.list, "rank", w.rank); !ok || e != 0 {
-			t.Errorf("sluice_top_keys_count_error{list=%q,rank=%q} = %v (present %v); want 0", w.list, w.rank, e, ok)
+		if e, ok := value(fams, "sluice_top_keys_error", "list", w.list, "rank", w.rank); !ok || e != 0 {
+			t.Errorf("sluice_top_keys_error{list=%q,rank=%q} = %v (present %v); want 0", w.list, w.rank, e, ok)
 		}
 	}
 	// ranks are bounded, and only ranks that exist are exported
-	if n := len(fams["sluice_top_keys_count"].Metric); n != 2+TopRanks {
-		t.Errorf("%d sluice_top_keys_count series; want 2 denied and %d decisions", n, TopRanks)
+	if n := len(fams["sluice_top_keys"].Metric); n != 2+TopRanks {
+		t.Errorf("%d sluice_top_keys series; want 2 denied and %d decisions", n, TopRanks)
 	}
-	for _, m := range fams["sluice_top_keys_count"].Metric {
+	for _, m := range fams["sluice_top_keys"].Metric {
 		for _, l := range m.Label {
 			if l.GetName() != "list" && l.GetName() != "rank" {
 				t.Errorf("label %s=%q: only list and rank are labels", l.GetName(), l.GetValue())
