@@ -135,6 +135,7 @@ func (us *Users) LoadText(name string, text []byte) error {
 		d := defaultState(us.reg)
 		fresh[DefaultUser] = &d
 	}
+	defer us.retired() // runs after the unlock below
 	us.mu.Lock()
 	defer us.mu.Unlock()
 	old := us.users

@@ -40,6 +40,22 @@ type Users struct {
 	reg   *Registry
 	mu    sync.RWMutex
 	users map[string]*User
+	// onRetire is called, outside mu, after a change that may have
+	// removed users (OnRetire).
+	onRetire atomic.Pointer[func()]
+}
+
+// OnRetire sets f to be called after every change that may have removed
+// users (ACL DELUSER, ACL LOAD, a replicated set replacing this one), once
+// the set's lock is released: the server closes the removed users'
+// connections from it, as Redis does.
+func (us *Users) OnRetire(f func()) { us.onRetire.Store(&f) }
+
+// retired calls the OnRetire hook, if any. The caller must not hold mu.
+func (us *Users) retired() {
+	if f := us.onRetire.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // NewUsers returns a set with the default user only: on, nopass, every key,
@@ -125,7 +141,6 @@ func (us *Users) DelUser(names ...string) (int, error) {
 		return 0, ErrDeleteDefault
 	}
 	us.mu.Lock()
-	defer us.mu.Unlock()
 	n := 0
 	for _, name := range names {
 		if u := us.users[name]; u != nil {
@@ -133,6 +148,10 @@ func (us *Users) DelUser(names ...string) (int, error) {
 			u.retire()
 			n++
 		}
+	}
+	us.mu.Unlock()
+	if n > 0 {
+		us.retired()
 	}
 	return n, nil
 }

@@ -368,3 +368,27 @@ func (h *Handler) lookupCommand(name []byte) *command {
 	}
 	return h.table[string(lower)]
 }
+
+// closeRetired closes the connections whose user was removed (ACL DELUSER,
+// ACL LOAD, or the same through a group's log), as Redis closes them; a
+// connection in the middle of a batch closes once that batch is done. It
+// runs after every such change (acl.Users.OnRetire), outside the users'
+// lock.
+func (h *Handler) closeRetired() {
+	t := h.transport.Load()
+	if t == nil {
+		return
+	}
+	var ids []int64
+	h.conns(nil, func(o *session) {
+		o.mu.Lock()
+		u := o.user
+		o.mu.Unlock()
+		if u != nil && u.Deleted() {
+			ids = append(ids, o.conn.ID())
+		}
+	})
+	for _, id := range ids {
+		t.Kill(id)
+	}
+}

@@ -78,6 +78,7 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table, stats: newCmdStats()}
+	users.users.OnRetire(h.closeRetired)
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
 	h.top.k = cfg.TopKeys
