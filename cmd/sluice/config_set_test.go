@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -178,5 +179,23 @@ func TestConfigSetChangesTheRunningServer(t *testing.T) {
 			t.Fatalf("the idle client is still connected 10 s after CONFIG SET timeout 1:\n%s", n)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestConfigSetRequirepassIsRefusedOnAReplicatedNode: a group's default
+// user is replicated and its nodes forward with the password they started
+// with, so CONFIG SET requirepass on one node is refused, and the password
+// stays.
+func TestConfigSetRequirepassIsRefusedOnAReplicatedNode(t *testing.T) {
+	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		"--bootstrap", "force")
+	rdb := client(t, p)
+	ctx := context.Background()
+	err := rdb.Do(ctx, "CONFIG", "SET", "requirepass", "s3cret").Err()
+	if err == nil || !strings.Contains(err.Error(), "requirepass cannot change on a replicated node") {
+		t.Fatalf("CONFIG SET requirepass on a replicated node = %v; want the refusal", err)
+	}
+	if got := configGet(t, rdb, "requirepass"); got != "" {
+		t.Fatalf("requirepass after the refusal = %q; want it unchanged (empty)", got)
 	}
 }

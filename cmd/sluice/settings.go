@@ -53,6 +53,12 @@ var mutable = map[string]func(l *liveConfig, c *config) error{
 		return nil
 	},
 	"requirepass": func(l *liveConfig, c *config) error {
+		if l.st == nil {
+			// The nodes forward to each other with the password they
+			// started with, and the default user is the group's: a
+			// change on one node would be neither.
+			return fmt.Errorf("requirepass cannot change on a replicated node: use ACL SETUSER default, which the group replicates, and restart each node with the new --requirepass")
+		}
 		l.cmds.SetPassword(c.commands.Password)
 		return nil
 	},
