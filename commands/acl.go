@@ -260,7 +260,7 @@ func scriptKeysDenial(p *acl.Perms, cmd *command, args [][]byte) acl.Denial {
 	return acl.Denial{}
 }
 
-// logDenial adds an entry to the ACL LOG for this session.
+// logDenial adds an entry to the ACL LOG for the connection s serves.
 func (s *session) logDenial(reason acl.Reason, ctx acl.Context, object string) {
 	user := ""
 	if s.user != nil {
