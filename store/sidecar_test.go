@@ -75,6 +75,20 @@ func TestSnapshotKeepsTheSidecarBesideTheEntries(t *testing.T) {
 	if err := got.Restore(bytes.NewReader(snapshotBytes(t, plain, t0))); err != nil || side.get() != "kept" {
 		t.Fatalf("restore of a file without a sidecar = %v, sidecar %q; want nil, %q", err, side.get(), "kept")
 	}
+	// The file a shutdown writes with the store held carries it too.
+	path := filepath.Join(t.TempDir(), "sluice.snap")
+	release := st.hold()
+	_, err := st.saveFileHeld(path)
+	release()
+	fromFile := &textSidecar{}
+	loaded := New(4)
+	loaded.SetSidecar(fromFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loaded.LoadFile(path); err != nil || fromFile.get() != "policies v1" {
+		t.Fatalf("LoadFile of a held save = %v, sidecar %q; want %q", err, fromFile.get(), "policies v1")
+	}
 	// The point-in-time capture carries it too, byte for byte.
 	var b bytes.Buffer
 	if err := st.Capture(t0).Write(&b); err != nil || !bytes.Equal(b.Bytes(), snap) {

@@ -116,6 +116,9 @@ func (c *Capture) Write(w io.Writer) error {
 	return sw.finish()
 }
 
+// newSnapWriter writes the header. Every writer of a store's snapshot then
+// writes the sidecar (sw.sidecar) before any entry: snapshotAt, Capture's
+// Write and saveFileHeld.
 func newSnapWriter(w io.Writer, now int64) *snapWriter {
 	sw := &snapWriter{w: w, digest: xxhash.New()}
 	var hdr [headerLen]byte
