@@ -21,6 +21,8 @@ import (
 //	                                              (a known script or a string command, package compat)
 //	tx      = nwatch:uvarint (key:bytes version:u64le)* nreq:uvarint
 //	acl     = nargs:uvarint arg:bytes*            (a change of the users: acl.go)
+//	policy  = nargs:uvarint arg:bytes*            (a change of the command-defined policies: policies.go)
+//	rules   = 2:uvarint leader-id:bytes hash:bytes (the leader's rules files' hash: rules.go)
 //	bytes   = len:uvarint data
 //
 // A transaction (MULTI/EXEC) is a tx op followed by its nreq commands in
@@ -56,6 +58,7 @@ const (
 	opTx
 	opACL
 	opPolicy
+	opRules
 )
 
 // op is one operation of a batch.
@@ -66,7 +69,7 @@ type op struct {
 	id   string             // opMember
 	addr string             // opMember
 	xop  compat.Op          // opExec, with keys and argv
-	argv [][]byte           // opExec, opACL, opPolicy
+	argv [][]byte           // opExec, opACL, opPolicy, opRules
 
 	watches []algorithms.Watch // opTx
 	count   int                // opTx: the decide ops that follow and belong to it
@@ -134,7 +137,7 @@ func appendOp(b []byte, o *op) []byte {
 		b = appendBytes(b, sha)
 		b = appendList(b, o.keys)
 		b = appendList(b, o.argv)
-	case opACL, opPolicy:
+	case opACL, opPolicy, opRules:
 		b = appendList(b, o.argv)
 	}
 	return b
@@ -307,7 +310,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 			}
 			o.keys = d.list()
 			o.argv = d.list()
-		case opACL, opPolicy:
+		case opACL, opPolicy, opRules:
 			o.argv = d.list()
 		default:
 			d.fail()
