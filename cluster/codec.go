@@ -21,8 +21,6 @@ import (
 //	                                              (a known script or a string command, package compat)
 //	tx      = nwatch:uvarint (key:bytes version:u64le)* nreq:uvarint
 //	acl     = nargs:uvarint arg:bytes*            (a change of the users: acl.go)
-//	policy  = nargs:uvarint arg:bytes*            (a change of the command-defined policies: policies.go)
-//	rules   = 2:uvarint leader-id:bytes hash:bytes (the leader's rules files' hash: rules.go)
 //	bytes   = len:uvarint data
 //
 // A transaction (MULTI/EXEC) is a tx op followed by its nreq commands in
@@ -58,7 +56,6 @@ const (
 	opTx
 	opACL
 	opPolicy
-	opRules
 )
 
 // op is one operation of a batch.
@@ -69,7 +66,7 @@ type op struct {
 	id   string             // opMember
 	addr string             // opMember
 	xop  compat.Op          // opExec, with keys and argv
-	argv [][]byte           // opExec, opACL, opPolicy, opRules
+	argv [][]byte           // opExec, opACL, opPolicy
 
 	watches []algorithms.Watch // opTx
 	count   int                // opTx: the decide ops that follow and belong to it
@@ -137,7 +134,7 @@ func appendOp(b []byte, o *op) []byte {
 		b = appendBytes(b, sha)
 		b = appendList(b, o.keys)
 		b = appendList(b, o.argv)
-	case opACL, opPolicy, opRules:
+	case opACL, opPolicy:
 		b = appendList(b, o.argv)
 	}
 	return b
@@ -310,7 +307,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 			}
 			o.keys = d.list()
 			o.argv = d.list()
-		case opACL, opPolicy, opRules:
+		case opACL, opPolicy:
 			o.argv = d.list()
 		default:
 			d.fail()

@@ -40,9 +40,6 @@ type stateMachine struct {
 	// policies are the replicated command-defined policies (policies.go);
 	// nil: none.
 	policies Policies
-	// rules is the rules hash the leader last announced (rules.go);
-	// guarded by mu.
-	rules leaderRules
 
 	applying uint64 // the index of the entry Apply is carrying out (raft's FSM goroutine only)
 
@@ -188,8 +185,6 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			f.applyACL(o, r)
 		case opPolicy:
 			f.applyPolicy(o, r)
-		case opRules:
-			f.applyRules(o, r)
 		case opMember:
 			f.mu.Lock()
 			if o.addr == "" {
@@ -241,13 +236,12 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 
 // The FSM snapshot: a header, then the store's own snapshot.
 //
-//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* users policies rules store…
+//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* users policies store…
 //
-// users (acl.go) are in versions 2 to 4, policies (policies.go) in 3 and
-// 4, the leader's rules hash (rules.go) in 4; Restore reads versions 1 to
-// 3 too.
+// users (acl.go) are in versions 2 and 3, policies (policies.go) in 3;
+// Restore reads versions 1 and 2 too.
 const fsmMagic = "SLUICEFSM"
-const fsmVersion = 4
+const fsmVersion = 3
 
 // Snapshot captures the state at the current index. Raft calls it between
 // applies, so the capture is a point-in-time image; it only copies the
@@ -272,7 +266,6 @@ func (f *stateMachine) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	b = f.appendACLState(b)
 	b = f.appendPolicyState(b)
-	b = f.appendRulesState(b)
 	applied := f.applied
 	f.mu.RUnlock()
 	hdr.Write(b)
@@ -328,12 +321,6 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 			return err
 		}
 	}
-	var rules leaderRules
-	if version >= 4 {
-		if rules, err = restoreRulesState(br, func() ([]byte, error) { return readBytes(br) }); err != nil {
-			return err
-		}
-	}
 	if err := f.st.Restore(br); err != nil {
 		return fmt.Errorf("cluster: snapshot store: %w", err)
 	}
@@ -346,7 +333,6 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	f.applied = int64(binary.LittleEndian.Uint64(ts[:]))
 	f.members = members
-	f.rules = rules
 	f.index = 0 // raft's applied index is the snapshot's, and the state is complete
 	f.mu.Unlock()
 	return nil

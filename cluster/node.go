@@ -203,10 +203,6 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	}
 	n.stopped.Add(1)
 	go n.watchLeadership(notify)
-	if h, ok := cfg.Policies.(RulesHasher); ok {
-		n.stopped.Add(1)
-		go n.rulesLoop(h)
-	}
 	n.startLeaderWatch()
 	return n, nil
 }

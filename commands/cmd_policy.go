@@ -242,14 +242,14 @@ func (h *Handler) policiesInfo() []Param {
 	}
 	rf := h.cfg.Rules
 	if rf == nil {
-		return append(append(out, Param{"rules_files", ""}), h.leaderRulesInfo()...)
+		return append(out, Param{"rules_files", ""})
 	}
 	st := rf.Status()
 	status := "ok"
 	if st.LastError != "" {
 		status = "err"
 	}
-	out = append(out,
+	return append(out,
 		Param{"rules_files", strings.Join(st.Files, ",")},
 		Param{"rules_paths", strings.Join(st.Paths, ",")},
 		Param{"rules_hash", hexOf(st.Hash[:8])},
@@ -263,35 +263,6 @@ func (h *Handler) policiesInfo() []Param {
 		Param{"rules_last_success_ms", itoa(st.LastSuccess / 1e6)},
 		Param{"rules_last_error", sanitize(st.LastError)},
 	)
-	return append(out, h.leaderRulesInfo()...)
-}
-
-// LeaderRules is a Cluster whose leader announces the hash of its rules
-// files through the log (cluster.Node): LeaderRulesHash returns the one
-// announced last, the announcing leader's id, and whether one was.
-type LeaderRules interface {
-	LeaderRulesHash() (hash [32]byte, leaderID string, ok bool)
-}
-
-// leaderRulesInfo is INFO policies' comparison of this node's rules with
-// the leader's, on a replicated node: rules_leader_hash (the first 8 bytes
-// of the leader's hash, "" until one is known), rules_leader_id, and
-// rules_leader_match (yes, no, or unknown before the first announcement).
-// A node whose files differ from the leader's decides with its own.
-func (h *Handler) leaderRulesInfo() []Param {
-	lr, ok := h.cfg.Cluster.(LeaderRules)
-	if !ok {
-		return nil
-	}
-	leader, id, known := lr.LeaderRulesHash()
-	if !known {
-		return []Param{{"rules_leader_hash", ""}, {"rules_leader_id", ""}, {"rules_leader_match", "unknown"}}
-	}
-	match := "no"
-	if h.cfg.Policies.Rules().Hash() == leader {
-		match = "yes"
-	}
-	return []Param{{"rules_leader_hash", hexOf(leader[:8])}, {"rules_leader_id", id}, {"rules_leader_match", match}}
 }
 
 // hexOf writes b in lower-case hex.

@@ -87,11 +87,6 @@ func (r *Registry) AppendSidecar(dst []byte) []byte {
 // AppendSidecar encoding, or changes nothing and returns why not.
 func (r *Registry) LoadSidecar(b []byte) error { return r.Decode(b) }
 
-// RulesHash returns the hash of the rules in force (RuleSet.Hash; the
-// empty set's without rules files), which a replicated group's leader
-// announces so that every node can compare its own with it.
-func (r *Registry) RulesHash() [32]byte { return r.Rules().Hash() }
-
 // CheckSet reports the error Set would return for p, changing nothing.
 func (r *Registry) CheckSet(p Policy) error {
 	if err := p.Validate(); err != nil {

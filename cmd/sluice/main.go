@@ -58,15 +58,6 @@ func usage() {
 	}
 }
 
-// The optional parts the commands and the node rely on, checked here: a
-// replicated node replicates RL.POLICY SET and DEL and reports its rules
-// against the leader's, which the registry's hash feeds.
-var (
-	_ commands.PolicyReplicator = (*cluster.Node)(nil)
-	_ commands.LeaderRules      = (*cluster.Node)(nil)
-	_ cluster.RulesHasher       = (*policy.Registry)(nil)
-)
-
 // clusterOf returns node as the commands' Cluster, or a nil interface on a
 // single node (not a non-nil interface holding a nil pointer).
 func clusterOf(node *cluster.Node) commands.Cluster {
