@@ -38,8 +38,9 @@ type stateMachine struct {
 	acl    ACL         // the replicated users (acl.go); nil: none
 	aclSet atomic.Bool // the log has carried users: acl holds the group's
 	// policies are the replicated command-defined policies (policies.go);
-	// nil: none.
-	policies Policies
+	// nil: none. leaderRules is the rules hash the latest leader published.
+	policies    Policies
+	leaderRules atomic.Pointer[[32]byte]
 
 	applying uint64 // the index of the entry Apply is carrying out (raft's FSM goroutine only)
 

@@ -23,20 +23,21 @@ import (
 // RESPAddr and either RaftBind or Transport; Open refuses a Config that
 // Validate refuses.
 type Config struct {
-	ID            string        // this node's id, unique in the group
-	RaftBind      string        // host:port the Raft transport listens on
-	RaftAdvertise string        // the address peers dial; RaftBind if empty
-	RESPAddr      string        // this node's client address, where followers forward to
-	Dir           string        // raft.db and snapshots live in Dir/raft
-	Bootstrap     BootstrapMode // whether a node with no Raft state starts a new group (bootstrap.go)
-	Peers         []string      // the other members' RESP addresses, asked before bootstrapping
-	Join          string        // a member's RESP address to join through (ignored if Dir holds state)
-	RaftAllow     []string      // IPs and prefixes the Raft port admits besides members ("any": all; peerfilter.go)
-	Fsync         bool          // fsync the log on every write (the default; false trades durability for speed)
-	Password      string        // requirepass of the group's nodes, for forwarding
-	ACL           ACL           // the users the group replicates (acl.go); nil: none
-	SeedACL       bool          // offer ACL's users as the group's first set when elected (an --aclfile)
-	Policies      Policies      // the command-defined policies the group replicates (policies.go); nil: none
+	ID            string          // this node's id, unique in the group
+	RaftBind      string          // host:port the Raft transport listens on
+	RaftAdvertise string          // the address peers dial; RaftBind if empty
+	RESPAddr      string          // this node's client address, where followers forward to
+	Dir           string          // raft.db and snapshots live in Dir/raft
+	Bootstrap     BootstrapMode   // whether a node with no Raft state starts a new group (bootstrap.go)
+	Peers         []string        // the other members' RESP addresses, asked before bootstrapping
+	Join          string          // a member's RESP address to join through (ignored if Dir holds state)
+	RaftAllow     []string        // IPs and prefixes the Raft port admits besides members ("any": all; peerfilter.go)
+	Fsync         bool            // fsync the log on every write (the default; false trades durability for speed)
+	Password      string          // requirepass of the group's nodes, for forwarding
+	ACL           ACL             // the users the group replicates (acl.go); nil: none
+	SeedACL       bool            // offer ACL's users as the group's first set when elected (an --aclfile)
+	Policies      Policies        // the command-defined policies the group replicates (policies.go); nil: none
+	RulesHash     func() [32]byte // this node's rules files' hash, which a leader publishes (policies.go); nil: none
 	Logger        *slog.Logger
 
 	// RaftServerTLS and RaftClientTLS put the Raft port under mutual TLS
@@ -203,6 +204,10 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	}
 	n.stopped.Add(1)
 	go n.watchLeadership(notify)
+	if cfg.RulesHash != nil {
+		n.stopped.Add(1)
+		go n.publishRules()
+	}
 	n.startLeaderWatch()
 	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"time"
 )
 
 // The named policies that commands define (RL.POLICY SET/DEL) are
@@ -36,6 +37,13 @@ const maxPolicyBytes = 64 << 20
 // change's does, so that the node that submitted it can wait for its own
 // log to apply it.
 func (f *stateMachine) applyPolicy(o *op, r *result) {
+	if len(o.argv) == 2 && string(o.argv[0]) == rulesWord {
+		if len(o.argv[1]) == 32 {
+			h := [32]byte(o.argv[1])
+			f.leaderRules.Store(&h)
+		}
+		return
+	}
 	if f.policies == nil || len(o.argv) == 0 {
 		r.out.Err = errNoPolicies
 		return
@@ -48,12 +56,20 @@ func (f *stateMachine) applyPolicy(o *op, r *result) {
 
 // appendPolicyState appends the snapshot's policies section:
 //
-//	has:u8 [policies:bytes]   (has 0: this node replicates no policies)
+//	has:u8 [policies:bytes] rules:u8 [hash:32 bytes]
+//
+// has 0: this node replicates no policies; rules 0: no leader has
+// published its rules hash yet.
 func (f *stateMachine) appendPolicyState(b []byte) []byte {
 	if f.policies == nil {
-		return append(b, 0)
+		b = append(b, 0)
+	} else {
+		b = appendBytes(append(b, 1), f.policies.Encode())
 	}
-	return appendBytes(append(b, 1), f.policies.Encode())
+	if h := f.leaderRules.Load(); h != nil {
+		return append(append(b, 1), h[:]...)
+	}
+	return append(b, 0)
 }
 
 // restorePolicyState reads the section appendPolicyState wrote and returns
@@ -64,19 +80,32 @@ func (f *stateMachine) restorePolicyState(r io.ByteReader, read func(n uint64) (
 	if err != nil || has > 1 {
 		return nil, fmt.Errorf("cluster: snapshot policies: %v", err)
 	}
-	if has == 0 {
-		return func() error { return nil }, nil
+	var data []byte
+	if has == 1 {
+		n, err := binary.ReadUvarint(r)
+		if err != nil || n > maxPolicyBytes {
+			return nil, fmt.Errorf("cluster: snapshot policies: %v", err)
+		}
+		if data, err = read(n); err != nil {
+			return nil, fmt.Errorf("cluster: snapshot policies: %w", err)
+		}
 	}
-	n, err := binary.ReadUvarint(r)
-	if err != nil || n > maxPolicyBytes {
-		return nil, fmt.Errorf("cluster: snapshot policies: %v", err)
+	rules, err := r.ReadByte()
+	if err != nil || rules > 1 {
+		return nil, fmt.Errorf("cluster: snapshot rules hash: %v", err)
 	}
-	data, err := read(n)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: snapshot policies: %w", err)
+	var hash *[32]byte
+	if rules == 1 {
+		b, err := read(32)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: snapshot rules hash: %w", err)
+		}
+		h := [32]byte(b)
+		hash = &h
 	}
 	return func() error {
-		if f.policies == nil {
+		f.leaderRules.Store(hash)
+		if f.policies == nil || has == 0 {
 			return nil
 		}
 		if err := f.policies.Decode(data); err != nil {
@@ -106,4 +135,49 @@ func (n *Node) ReplicatePolicy(now int64, argv [][]byte) (int64, error) {
 		n.log.Warn("raft: a policy change is applied on the leader but not yet here", "index", rs[0].index)
 	}
 	return rs[0].n, rs[0].out.Err
+}
+
+// rulesWord is the first word of the change by which a leader publishes
+// its rules files' hash: every node then compares its own with it (INFO
+// policies' rules_agree_with_leader), so that a node deciding with other
+// rules than the leader's says so.
+const rulesWord = "rules"
+
+// rulesEvery is how often a leader checks whether the hash in the log is
+// its own, and publishes it if not (after an election, or a reload).
+const rulesEvery = time.Second
+
+// publishRules, on the leader, publishes its rules hash whenever the log's
+// differs from it; on a follower it does nothing. It runs until the node
+// stops.
+func (n *Node) publishRules() {
+	defer n.stopped.Done()
+	t := time.NewTicker(rulesEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		if !n.ready.Load() {
+			continue
+		}
+		own := n.cfg.RulesHash()
+		if p := n.fsm.leaderRules.Load(); p != nil && *p == own {
+			continue
+		}
+		if _, err := n.batcher.submit(0, []op{{code: opPolicy, argv: [][]byte{[]byte(rulesWord), own[:]}}}); err != nil {
+			n.log.Debug("raft: publishing the rules hash failed; retrying", "err", err)
+		}
+	}
+}
+
+// LeaderRulesHash returns the rules hash the group's leader last
+// published, and whether one has been published since this node started.
+func (n *Node) LeaderRulesHash() ([32]byte, bool) {
+	if p := n.fsm.leaderRules.Load(); p != nil {
+		return *p, true
+	}
+	return [32]byte{}, false
 }

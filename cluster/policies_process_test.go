@@ -104,3 +104,50 @@ func TestProcessGroupDecidesPoliciesFromTheSameRulesFile(t *testing.T) {
 		t.Fatalf("rules_hash: %s %s %s; want one non-empty hash", h1, hash(ps[1]), hash(ps[2]))
 	}
 }
+
+// TestProcessNodeWithOtherRulesThanTheLeaderSaysSo: the leader publishes
+// its rules files' hash through the log; INFO policies on each node says
+// whether its own rules agree. A follower started with another file says
+// "no" (and shows the leader's hash); after it reloads the leader's rules,
+// "yes".
+func TestProcessNodeWithOtherRulesThanTheLeaderSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	same, other := filepath.Join(dir, "same.yaml"), filepath.Join(dir, "other.yaml")
+	write := func(path, limit string) {
+		text := "policies:\n  - name: api\n    algorithm: fixed\n    limit: " + limit + "\n    window: 1h\n"
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(same, "5")
+	write(other, "7")
+	ps := newProcs(t, 2)
+	ps[0].start("--bootstrap", "yes", "--policies", same)
+	waitFor(t, 10*time.Second, func() bool { return ps[0].info("role") == "leader" && ps[0].info("ready") == "true" })
+	ps[1].start("--join", ps[0].addr(), "--policies", other)
+	waitFor(t, 15*time.Second, func() bool { return ps[0].info("members") == "2" && ps[1].info("leader_id") != "" })
+	field := func(p *proc, name string) string {
+		rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, MaxRetries: -1})
+		defer rdb.Close()
+		text, err := rdb.Info(context.Background(), "policies").Result()
+		if err != nil {
+			return ""
+		}
+		for _, line := range strings.Split(text, "\r\n") {
+			if v, ok := strings.CutPrefix(line, name+":"); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	waitFor(t, 10*time.Second, func() bool { return field(ps[0], "rules_agree_with_leader") == "yes" })
+	waitFor(t, 10*time.Second, func() bool { return field(ps[1], "rules_agree_with_leader") == "no" })
+	if l, own := field(ps[1], "rules_hash_leader"), field(ps[1], "rules_hash"); l == "" || l == own || l != field(ps[0], "rules_hash") {
+		t.Fatalf("follower: rules_hash_leader %q, rules_hash %q, the leader's rules_hash %q", l, own, field(ps[0], "rules_hash"))
+	}
+	write(other, "5")
+	if _, err := ps[1].do("RL.POLICY", "RELOAD"); err != nil {
+		t.Fatalf("RL.POLICY RELOAD: %v", err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return field(ps[1], "rules_agree_with_leader") == "yes" })
+}

@@ -240,6 +240,7 @@ func (h *Handler) policiesInfo() []Param {
 		{"policies_hidden", strconv.Itoa(hidden)},
 		{"policy_shadow_denied", itoa(h.shadowDenied.Load())},
 	}
+	out = append(out, h.leaderRulesParams()...)
 	rf := h.cfg.Rules
 	if rf == nil {
 		return append(out, Param{"rules_files", ""})
@@ -307,4 +308,32 @@ func (h *Handler) policyReplicator() PolicyReplicator {
 		return r
 	}
 	return nil
+}
+
+// RulesPublisher is a Cluster whose leader publishes its rules files' hash
+// through the log (cluster.Node.LeaderRulesHash).
+type RulesPublisher interface {
+	LeaderRulesHash() ([32]byte, bool)
+}
+
+// leaderRulesParams are INFO policies' fields that compare this node's
+// rules with the leader's, in a group: rules_hash_leader (the first 8
+// bytes, as rules_hash) and rules_agree_with_leader (yes, no, or unknown
+// before a leader has published its hash). A node without rules files has
+// the empty rule set's hash.
+func (h *Handler) leaderRulesParams() []Param {
+	rp, ok := h.cfg.Cluster.(RulesPublisher)
+	if !ok {
+		return nil
+	}
+	leader, known := rp.LeaderRulesHash()
+	if !known {
+		return []Param{{"rules_hash_leader", ""}, {"rules_agree_with_leader", "unknown"}}
+	}
+	own := h.cfg.Policies.Rules().Hash()
+	agree := "no"
+	if own == leader {
+		agree = "yes"
+	}
+	return []Param{{"rules_hash_leader", hexOf(leader[:8])}, {"rules_agree_with_leader", agree}}
 }

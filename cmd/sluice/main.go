@@ -142,6 +142,7 @@ func run(cfg config) error {
 		}
 		ccfg.ACL, ccfg.SeedACL = cfg.commands.Users, cfg.commands.ACLFile != ""
 		ccfg.Policies = rules
+		ccfg.RulesHash = func() [32]byte { return rules.Rules().Hash() }
 		respPort, err := clusterTLS(cfg, tlsr, &ccfg)
 		if err != nil {
 			return err
