@@ -74,8 +74,8 @@ func (s *session) policySet(args [][]byte) {
 			if err = s.h.cfg.Policies.CheckSet(p); err == nil {
 				_, err = r.ReplicatePolicy(s.h.clock.Now(), policy.SetChange(p))
 			}
-		} else {
-			err = s.h.cfg.Policies.Set(p)
+		} else if err = s.h.cfg.Policies.Set(p); err == nil {
+			s.h.policiesChanged()
 		}
 	}
 	if err != nil {
@@ -170,8 +170,8 @@ func (s *session) policyDel(name []byte) {
 			n, err = r.ReplicatePolicy(s.h.clock.Now(), policy.DelChange(string(name)))
 			ok = n > 0
 		}
-	} else {
-		ok, err = s.h.cfg.Policies.Delete(string(name))
+	} else if ok, err = s.h.cfg.Policies.Delete(string(name)); ok {
+		s.h.policiesChanged()
 	}
 	if err != nil {
 		s.writeError(err)
@@ -282,6 +282,23 @@ func hexOf(b []byte) string {
 // policies it deleted.
 type PolicyReplicator interface {
 	ReplicatePolicy(now int64, argv [][]byte) (int64, error)
+}
+
+// SidecarRecorder is a single node's keyspace that keeps the
+// command-defined policies beside its state (the store: its snapshot file
+// and append-only log, store.Sidecar). SidecarChanged appends them, as they
+// are now, to the append-only log; the batch's syncLog then makes them
+// durable before the reply.
+type SidecarRecorder interface {
+	SidecarChanged(now int64)
+}
+
+// policiesChanged records a single node's command-defined policies after
+// RL.POLICY SET or DEL changed them (a replicated node's log has them).
+func (h *Handler) policiesChanged() {
+	if r, ok := h.ks.(SidecarRecorder); ok {
+		r.SidecarChanged(h.clock.Now())
+	}
 }
 
 // policyReplicator returns the Cluster as a PolicyReplicator, or nil on a

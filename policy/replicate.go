@@ -76,6 +76,17 @@ func (r *Registry) Decode(data []byte) error {
 	return r.ReplaceCommanded(ps)
 }
 
+// AppendSidecar appends the command-owned policies' encoding
+// (EncodePolicies) to dst: a single node's store keeps it beside its
+// entries, in its snapshot file and append-only log (store.Sidecar).
+func (r *Registry) AppendSidecar(dst []byte) []byte {
+	return EncodePolicies(dst, r.Load().Commanded())
+}
+
+// LoadSidecar replaces the command-owned policies with those of an
+// AppendSidecar encoding, or changes nothing and returns why not.
+func (r *Registry) LoadSidecar(b []byte) error { return r.Decode(b) }
+
 // CheckSet reports the error Set would return for p, changing nothing.
 func (r *Registry) CheckSet(p Policy) error {
 	if err := p.Validate(); err != nil {

@@ -25,6 +25,7 @@ import (
 //	item    'S' entry (snapshot.go's entry encoding): key now holds this state
 //	        'D' uvarint key length | key: key was deleted
 //	        'F': every key was deleted
+//	        'X' uvarint length | the sidecar's whole state (sidecar.go)
 //
 // A frame is one atomic change: a decision on one key is one frame with
 // one item; an RL.ALL group (or any multi-key change) is one frame with

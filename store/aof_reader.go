@@ -97,6 +97,10 @@ func (st *Store) LoadAOF(path string, opt AOFLoadOptions) (AOFLoad, error) {
 		}
 		return out, err
 	}
+	if err := st.installSidecar(tmp); err != nil {
+		tmp.Flush(0)
+		return out, &AOFError{Path: path, Offset: aofHeaderLen + tmp.sidecarAt, Reason: err.Error()}
+	}
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.Lock()
@@ -150,6 +154,9 @@ func (st *Store) loadAOF(r io.ReaderAt, size int64, opt AOFLoadOptions) (AOFLoad
 				reason = "frame: " + err.Error()
 			} else {
 				applyFrame(st, payload)
+				if st.sidecarAt < 0 {
+					st.sidecarAt = fr.off - aofHeaderLen
+				}
 				out.Frames++
 				fr.advance()
 				continue
@@ -308,6 +315,8 @@ func applyFrame(st *Store, payload []byte) {
 			}
 		case itemDelete:
 			st.shardOf(key).Delete(key, now)
+		case itemSidecar:
+			st.loadedSidecar, st.sidecarAt = append([]byte{}, key...), -1 // loadAOF puts in the frame's offset
 		case itemSet:
 			h := xxhash.Sum64(key)
 			sh := &st.shards[h&st.mask]
@@ -336,6 +345,13 @@ func walkFrame(payload []byte, fn func(kind byte, key []byte, e *shard.Entry)) e
 		case itemFlush:
 			fn(kind, nil, nil)
 		case itemDelete:
+			n, k := binary.Uvarint(b)
+			if k <= 0 || n > uint64(len(b)-k) {
+				return errShort
+			}
+			fn(kind, b[k:k+int(n)], nil)
+			b = b[k+int(n):]
+		case itemSidecar:
 			n, k := binary.Uvarint(b)
 			if k <= 0 || n > uint64(len(b)-k) {
 				return errShort

@@ -442,10 +442,14 @@ func FuzzAOFLoad(f *testing.F) {
 func aofSeeds(t testing.TB) [][]byte {
 	path := filepath.Join(t.TempDir(), "seed.aof")
 	st := New(2)
+	side := &textSidecar{text: "base"}
+	st.SetSidecar(side)
 	a, err := OpenAOF(st, path, AOFConfig{Fsync: FsyncNo})
 	if err != nil {
 		t.Fatal(err)
 	}
+	side.set("changed")
+	st.SidecarChanged(t0)
 	for _, r := range oneOfEach(1) {
 		decide(st, t0, r)
 	}

@@ -56,6 +56,7 @@ func (st *Store) saveFileHeld(path string) (uint64, error) {
 	}
 	return writeFile(path, func(w io.Writer) (uint64, error) {
 		sw := newSnapWriter(w, now)
+		sw.sidecar(st.sidecarBytes())
 		var buf []byte
 		var spans []span
 		for i := range st.shards {

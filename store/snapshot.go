@@ -17,6 +17,7 @@ import (
 // encoding/binary's.
 //
 //	header  "SLUICEDB" | version u32 | flags u32 (0) | now i64 | xxhash64 of the 24 bytes before
+//	sidecar kind 'X' | count u32 (0) | length u32 | payload | xxhash64 of kind..payload   (optional, sidecar.go)
 //	block*  kind 'E' | count u32 | length u32 | payload | xxhash64 of kind..payload
 //	end     kind 'Z' | count u32 (0) | length u32 (16) | entries u64 | xxhash64 of every byte
 //	        before this block | xxhash64 of kind..payload
@@ -68,6 +69,7 @@ func (st *Store) Snapshot(w io.Writer) error { return st.snapshotAt(w, st.Now())
 // are the same.
 func (st *Store) snapshotAt(w io.Writer, now int64) error {
 	sw := newSnapWriter(w, now)
+	sw.sidecar(st.sidecarBytes())
 	var buf []byte
 	var spans []span
 	for i := range st.shards {
@@ -83,6 +85,7 @@ func (st *Store) snapshotAt(w io.Writer, now int64) error {
 // at leisure.
 type Capture struct {
 	now    int64
+	side   []byte // the sidecar's encoding; nil: none
 	shards []capturedShard
 }
 
@@ -95,7 +98,7 @@ type capturedShard struct {
 // caller holds writes off while it runs (the Raft FSM does: it is called
 // between applies).
 func (st *Store) Capture(now int64) *Capture {
-	c := &Capture{now: now, shards: make([]capturedShard, len(st.shards))}
+	c := &Capture{now: now, side: st.sidecarBytes(), shards: make([]capturedShard, len(st.shards))}
 	for i := range st.shards {
 		c.shards[i].buf, c.shards[i].spans = st.copyShard(i, now, nil, nil)
 	}
@@ -106,12 +109,16 @@ func (st *Store) Capture(now int64) *Capture {
 // bytes snapshotAt would have written at the capture's instant.
 func (c *Capture) Write(w io.Writer) error {
 	sw := newSnapWriter(w, c.now)
+	sw.sidecar(c.side)
 	for _, cs := range c.shards {
 		sw.addSorted(cs.buf, cs.spans)
 	}
 	return sw.finish()
 }
 
+// newSnapWriter writes the header. Every writer of a store's snapshot then
+// writes the sidecar (sw.sidecar) before any entry: snapshotAt, Capture's
+// Write and saveFileHeld.
 func newSnapWriter(w io.Writer, now int64) *snapWriter {
 	sw := &snapWriter{w: w, digest: xxhash.New()}
 	var hdr [headerLen]byte
@@ -140,6 +147,13 @@ func (sw *snapWriter) addSorted(buf []byte, spans []span) {
 			continue // an older copy of the next entry's key
 		}
 		sw.add(buf[sp.off:sp.end])
+	}
+}
+
+// sidecar writes the sidecar block, if enc is not nil.
+func (sw *snapWriter) sidecar(enc []byte) {
+	if enc != nil {
+		sw.block(kindSidecar, 0, enc)
 	}
 }
 
@@ -285,6 +299,10 @@ func (st *Store) Restore(r io.Reader) error {
 		tmp.Flush(0)
 		return err
 	}
+	if err := st.installSidecar(tmp); err != nil {
+		tmp.Flush(0)
+		return &SnapshotError{Offset: tmp.sidecarAt, Reason: err.Error()}
+	}
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.Lock()
@@ -332,6 +350,13 @@ func (st *Store) load(r io.Reader) error {
 				return sr.fail(sr.off, "data after the end block")
 			}
 			return nil
+		}
+		if kind == kindSidecar {
+			if count != 0 || st.loadedSidecar != nil || entries > 0 {
+				return sr.fail(start, "a sidecar block with a count, twice, or after entries")
+			}
+			st.loadedSidecar, st.sidecarAt = append([]byte{}, payload...), start
+			continue
 		}
 		if kind != kindEntries {
 			return sr.fail(start, fmt.Sprintf("unknown block kind %q", kind))

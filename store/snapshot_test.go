@@ -156,8 +156,15 @@ func FuzzRestore(f *testing.F) {
 	f.Add(snap[:len(snap)-3])
 	f.Add(snapshotBytes(f, New(1), t0))
 	f.Add([]byte(snapMagic))
+	side := New(1)
+	side.SetSidecar(&textSidecar{text: "policies"})
+	decide(side, t0, token("a", time.Second, 3, 1))
+	f.Add(snapshotBytes(f, side, t0))
+	side.SetSidecar(&textSidecar{text: "!refused"})
+	f.Add(snapshotBytes(f, side, t0))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st := New(2)
+		st.SetSidecar(&textSidecar{})
 		defer st.Flush(0)
 		if err := st.Restore(bytes.NewReader(data)); err != nil {
 			var se *SnapshotError
@@ -172,6 +179,7 @@ func FuzzRestore(f *testing.F) {
 		// Whatever loads writes out again and loads to the same store.
 		now := st.Now()
 		again := New(2)
+		again.SetSidecar(&textSidecar{})
 		defer again.Flush(0)
 		if err := again.Restore(bytes.NewReader(snapshotBytes(t, st, now))); err != nil {
 			t.Fatalf("re-snapshot of a loaded store: %v", err)

@@ -26,6 +26,12 @@ type Store struct {
 	aof      atomic.Pointer[AOF] // the append-only log every change goes to; nil: none (SetAOF)
 	mem      memory
 	sweep    sweepStats
+
+	sidecar Sidecar // kept beside the entries in snapshots and the log (sidecar.go); nil: none
+	// loadedSidecar is the last sidecar state a load into this store met,
+	// at byte sidecarAt of its file; nil: none.
+	loadedSidecar []byte
+	sidecarAt     int64
 }
 
 // New returns an empty store with n shards, rounded up to a power of two

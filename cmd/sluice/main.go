@@ -114,7 +114,8 @@ func run(cfg config) error {
 	// replayed from the log into this registry (docs/policies.md).
 	rules := policy.NewRegistry()
 	var ks commands.Keyspace = st
-	var _ commands.Transactor = st // MULTI/EXEC need it of every keyspace
+	var _ commands.Transactor = st      // MULTI/EXEC need it of every keyspace
+	var _ commands.SidecarRecorder = st // RL.POLICY SET and DEL on a single node
 	var node *cluster.Node
 	var saver *store.Saver
 	var aof *store.AOF
@@ -164,6 +165,9 @@ func run(cfg config) error {
 			return err
 		}
 		st.SetMaxMemory(cfg.maxmemory, evict)
+		// A single node keeps its command-defined policies in its snapshot
+		// file and append-only log, beside the entries.
+		st.SetSidecar(rules)
 		if saver, aof, err = loadState(log, st, cfg); err != nil {
 			return err
 		}
