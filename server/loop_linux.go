@@ -118,6 +118,19 @@ func detach(nc net.Conn) (int, error) {
 	return fd, nil
 }
 
+// refuseNew shuts a listening socket down at once (shutdown(2) on a
+// listener resets the connections in its backlog and takes the port out of
+// listening), where Close may wait for the goroutine in Accept.
+func refuseNew(ln net.Listener) {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return
+	}
+	if rc, err := sc.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RDWR) })
+	}
+}
+
 // add hands the loop a client whose descriptor is detached.
 func (l *eventLoop) add(c *Conn) { l.post(func() { l.adds = append(l.adds, c) }) }
 

@@ -17,6 +17,7 @@ type eventLoop struct {
 
 func startLoops(*Server, int) ([]*eventLoop, error) { return nil, errNoLoops }
 func detach(net.Conn) (int, error)                  { return -1, errNoLoops }
+func refuseNew(net.Listener)                        {}
 func (l *eventLoop) add(*Conn)                      {}
 func (l *eventLoop) kill(*Conn)                     {}
 func (l *eventLoop) shutdown()                      {}

@@ -27,7 +27,9 @@ type Server struct {
 	log   *slog.Logger
 
 	mu     sync.Mutex
-	lns    []net.Listener
+	lns    []net.Listener // as served (a TLS listener wraps its socket's)
+	socks  []net.Listener // the sockets under lns, index for index
+	deaf   bool           // StopListening ran: an accept error ends Serve quietly
 	conns  map[int64]*Conn
 	joins  int // connections admitted and not yet registered: they hold a place under maxclients
 	closed bool
@@ -94,13 +96,18 @@ func (s *Server) EventLoops() int { return s.cfg.EventLoops }
 // Serve accepts clients on ln until Shutdown. It returns nil after
 // Shutdown and the accept error otherwise. It may be called for several
 // listeners; they share the event loops.
-func (s *Server) Serve(ln net.Listener) error {
+func (s *Server) Serve(ln net.Listener) error { return s.serve(ln, ln) }
+
+// serve is Serve for ln, whose socket is sock (ln itself, or the listener
+// a TLS listener wraps).
+func (s *Server) serve(ln, sock net.Listener) error {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || s.deaf {
 		s.mu.Unlock()
 		return net.ErrClosed
 	}
 	s.lns = append(s.lns, ln)
+	s.socks = append(s.socks, sock)
 	if n := s.cfg.EventLoops; n > 0 && s.loops == nil {
 		loops, err := startLoops(s, n)
 		if err != nil {
@@ -245,7 +252,26 @@ func (c *Conn) close() {
 func (s *Server) isClosed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.closed
+	return s.closed || s.deaf
+}
+
+// StopListening closes the listeners, and returns once the kernel refuses
+// new connections on their ports; the clients already connected go on
+// being served. A process that leaves without Shutdown (after its final
+// save) calls it first: otherwise the kernel may close a client's socket
+// before the listener's, and a client that reconnects at once lands in the
+// dying listener's backlog and is reset mid-handshake instead of being
+// refused (node-redis 5.9.0 then reports ready on the reset socket and
+// never answers again). A listener's Close alone is not enough: while a
+// goroutine waits in Accept, the runtime defers the socket's close(2).
+func (s *Server) StopListening() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deaf = true
+	for i, ln := range s.lns {
+		refuseNew(s.socks[i])
+		ln.Close()
+	}
 }
 
 // Shutdown stops accepting, lets every client finish the batch it is
@@ -254,7 +280,8 @@ func (s *Server) isClosed() bool {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
-	for _, ln := range s.lns {
+	for i, ln := range s.lns {
+		refuseNew(s.socks[i])
 		ln.Close()
 	}
 	for _, c := range s.conns {

@@ -24,7 +24,7 @@ const tlsHandshakeTimeout = 10 * time.Second
 // served by its own goroutine, which runs the handshake before reading its
 // first command.
 func (s *Server) ServeTLS(ln net.Listener, cfg *tls.Config) error {
-	return s.Serve(tls.NewListener(ln, cfg))
+	return s.serve(tls.NewListener(ln, cfg), ln)
 }
 
 // TLS reports whether the connection speaks TLS. Any goroutine.

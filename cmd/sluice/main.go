@@ -323,7 +323,9 @@ func run(cfg config) error {
 	}
 	// Held: the final snapshot is written and the store stays held, so
 	// that no decision after it is lost; the process leaves at once, as
-	// Redis does after its final save.
+	// Redis does after its final save, its listeners closed first, as
+	// Redis closes its listening sockets before it exits.
+	srv.StopListening()
 	close(stopSaves)
 	if live.saves != nil {
 		live.saves.close()
