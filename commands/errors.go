@@ -28,6 +28,7 @@ func (e codeError) Error() string { return string(e) }
 var (
 	errNotInteger        = replyError("value is not an integer or out of range")
 	errSyntax            = replyError("syntax error")
+	errOverrideExpire    = replyError("invalid expire time in 'rl.override|set' command")
 	errSlowlogCount      = replyError("count should be greater than or equal to -1")
 	errNoPassSet         = replyError("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	errInvalidDBIdx      = replyError("DB index is out of range")
