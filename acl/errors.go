@@ -29,6 +29,7 @@ var (
 	ErrUserNotFound    = errors.New("User")
 	ErrUnknownCategory = errors.New("Unknown category")
 	ErrCorrupt         = errors.New("corrupt ACL encoding")
+	ErrBadChange       = errors.New("acl: unknown replicated change")
 
 	// Registration errors: a fault in the caller's command table.
 	ErrDuplicateCommand = errors.New("acl: command registered twice")

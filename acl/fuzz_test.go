@@ -90,3 +90,51 @@ func FuzzLoadText(f *testing.F) {
 		}
 	})
 }
+
+// FuzzApplyChange applies replicated changes (one per line, words separated
+// by spaces; "load" takes the rest of the input as the file's text) to two
+// replicas: no panic, Check and Apply agree, a refused change leaves the
+// users as they were, and both replicas always hold the same encoding.
+func FuzzApplyChange(f *testing.F) {
+	for _, s := range []string{
+		"setuser a on >p ~a:* +@limiter\ndeluser a b\nsetuser b",
+		"setuser default resetpass >pw\ndeluser default",
+		"load f user default on nopass ~* +@all|user x on nopass +@read",
+		"setuser a +nosuch\nsetuser a%b on\nflush",
+		"deluser\nsetuser\nload",
+	} {
+		f.Add(s)
+	}
+	reg := sluiceRegistry(f)
+	f.Fuzz(func(t *testing.T, input string) {
+		lines := strings.Split(input, "\n")
+		if len(lines) > 32 {
+			return
+		}
+		a, b := NewUsers(reg), NewUsers(reg)
+		for _, line := range lines {
+			var change [][]byte
+			if rest, ok := strings.CutPrefix(line, "load "); ok {
+				name, text, _ := strings.Cut(rest, " ")
+				change = [][]byte{[]byte("load"), []byte(name), []byte(strings.ReplaceAll(text, "|", "\n"))}
+			} else {
+				for _, w := range strings.Split(line, " ") {
+					change = append(change, []byte(w))
+				}
+			}
+			before := a.Encode()
+			errC := a.Check(change)
+			_, errA := a.Apply(change)
+			_, errB := b.Apply(change)
+			if (errC == nil) != (errA == nil) || (errA == nil) != (errB == nil) {
+				t.Fatalf("%q: Check %v, Apply %v and %v", change, errC, errA, errB)
+			}
+			if errA != nil && !slices.Equal(before, a.Encode()) {
+				t.Fatalf("%q was refused (%v) but changed the users", change, errA)
+			}
+			if !slices.Equal(a.Encode(), b.Encode()) {
+				t.Fatalf("after %q the replicas differ", change)
+			}
+		}
+	})
+}

@@ -172,3 +172,69 @@ func TestSaveAndLoadFile(t *testing.T) {
 		t.Fatalf("loading a missing file: %v", err)
 	}
 }
+
+func words(ws ...string) [][]byte {
+	out := make([][]byte, len(ws))
+	for i, w := range ws {
+		out[i] = []byte(w)
+	}
+	return out
+}
+
+// Two replicas that apply the same changes in the same order hold the same
+// users, byte for byte; Check refuses what Apply would refuse, and changes
+// nothing.
+func TestApplyIsDeterministicAndCheckChangesNothing(t *testing.T) {
+	reg := sluiceRegistry(t)
+	a, b := NewUsers(reg), NewUsers(reg)
+	changes := [][][]byte{
+		words("setuser", "tenant-a", "on", ">pa", "~tenant-a:*", "+@limiter"),
+		words("setuser", "tenant-b", "on", "#"+strings.Repeat("ab", 32), "%R~tenant-b:*", "+rl.info"),
+		words("deluser", "tenant-b", "nobody"),
+		words("load", "users.acl", "user default on nopass ~* &* +@all\nuser ops on >po ~* +@all -@dangerous\n"),
+		words("setuser", "ops", "-flushall"),
+	}
+	counts := []int64{0, 0, 1, 0, 0}
+	for i, c := range changes {
+		before := a.Encode()
+		if err := a.Check(c); err != nil {
+			t.Fatalf("Check(%q): %v", c, err)
+		}
+		if !slices.Equal(before, a.Encode()) {
+			t.Fatalf("Check(%q) changed the users", c)
+		}
+		na, errA := a.Apply(c)
+		nb, errB := b.Apply(c)
+		if errA != nil || errB != nil || na != counts[i] || nb != counts[i] {
+			t.Fatalf("Apply(%q) = %d %v, %d %v; want %d", c, na, errA, nb, errB, counts[i])
+		}
+		if !slices.Equal(a.Encode(), b.Encode()) {
+			t.Fatalf("after %q the replicas differ:\n%s\n%s", c, a.Encode(), b.Encode())
+		}
+	}
+	if a.Get("tenant-a") != nil || a.Get("ops") == nil {
+		t.Fatalf("users after the load: %v", a.Names())
+	}
+	for _, tc := range []struct {
+		change [][]byte
+		want   string
+	}{
+		{words("setuser", "ops", "+nosuch"), "Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL"},
+		{words("setuser", "a b"), ErrUsernameSpaces.Error()},
+		{words("deluser", "ops", "default"), ErrDeleteDefault.Error()},
+		{words("load", "f.acl", "user ops on +nosuch\n"), "f.acl:1: Error in applying operation '+nosuch': Unknown command or category name in ACL. " +
+			"WARNING: ACL errors detected, no change to the previously active ACL rules was performed"},
+		{words("flush"), ErrBadChange.Error()},
+		{nil, ErrBadChange.Error()},
+	} {
+		before := a.Encode()
+		errC := a.Check(tc.change)
+		_, errA := a.Apply(tc.change)
+		if errC == nil || errA == nil || errC.Error() != tc.want || errA.Error() != tc.want {
+			t.Errorf("%q: Check %v, Apply %v; want %q", tc.change, errC, errA, tc.want)
+		}
+		if !slices.Equal(before, a.Encode()) {
+			t.Errorf("%q changed the users", tc.change)
+		}
+	}
+}

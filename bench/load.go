@@ -289,18 +289,15 @@ func popcount(x uint64) int {
 }
 
 // dialWorkers opens conns connections to addr.
-func dialWorkers(l *load, addr string, conns int, sha string) ([]*worker, error) {
+func dialWorkers(l *load, srv *server, conns int, sha string) ([]*worker, error) {
 	var ws []*worker
 	for i := 0; i < conns; i++ {
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		c, err := srv.dial(5*time.Second, true)
 		if err != nil {
 			for _, w := range ws {
 				w.conn.Close()
 			}
-			return nil, fmt.Errorf("connect %s: %w", addr, err)
-		}
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
+			return nil, fmt.Errorf("connect %s: %w", srv.addr, err)
 		}
 		ws = append(ws, newWorker(l, c, uint64(i)+1, sha))
 	}

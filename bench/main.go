@@ -338,6 +338,17 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 			return nil, nil, err
 		}
 		targets["sluice-policies"] = &target{kind: "sluice", bin: bin, dir: tmp, extra: []string{"--policies", rules}}
+		tlsFiles, err := newBenchTLS(tmp)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets["sluice-tls"] = &target{kind: "sluice", bin: bin, dir: tmp, extra: tlsFiles.flags(), tls: tlsFiles.client}
+		aclFile, err := writeBenchACL(tmp, findScenario("sluice-token-acl").prefix)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets["sluice-acl"] = &target{kind: "sluice", bin: bin, dir: tmp, extra: []string{"--aclfile", aclFile},
+			user: aclUser, pass: aclPass}
 		targets["sluice-metrics"] = &target{kind: "sluice", bin: bin, dir: tmp, scrape: true}
 		for name, t := range groupTargets(bin, tmp, o.cluster) {
 			targets[name] = t

@@ -11,13 +11,14 @@ import (
 
 // Groups of runs; each is one table of the report.
 const (
-	groupDepth  = "depth"   // the base settings at several pipeline depths: ratios and the chart
-	groupKeys   = "keys"    // key cardinality at pipeline 16
-	groupZipf   = "zipf"    // skewed keys at pipeline 16
-	groupCores  = "cores"   // sluice with GOMAXPROCS 1 and 2
-	groupAOF    = "aof"     // RL.TOKEN with the append-only log off, everysec, always
-	groupCheck  = "check"   // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
-	groupScrape = "metrics" // RL.TOKEN with /metrics scraped every second beside without the endpoint
+	groupDepth  = "depth"    // the base settings at several pipeline depths: ratios and the chart
+	groupKeys   = "keys"     // key cardinality at pipeline 16
+	groupZipf   = "zipf"     // skewed keys at pipeline 16
+	groupCores  = "cores"    // sluice with GOMAXPROCS 1 and 2
+	groupAOF    = "aof"      // RL.TOKEN with the append-only log off, everysec, always
+	groupCheck  = "check"    // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
+	groupScrape = "metrics"  // RL.TOKEN with /metrics scraped every second beside without the endpoint
+	groupSec    = "security" // RL.TOKEN in plaintext as the default user, over TLS, and as a restricted ACL user
 	groupOwn    = "custom"
 )
 
@@ -29,6 +30,7 @@ var groupTitles = map[string]string{
 	groupOwn:    "Runs",
 	groupCheck:  "sluice RL.CHECK under a TOKEN policy (from a `--policies` file) beside RL.TOKEN with the same parameters",
 	groupScrape: "sluice RL.TOKEN with `--metrics-bind` and /metrics fetched every second beside without the endpoint (the per-command figures are counted in both: INFO commandstats needs them)",
+	groupSec:    "sluice RL.TOKEN in plaintext as the default user, over TLS (`--port 0 --tls-port`, P-256, `--tls-auth-clients no`), and as an ACL user held to `~ac:*` with `+@limiter` (plaintext)",
 	groupAOF:    "sluice RL.TOKEN with the append-only log off, `--appendonly yes --appendfsync everysec`, and `always` (a fresh --dir on the machine's disk per run)",
 }
 
@@ -73,8 +75,24 @@ func quickPlan(b base) []runSpec {
 	runs := depthRuns(b, []int{1, 16}, all, []int{4, 64}, chartSet)
 	runs = append(runs, coreRuns(b, []int{16}, []string{"sluice-token"})...)
 	runs = append(runs, aofRuns(b)...)
+	runs = append(runs, securityRuns(b)...)
 	runs = append(runs, scrapeRuns(b)...)
 	return append(runs, checkRuns(b)...)
+}
+
+// securityRuns runs RL.TOKEN in plaintext as the default user, over TLS,
+// and as a restricted ACL user, at pipeline 1 and 16, one after the other
+// so that they are close in time.
+func securityRuns(b base) []runSpec {
+	var runs []runSpec
+	for _, depth := range []int{1, 16} {
+		for _, name := range []string{"sluice-token", "sluice-token-tls", "sluice-token-acl"} {
+			if b.wants(name) {
+				runs = append(runs, b.spec(groupSec, name, depth))
+			}
+		}
+	}
+	return runs
 }
 
 // scrapeRuns runs RL.TOKEN at pipeline 1 and 16 without the Prometheus
@@ -165,6 +183,7 @@ func fullPlan(b base) []runSpec {
 	}
 	runs = append(runs, coreRuns(b, []int{1, 16}, []string{"sluice-ping", "sluice-token"})...)
 	runs = append(runs, aofRuns(b)...)
+	runs = append(runs, securityRuns(b)...)
 	return append(runs, checkRuns(b)...)
 }
 

@@ -123,6 +123,15 @@ func (rep *report) ratios() []ratio {
 			return x.opsPerSec() / y.opsPerSec()
 		}
 	}
+	sec := func(a, b string) func(int) float64 {
+		return func(d int) float64 {
+			x, y := rep.findIn(groupSec, a, d), rep.findIn(groupSec, b, d)
+			if x == nil || y == nil {
+				return math.NaN()
+			}
+			return x.opsPerSec() / y.opsPerSec()
+		}
+	}
 	scraped := func(a, b string, figure func(*result) float64) func(int) float64 {
 		return func(d int) float64 {
 			x, y := rep.findIn(groupScrape, a, d), rep.findIn(groupScrape, b, d)
@@ -177,6 +186,8 @@ func (rep *report) ratios() []ratio {
 			scraped("sluice-token-metrics", "sluice-token", func(r *result) float64 { return r.figs().srvPerM }), "", nil, nil},
 		{"sluice RL.CHECK (TOKEN policy) ÷ RL.TOKEN, throughput", check("sluice-check", "sluice-token"),
 			"≥ 0.9 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 0.9 }},
+		{"sluice RL.TOKEN over TLS ÷ plaintext, throughput", sec("sluice-token-tls", "sluice-token"), "", nil, nil},
+		{"sluice RL.TOKEN as an ACL user with a key pattern ÷ the default user, throughput", sec("sluice-token-acl", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN (one node), throughput", tput("group-token", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → leader p99 ÷ sluice RL.TOKEN p99", p99("group-token", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → follower ÷ → leader, throughput", tput("group-token-follower", "group-token"), "", nil, nil},

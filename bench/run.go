@@ -79,7 +79,7 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 		res.skipped = why
 		return res, nil
 	}
-	ws, err := dialWorkers(l, srv.addr, spec.conns, sha)
+	ws, err := dialWorkers(l, srv, spec.conns, sha)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func loadScript(srv *server, src string) (string, error) {
 // are left for the run to count and report.
 func probe(srv *server, l *load) string {
 	now := strconv.AppendInt(nil, time.Now().Unix(), 10)
-	v, err := srv.send(5*time.Second, l.tmpl.encode(nil, appendKey(nil, l.sc.prefix, 0), now))
+	v, err := srv.sendAs(5*time.Second, l.tmpl.encode(nil, appendKey(nil, l.sc.prefix, 0), now), true)
 	if err == nil && isUnknownCommand(v) {
 		return "the server does not have the command: " + v.String()
 	}

@@ -80,6 +80,17 @@ var scenarios = []*scenario{
 	// per server), at two appendfsync policies.
 	aofToken("sluice-token-aof-everysec", "sluice RL.TOKEN, appendfsync everysec", "sluice-aof-everysec"),
 	aofToken("sluice-token-aof-always", "sluice RL.TOKEN, appendfsync always", "sluice-aof-always"),
+	// The same decisions over TLS, and as a user held to a key pattern
+	// (security.go).
+	tlsToken("sluice-token-tls", "sluice RL.TOKEN over TLS", "sluice-tls"),
+	{
+		name: "sluice-token-acl", label: "sluice RL.TOKEN, ACL user ~ac:*", server: "sluice-acl", algo: "token",
+		prefix: "ac:", keysPer: 1,
+		args: func(w workload, _ string) []string {
+			return []string{"RL.TOKEN", "$KEY", w.rate, itoa(w.capacity), itoa(w.cost)}
+		},
+		check: checkDecision,
+	},
 	// The same decisions with the Prometheus endpoint on and scraped once a
 	// second (see scrape in servers.go).
 	metricsToken("sluice-token-metrics", "sluice RL.TOKEN, /metrics scraped every second", "sluice-metrics"),
@@ -126,6 +137,13 @@ func groupToken(name, label, server string) *scenario {
 		},
 		check: checkDecision,
 	}
+}
+
+// tlsToken is sluice-token over TLS.
+func tlsToken(name, label, server string) *scenario {
+	sc := groupToken(name, label, server)
+	sc.prefix = "tt:"
+	return sc
 }
 
 func aofToken(name, label, server string) *scenario {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -33,6 +34,11 @@ type target struct {
 	// extra are more flags for a started sluice; with any, each server
 	// gets a fresh --dir of its own under dir (its append-only log).
 	extra []string
+	// tls, if set, is how bench speaks to a started sluice that serves TLS
+	// only (--port 0, --tls-port; extra has its certificate flags).
+	tls *tls.Config
+	// user and pass, if set, are the user the load authenticates as.
+	user, pass string
 	// scrape starts sluice with --metrics-bind on a free port and fetches
 	// /metrics from it every second while it runs, as Prometheus would.
 	scrape bool
@@ -50,6 +56,9 @@ type server struct {
 	// group is the replicated group this address belongs to, when bench
 	// started one for the run: stopping the server stops the group.
 	group *group
+	// tls, user and pass are the target's (security.go's dial).
+	tls        *tls.Config
+	user, pass string
 }
 
 // started records the processes bench started, so that every exit path,
@@ -74,7 +83,7 @@ func stopAll() {
 // with procs as its GOMAXPROCS (0: the Go default).
 func (t *target) open(ctx context.Context, procs int) (*server, error) {
 	if t.addr != "" {
-		s := &server{kind: t.kind, addr: t.addr}
+		s := &server{kind: t.kind, addr: t.addr, tls: t.tls, user: t.user, pass: t.pass}
 		s.pid = localPID(t.addr)
 		return s, nil
 	}
@@ -114,6 +123,10 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--loglevel", "warning",
 			"--save", "0", "--dir", dir}
 		args = append(args, t.extra...)
+		if t.tls != nil {
+			args[1] = "0" // no plaintext port
+			args = append(args, "--tls-port", strconv.Itoa(port))
+		}
 		if t.scrape {
 			mport, err := proc.FreePort()
 			if err != nil {
@@ -135,6 +148,7 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.tls, s.user, s.pass = t.tls, t.user, t.pass
 	if err := s.waitReady(ctx, 10*time.Second); err != nil {
 		s.stop()
 		return nil, err
@@ -244,7 +258,13 @@ func (s *server) call(timeout time.Duration, args ...string) (*resp.Value, error
 
 // send writes one encoded request on a new connection and returns the reply.
 func (s *server) send(timeout time.Duration, req []byte) (*resp.Value, error) {
-	conn, err := net.DialTimeout("tcp", s.addr, timeout)
+	return s.sendAs(timeout, req, false)
+}
+
+// sendAs is send on a connection authenticated as the load's user if
+// asUser (security.go's dial).
+func (s *server) sendAs(timeout time.Duration, req []byte, asUser bool) (*resp.Value, error) {
+	conn, err := s.dial(timeout, asUser)
 	if err != nil {
 		return nil, err
 	}

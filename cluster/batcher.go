@@ -38,6 +38,7 @@ type batcher struct {
 	entries atomic.Int64 // log entries written
 	ops     atomic.Int64 // operations in them
 	maxSeen atomic.Int64 // the largest batch, in operations
+	metrics nodeMetrics  // the node's event counts (metrics.go)
 }
 
 func newBatcher(r *raft.Raft) *batcher {
@@ -131,6 +132,7 @@ func (b *batcher) loop() {
 			}
 		}
 		buf = b.encode(buf[:0], batch)
+		start := time.Now()
 		f := b.r.Apply(append([]byte(nil), buf...), 5*time.Second)
 		subs := append([]*submission(nil), batch...)
 		b.entries.Add(1)
@@ -138,7 +140,7 @@ func (b *batcher) loop() {
 		if int64(nops) > b.maxSeen.Load() {
 			b.maxSeen.Store(int64(nops))
 		}
-		go b.finish(f, subs)
+		go b.finish(f, subs, start)
 	}
 }
 
@@ -185,9 +187,12 @@ func (b *batcher) encode(buf []byte, subs []*submission) []byte {
 }
 
 // finish waits for an entry to be applied and hands each submission its
-// results.
-func (b *batcher) finish(f raft.ApplyFuture, subs []*submission) {
+// results; an entry applied counts its time since start (raft.Apply).
+func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time) {
 	err := f.Error()
+	if err == nil {
+		b.metrics.observeApply(time.Since(start))
+	}
 	<-b.inflight
 	var results []result
 	if err == nil {

@@ -20,9 +20,12 @@ import (
 //	exec    = cmd:u8 readonly:u8 sha1:bytes nkeys:uvarint key:bytes* nargs:uvarint arg:bytes*
 //	                                              (a known script or a string command, package compat)
 //	tx      = nwatch:uvarint (key:bytes version:u64le)* nreq:uvarint
+//	acl     = nargs:uvarint arg:bytes*            (a change of the users: acl.go)
 //	bytes   = len:uvarint data
 //
-// A transaction (MULTI/EXEC) is a tx op followed by its nreq decide ops, in
+// A transaction (MULTI/EXEC) is a tx op followed by its nreq commands in
+// order (decide ops, and exec ops for its scripts, string and key-space
+// commands; an older entry holds only decide ops), in
 // one submission and so in one entry; the FSM carries them out in one
 // store.Transact call. Its result's n is 1 if it was carried out, 0 if a
 // watched key's version had changed.
@@ -51,6 +54,8 @@ const (
 	opExec
 	opVersion
 	opTx
+	opACL
+	opPolicy
 )
 
 // op is one operation of a batch.
@@ -61,7 +66,7 @@ type op struct {
 	id   string             // opMember
 	addr string             // opMember
 	xop  compat.Op          // opExec, with keys and argv
-	argv [][]byte           // opExec
+	argv [][]byte           // opExec, opACL, opPolicy
 
 	watches []algorithms.Watch // opTx
 	count   int                // opTx: the decide ops that follow and belong to it
@@ -75,6 +80,8 @@ type result struct {
 	info  algorithms.KeyInfo // opInfo
 	exec  bool               // opExec: the answer is reply
 	reply compat.Reply       // opExec
+	acl   bool               // opACL: n is DELUSER's count, index the entry's
+	index uint64             // opACL: the log index the change was applied at
 }
 
 // appendBatch encodes ops with the timestamp now.
@@ -126,6 +133,8 @@ func appendOp(b []byte, o *op) []byte {
 		}
 		b = appendBytes(b, sha)
 		b = appendList(b, o.keys)
+		b = appendList(b, o.argv)
+	case opACL, opPolicy:
 		b = appendList(b, o.argv)
 	}
 	return b
@@ -298,6 +307,8 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 			}
 			o.keys = d.list()
 			o.argv = d.list()
+		case opACL, opPolicy:
+			o.argv = d.list()
 		default:
 			d.fail()
 		}
@@ -316,6 +327,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 //	        | 1:u8 error:bytes
 //	        | 2:u8 algo:u8 expire:varint nfields:uvarint field*      (RL.INFO)
 //	        | 3:u8 reply:bytes                                        (exec: compat.Reply.AppendBinary)
+//	        | 4:u8 n:varint index:uvarint                             (acl: a change of the users)
 //	field   = name:bytes value:varint flags:u8 [len:uvarint value:varint*]   (flags: 1 list, 2 pairs)
 func appendResults(b []byte, rs []result) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs)))
@@ -328,6 +340,11 @@ func appendResults(b []byte, rs []result) []byte {
 		}
 		if r.exec {
 			b = appendBytes(append(b, 3), r.reply.AppendBinary(nil))
+			continue
+		}
+		if r.acl {
+			b = binary.AppendVarint(append(b, 4), r.n)
+			b = binary.AppendUvarint(b, r.index)
 			continue
 		}
 		if r.info.Algo != algorithms.None {
@@ -381,6 +398,8 @@ func decodeResults(data []byte) ([]result, error) {
 				d.fail()
 			}
 			rs[i].exec, rs[i].reply = true, rep
+		case 4:
+			rs[i].acl, rs[i].n, rs[i].index = true, d.varint(), d.uvarint()
 		default:
 			d.fail()
 		}

@@ -33,6 +33,7 @@ func sampleOps() []op {
 		{code: opTx, watches: []algorithms.Watch{{Key: []byte("w"), Version: 1<<64 - 1}, {Key: []byte("")}}, count: 1},
 		{code: opDecide, req: algorithms.Request{Key: []byte("w"), N: 1,
 			Limit: algorithms.Limit{Algo: algorithms.Fixed, Count: 5, Period: 60e9}}},
+		{code: opACL, argv: [][]byte{[]byte("setuser"), []byte("tenant-a"), []byte(">p\x00w"), []byte("~tenant-a:*")}},
 	}
 }
 
@@ -61,6 +62,7 @@ func TestResultsRoundTrip(t *testing.T) {
 		{exec: true, reply: execReply(t, compat.FlexibleSHA1, "1", "60")},
 		{exec: true, reply: execReply(t, compat.RateLimitRedisGetSHA1)},
 		{exec: true, reply: execReply(t, compat.UluleIncrSHA1, "x", "1")},
+		{acl: true, n: 2, index: 1<<40 + 7},
 	}
 	got, err := decodeResults(appendResults(nil, rs))
 	if err != nil {
@@ -70,7 +72,7 @@ func TestResultsRoundTrip(t *testing.T) {
 		if got[i].exec != rs[i].exec || got[i].reply.String() != rs[i].reply.String() {
 			t.Fatalf("result %d: reply %v; want %v", i, got[i].reply.String(), rs[i].reply.String())
 		}
-		if got[i].out.Result != rs[i].out.Result || got[i].n != rs[i].n {
+		if got[i].out.Result != rs[i].out.Result || got[i].n != rs[i].n || got[i].acl != rs[i].acl || got[i].index != rs[i].index {
 			t.Fatalf("result %d: %+v; want %+v", i, got[i], rs[i])
 		}
 		if (rs[i].out.Err == nil) != (got[i].out.Err == nil) ||

@@ -37,6 +37,8 @@ var (
 	errRemoving       = clusterError("removing")
 	errTransfer       = clusterError("leadership transfer")
 	errSnapshot       = clusterError("snapshot")
+	errNoACL          = clusterError("this node replicates no ACL users")
+	errNoPolicies     = clusterError("this node replicates no policies")
 )
 
 // clusterError is a reply error of the cluster (comparable with ==).

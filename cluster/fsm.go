@@ -9,6 +9,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -34,14 +35,23 @@ type stateMachine struct {
 	index   uint64            // the last entry applied, 0 after a restore
 	members map[string]string // node id → RESP address
 
+	acl    ACL         // the replicated users (acl.go); nil: none
+	aclSet atomic.Bool // the log has carried users: acl holds the group's
+	// policies are the replicated command-defined policies (policies.go);
+	// nil: none.
+	policies Policies
+
+	applying uint64 // the index of the entry Apply is carrying out (raft's FSM goroutine only)
+
 	reqs []algorithms.Request // scratch for runs of decisions
 	outs []algorithms.Outcome
 	call compat.Call // scratch for scripts and string commands
 }
 
-// newStateMachine returns the state machine over st.
-func newStateMachine(st *store.Store) *stateMachine {
-	return &stateMachine{st: st, members: map[string]string{}}
+// newStateMachine returns the state machine over st and users (nil: the
+// group replicates no users).
+func newStateMachine(st *store.Store, users ACL, policies Policies) *stateMachine {
+	return &stateMachine{st: st, members: map[string]string{}, acl: users, policies: policies}
 }
 
 // AppliedTime returns the instant the last entry was applied at: the
@@ -93,6 +103,7 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 	at := f.applied
 	f.mu.Unlock()
 	results := make([]result, len(ops))
+	f.applying = l.Index
 	f.run(at, ops, results)
 	f.mu.Lock()
 	f.index = l.Index
@@ -170,6 +181,10 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			r.n, r.out.Err = f.st.DBSize(at)
 		case opFlush:
 			r.out.Err = f.st.Flush(at)
+		case opACL:
+			f.applyACL(o, r)
+		case opPolicy:
+			f.applyPolicy(o, r)
 		case opMember:
 			f.mu.Lock()
 			if o.addr == "" {
@@ -184,24 +199,36 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 }
 
 // runTx carries out the transaction whose tx op is ops[i] and the decide
-// ops after it (at most its count), in one store.Transact call, and returns
-// the index of the op after them.
+// and exec ops after it (at most its count), in one store.Transact call,
+// and returns the index of the op after them.
 func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 	j := i + 1
-	for j < len(ops) && j-i-1 < ops[i].count && ops[j].code == opDecide {
+	for j < len(ops) && j-i-1 < ops[i].count && (ops[j].code == opDecide || ops[j].code == opExec) {
 		j++
 	}
 	reqs := make([]algorithms.Request, 0, j-i-1)
+	var xops []compat.TxOp
 	for k := i + 1; k < j; k++ {
+		if ops[k].code == opExec {
+			xops = append(xops, compat.TxOp{Before: len(reqs), Op: ops[k].xop, Keys: ops[k].keys, Argv: ops[k].argv})
+			continue
+		}
 		reqs = append(reqs, ops[k].req)
 	}
 	outs := make([]algorithms.Outcome, len(reqs))
-	ok, err := f.st.Transact(at, ops[i].watches, reqs, outs)
+	ok, err := f.st.Transact(at, ops[i].watches, reqs, outs, xops)
 	results[i].out.Err = err
 	if ok {
 		results[i].n = 1
-		for k := range outs {
-			results[i+1+k].out = outs[k]
+		r, x := 0, 0
+		for k := i + 1; k < j; k++ {
+			if ops[k].code == opExec {
+				results[k].exec, results[k].reply = true, xops[x].Reply
+				x++
+				continue
+			}
+			results[k].out = outs[r]
+			r++
 		}
 	}
 	return j
@@ -209,9 +236,12 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 
 // The FSM snapshot: a header, then the store's own snapshot.
 //
-//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* store…
+//	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* users policies store…
+//
+// users (acl.go) are in versions 2 and 3, policies (policies.go) in 3;
+// Restore reads versions 1 and 2 too.
 const fsmMagic = "SLUICEFSM"
-const fsmVersion = 1
+const fsmVersion = 3
 
 // Snapshot captures the state at the current index. Raft calls it between
 // applies, so the capture is a point-in-time image; it only copies the
@@ -234,6 +264,8 @@ func (f *stateMachine) Snapshot() (raft.FSMSnapshot, error) {
 		b = appendBytes(b, []byte(id))
 		b = appendBytes(b, []byte(f.members[id]))
 	}
+	b = f.appendACLState(b)
+	b = f.appendPolicyState(b)
 	applied := f.applied
 	f.mu.RUnlock()
 	hdr.Write(b)
@@ -248,7 +280,8 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(br, magic); err != nil {
 		return fmt.Errorf("cluster: snapshot header: %w", err)
 	}
-	if string(magic[:len(fsmMagic)]) != fsmMagic || magic[len(fsmMagic)] != fsmVersion {
+	version := magic[len(fsmMagic)]
+	if string(magic[:len(fsmMagic)]) != fsmMagic || version < 1 || version > fsmVersion {
 		return errors.New("cluster: not a sluice FSM snapshot, or an unknown version")
 	}
 	var ts [8]byte
@@ -268,8 +301,34 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 		}
 		members[string(id)] = string(addr)
 	}
+	installACL := func() error { f.aclSet.Store(false); return nil }
+	if version >= 2 {
+		if installACL, err = f.restoreACLState(br, func(n uint64) ([]byte, error) {
+			b := make([]byte, n)
+			_, err := io.ReadFull(br, b)
+			return b, err
+		}); err != nil {
+			return err
+		}
+	}
+	installPolicies := func() error { return nil }
+	if version >= 3 {
+		if installPolicies, err = f.restorePolicyState(br, func(n uint64) ([]byte, error) {
+			b := make([]byte, n)
+			_, err := io.ReadFull(br, b)
+			return b, err
+		}); err != nil {
+			return err
+		}
+	}
 	if err := f.st.Restore(br); err != nil {
 		return fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+	if err := installACL(); err != nil {
+		return err
+	}
+	if err := installPolicies(); err != nil {
+		return err
 	}
 	f.mu.Lock()
 	f.applied = int64(binary.LittleEndian.Uint64(ts[:]))

@@ -75,12 +75,21 @@ func (n *Node) Version(now int64, key []byte) (uint64, error) {
 
 // Transact carries out a transaction (EXEC) as one operation of one log
 // entry: the leader's FSM checks the watched versions and carries out reqs
-// in one store.Transact call, at the entry's instant, on every replica.
-func (n *Node) Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome) (bool, error) {
-	ops := make([]op, 1, 1+len(reqs))
-	ops[0] = op{code: opTx, watches: watches, count: len(reqs)}
-	for i := range reqs {
-		ops = append(ops, op{code: opDecide, req: reqs[i]})
+// and xops in one store.Transact call, at the entry's instant, on every
+// replica. The ops after the tx op are its commands in order: a decide op
+// per request, an exec op per xop.
+func (n *Node) Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome, xops []compat.TxOp) (bool, error) {
+	ops := make([]op, 1, 1+len(reqs)+len(xops))
+	ops[0] = op{code: opTx, watches: watches, count: len(reqs) + len(xops)}
+	next := 0
+	for i := range xops {
+		for ; next < xops[i].Before && next < len(reqs); next++ {
+			ops = append(ops, op{code: opDecide, req: reqs[next]})
+		}
+		ops = append(ops, op{code: opExec, xop: xops[i].Op, keys: xops[i].Keys, argv: xops[i].Argv})
+	}
+	for ; next < len(reqs); next++ {
+		ops = append(ops, op{code: opDecide, req: reqs[next]})
 	}
 	rs, err := n.submit(now, ops)
 	if err != nil {
@@ -92,8 +101,19 @@ func (n *Node) Transact(now int64, watches []algorithms.Watch, reqs []algorithms
 	if rs[0].out.Err != nil || rs[0].n != 1 {
 		return false, rs[0].out.Err
 	}
-	for i := range reqs {
-		out[i] = rs[1+i].out
+	r, x := 0, 0
+	for _, res := range rs[1:] {
+		if res.exec {
+			if x < len(xops) {
+				xops[x].Reply = res.reply
+			}
+			x++
+			continue
+		}
+		if r < len(reqs) {
+			out[r] = res.out
+		}
+		r++
 	}
 	return true, nil
 }
@@ -121,6 +141,27 @@ func (n *Node) Exec(now int64, xop compat.Op, keys [][]byte, c *compat.Call) {
 		c.Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
 	default:
 		c.Reply = rs[0].reply
+	}
+}
+
+// ExecBatch carries out a pipeline's script calls and string commands
+// through the log as one submission (commands.BatchScripter), leaving each
+// reply in its Reply.
+func (n *Node) ExecBatch(now int64, xops []compat.TxOp, c *compat.Call) {
+	ops := make([]op, len(xops))
+	for i := range xops {
+		ops[i] = op{code: opExec, xop: xops[i].Op, keys: xops[i].Keys, argv: xops[i].Argv}
+	}
+	rs, err := n.submit(now, ops)
+	for i := range xops {
+		switch {
+		case err != nil:
+			xops[i].Reply = compat.ErrorReply(errors.New(replyLine(err)))
+		case len(rs) != len(ops) || !rs[i].exec:
+			xops[i].Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
+		default:
+			xops[i].Reply = rs[i].reply
+		}
 	}
 }
 
@@ -191,6 +232,8 @@ func (n *Node) submit(now int64, ops []op) ([]result, error) {
 			if blob == nil {
 				blob = appendBatch(nil, now, ops)
 			}
+			n.batcher.metrics.forwarded.Add(1)
+			n.batcher.metrics.forwardedOps.Add(int64(len(ops)))
 			rs, err = n.forward(addr, blob)
 		}
 		if err == nil || !retryable(err) {

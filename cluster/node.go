@@ -34,6 +34,9 @@ type Config struct {
 	RaftAllow     []string      // IPs and prefixes the Raft port admits besides members ("any": all; peerfilter.go)
 	Fsync         bool          // fsync the log on every write (the default; false trades durability for speed)
 	Password      string        // requirepass of the group's nodes, for forwarding
+	ACL           ACL           // the users the group replicates (acl.go); nil: none
+	SeedACL       bool          // offer ACL's users as the group's first set when elected (an --aclfile)
+	Policies      Policies      // the command-defined policies the group replicates (policies.go); nil: none
 	Logger        *slog.Logger
 
 	// RaftServerTLS and RaftClientTLS put the Raft port under mutual TLS
@@ -126,7 +129,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
+	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL, cfg.Policies), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
@@ -200,6 +203,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	}
 	n.stopped.Add(1)
 	go n.watchLeadership(notify)
+	n.startLeaderWatch()
 	return n, nil
 }
 
@@ -290,6 +294,7 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 			if n.fsm.Member(n.cfg.ID) != n.cfg.RESPAddr {
 				go n.batcher.submit(0, []op{{code: opMember, id: n.cfg.ID, addr: n.cfg.RESPAddr}})
 			}
+			go n.seedACL()
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/sluice-rl/sluice/compat"
 )
 
 // A transaction sent to a follower is forwarded whole and is one entry of
@@ -99,6 +100,101 @@ func TestTransactionsThroughEveryNode(t *testing.T) {
 	wg.Wait()
 	if admitted != capacity {
 		t.Fatalf("transactions admitted %d units; want exactly %d", admitted, capacity)
+	}
+	g.assertSameState()
+}
+
+// A transaction mixing decisions, string commands, a known script and
+// key-space commands, sent to a follower, is one entry of the log, and its
+// replies are in order, each command seeing the ones before it.
+func TestTransactionWithStringsAndScriptIsOneLogEntry(t *testing.T) {
+	g := newGroup(t, 3)
+	ld := g.leader()
+	var follower *member
+	for _, m := range g.members {
+		if m != ld {
+			follower = m
+			break
+		}
+	}
+	ctx := context.Background()
+	rdb := follower.client(t)
+	rdb.Do(ctx, "RL.FIXED", "warm", 1, "1h")
+	g.converged()
+	before := ld.node.raft.LastIndex()
+	cmds, _ := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "SET", "s", 5, "PX", 60000)
+		p.Do(ctx, "RL.FIXED", "a", 5, "1h")
+		p.Do(ctx, "INCRBY", "s", 2)
+		p.Do(ctx, "GET", "s")
+		p.Do(ctx, "TYPE", "a")
+		p.Do(ctx, "DEL", "a")
+		p.Do(ctx, "RL.FIXED", "a", 5, "1h")
+		p.Do(ctx, "EXISTS", "s", "a", "z")
+		p.Do(ctx, "INCR", "a") // a limiter's state: WRONGTYPE, in place
+		p.Do(ctx, "EVALSHA", compat.RateLimitRedisIncrementSHA1, 1, "hits", 60000, 0)
+		p.Do(ctx, "EVALSHA", compat.RateLimitRedisIncrementSHA1, 1, "hits", 60000, 0)
+		return nil
+	})
+	if after := ld.node.raft.LastIndex(); after != before+1 {
+		t.Fatalf("EXEC of eleven commands took %d log entries; want 1", after-before)
+	}
+	var got []any
+	for _, c := range cmds {
+		v, err := c.(*redis.Cmd).Result()
+		if err != nil {
+			v = "err:" + err.Error()[:9]
+		}
+		if s, ok := v.([]any); ok {
+			v = s[0] // a script's count of hits
+			if len(s) == 5 {
+				v = s[2] // a decision's remaining
+			}
+		}
+		got = append(got, v)
+	}
+	want := []any{"OK", int64(4), int64(7), "7", "rl-fixed", int64(1), int64(4), int64(2), "err:WRONGTYPE", int64(1), int64(2)}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("the transaction's replies = %v; want %v", got, want)
+		}
+	}
+	g.assertSameState()
+}
+
+// A pipeline of script calls sent to a follower is one submission, so one
+// entry of the log, and each call sees the ones before it.
+func TestPipelinedScriptsAreOneLogEntry(t *testing.T) {
+	g := newGroup(t, 3)
+	ld := g.leader()
+	var follower *member
+	for _, m := range g.members {
+		if m != ld {
+			follower = m
+			break
+		}
+	}
+	ctx := context.Background()
+	rdb := follower.client(t)
+	rdb.Do(ctx, "RL.FIXED", "warm", 1, "1h")
+	g.converged()
+	before := ld.node.raft.LastIndex()
+	pipe := rdb.Pipeline()
+	var cmds []*redis.Cmd
+	for i := 0; i < 8; i++ {
+		cmds = append(cmds, pipe.Do(ctx, "EVALSHA", compat.RateLimitRedisIncrementSHA1, 1, "hits", 60000, 0))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := ld.node.raft.LastIndex(); after != before+1 {
+		t.Fatalf("a pipeline of eight EVALSHA took %d log entries; want 1", after-before)
+	}
+	for i, c := range cmds {
+		v, err := c.Int64Slice()
+		if err != nil || v[0] != int64(i+1) {
+			t.Fatalf("call %d of the pipeline = %v, %v; want %d hits", i, v, err, i+1)
+		}
 	}
 	g.assertSameState()
 }

@@ -93,6 +93,8 @@ func aclCategories(cmd *command, sub string) []string {
 		add("transaction")
 	case strings.HasPrefix(cmd.name, "rl.policy") || strings.HasPrefix(cmd.name, "rl.override") || cmd.name == "rl.check":
 		add("policy")
+	case cmd.name == "rl.match": // decisions under the rules files' domains
+		add("limiter", "policy")
 	}
 	if cmd.name == "acl" && (sub == "whoami" || sub == "cat" || sub == "help") { // Redis: not @admin
 		cats = []string{"connection"}
@@ -136,22 +138,39 @@ type aclState struct {
 	log   *acl.Log
 }
 
-// newACL returns the users as the configuration sets them: requirepass on
-// the default user, then the aclfile if there is one (which names its own
-// default user, or keeps it).
+// newACL returns the users and ACL LOG of a Handler: cfg.Users, or the
+// users NewUsers makes from cfg.
 func newACL(cfg *Config) (aclState, error) {
 	reg, err := aclRegistry()
 	if err != nil {
 		return aclState{}, err
 	}
-	st := aclState{reg: reg, users: acl.NewUsers(reg), log: acl.NewLog(acl.DefaultLogMax)}
-	st.users.SetDefaultPassword(cfg.Password)
-	if cfg.ACLFile != "" {
-		if err := st.users.LoadFile(cfg.ACLFile); err != nil {
+	st := aclState{reg: reg, users: cfg.Users, log: acl.NewLog(acl.DefaultLogMax)}
+	if st.users == nil {
+		if st.users, err = NewUsers(*cfg); err != nil {
 			return aclState{}, err
 		}
 	}
 	return st, nil
+}
+
+// NewUsers returns the users cfg sets: requirepass on the default user,
+// then the aclfile if there is one (which names its own default user, or
+// keeps it). A replicated node makes them before its Raft log replays
+// (Config.Users).
+func NewUsers(cfg Config) (*acl.Users, error) {
+	reg, err := aclRegistry()
+	if err != nil {
+		return nil, err
+	}
+	users := acl.NewUsers(reg)
+	users.SetDefaultPassword(cfg.Password)
+	if cfg.ACLFile != "" {
+		if err := users.LoadFile(cfg.ACLFile); err != nil {
+			return nil, err
+		}
+	}
+	return users, nil
 }
 
 // permError is the NOPERM error for cmd with args if the session's user

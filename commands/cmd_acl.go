@@ -1,13 +1,15 @@
 package commands
 
 import (
+	"os"
 	"strconv"
 
 	"github.com/sluice-rl/sluice/acl"
 )
 
 // ACL: users and their permissions, with Redis 7's subcommands and replies
-// (acl.go wires the checks). Changes apply to the node that receives them.
+// (acl.go wires the checks). Changes apply to the node that receives them,
+// or to the whole group through its Raft log (changeUsers, below).
 
 func init() {
 	register(&command{name: "acl", arity: -2, flags: flagAdmin, run: cmdACL, group: "server", since: "0.1.0",
@@ -50,15 +52,7 @@ func cmdACL(s *session, args [][]byte) {
 	n := len(args)
 	switch {
 	case equalFold(sub, "setuser") && n >= 3:
-		rules := make([]string, 0, n-3)
-		for _, r := range args[3:] {
-			rules = append(rules, string(r))
-		}
-		if err := users.SetUser(string(args[2]), rules...); err != nil {
-			s.writeError(errACL(err))
-			return
-		}
-		s.writeOK()
+		s.changeUsers(append([][]byte{[]byte("setuser")}, args[2:]...), false)
 	case equalFold(sub, "getuser") && n == 3:
 		info, err := users.GetUser(string(args[2]))
 		if err != nil {
@@ -67,16 +61,7 @@ func cmdACL(s *session, args [][]byte) {
 		}
 		s.writeACLUser(info)
 	case equalFold(sub, "deluser") && n >= 3:
-		names := make([]string, 0, n-2)
-		for _, a := range args[2:] {
-			names = append(names, string(a))
-		}
-		deleted, err := users.DelUser(names...)
-		if err != nil {
-			s.writeError(errACL(err))
-			return
-		}
-		s.writeInt(int64(deleted))
+		s.changeUsers(append([][]byte{[]byte("deluser")}, args[2:]...), true)
 	case equalFold(sub, "list") && n == 2:
 		s.writeBulkStrings(users.List())
 	case equalFold(sub, "users") && n == 2:
@@ -108,15 +93,7 @@ func cmdACL(s *session, args [][]byte) {
 		}
 		s.writeOK()
 	case equalFold(sub, "load") && n == 2:
-		if s.h.cfg.ACLFile == "" {
-			s.writeError(errNoACLFile)
-			return
-		}
-		if err := users.LoadFile(s.h.cfg.ACLFile); err != nil {
-			s.writeError(errACL(err))
-			return
-		}
-		s.writeOK()
+		s.aclLoad()
 	case equalFold(sub, "dryrun") && n >= 4:
 		s.aclDryRun(args[2:])
 	case equalFold(sub, "help") && n == 2:
@@ -230,4 +207,65 @@ func (s *session) aclDryRun(args [][]byte) {
 		return
 	}
 	s.writeBulkString(msg)
+}
+
+// In a replicated group, ACL SETUSER, DELUSER and LOAD change the group's
+// users through the Raft log (package cluster): every node applies the
+// same changes in the same order, and a follower forwards them to the
+// leader. Reads (GETUSER, LIST, USERS, DRYRUN, AUTH) answer from the node's
+// own users, as the log has brought them; ACL SAVE writes the node's own
+// aclfile from them; ACL LOG is the node's own.
+
+// UserReplicator is a Cluster that replicates the ACL users through its
+// log: Replicate carries out a change (argv as package acl's Users.Apply
+// takes it) on every node, and returns ACL DELUSER's count.
+type UserReplicator interface {
+	ReplicateACL(now int64, argv [][]byte) (int64, error)
+}
+
+// userReplicator returns the Cluster as a UserReplicator, or nil on a
+// single node (or a cluster that replicates no users).
+func (h *Handler) userReplicator() UserReplicator {
+	if r, ok := h.cfg.Cluster.(UserReplicator); ok {
+		return r
+	}
+	return nil
+}
+
+// changeUsers carries out an ACL change: through the log in a group, on
+// this node's users otherwise. It writes the reply: OK, or DELUSER's count
+// when count is set.
+func (s *session) changeUsers(argv [][]byte, count bool) {
+	var n int64
+	var err error
+	if r := s.h.userReplicator(); r != nil {
+		n, err = r.ReplicateACL(s.h.clock.Now(), argv)
+	} else {
+		n, err = s.h.acl.users.Apply(argv)
+	}
+	switch {
+	case err != nil:
+		s.writeError(errACL(err))
+	case count:
+		s.writeInt(n)
+	default:
+		s.writeOK()
+	}
+}
+
+// aclLoad is ACL LOAD: the node's aclfile, read here and applied to the
+// group's users (or this node's).
+func (s *session) aclLoad() {
+	path := s.h.cfg.ACLFile
+	if path == "" {
+		s.writeError(errNoACLFile)
+		return
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		// LoadFile words the failure as Redis does.
+		s.writeError(errACL(acl.NewUsers(s.h.acl.reg).LoadFile(path)))
+		return
+	}
+	s.changeUsers([][]byte{[]byte("load"), []byte(path), text}, false)
 }

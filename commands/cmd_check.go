@@ -125,6 +125,9 @@ type checkState struct {
 	// changed by RL.POLICY SET is another pointer, so the prefix follows.
 	pol    *policy.Policy
 	prefix []byte
+	// pols count the batch's decisions by policy (policystats.go).
+	pols [polSlots]polSlot
+	npol int
 }
 
 // checks returns the session's RL.CHECK state, making it at the first use.
@@ -162,6 +165,7 @@ func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
 		} else {
 			s.denied++
 		}
+		s.countPolicy(c.p, r.Allowed, false)
 		s.writeDecision(r)
 		return
 	}
@@ -169,6 +173,7 @@ func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
 	if wouldDeny {
 		s.h.shadowDenied.Add(1)
 	}
+	s.countPolicy(c.p, out.Allowed, wouldDeny)
 	if out.Allowed {
 		s.allowed++
 	} else {

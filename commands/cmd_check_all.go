@@ -86,6 +86,7 @@ func (s *session) writeCheckAll(outs []algorithms.Outcome, items []checkItem) {
 		if wouldDeny {
 			s.h.shadowDenied.Add(1)
 		}
+		s.countPolicy(items[i].p, r.Allowed, wouldDeny)
 		c.outs[items[i].slot] = r
 	}
 	denied := int64(-1)

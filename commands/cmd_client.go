@@ -10,8 +10,8 @@ import (
 
 func init() {
 	register(&command{name: "client", arity: -2, run: cmdClient, group: "connection", since: "0.1.0",
-		summary: "Inspects and names connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST, KILL ID, NO-EVICT.", complexity: "O(1), LIST O(N)",
-		subs: []string{"id", "setname", "getname", "setinfo", "info", "list", "kill", "no-evict", "named-reply", "help"}})
+		summary: "Inspects and names connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST [TYPE|ID], KILL (with Redis's filters), PAUSE, UNPAUSE, NO-EVICT.", complexity: "O(1), LIST O(N)",
+		subs: []string{"id", "setname", "getname", "setinfo", "info", "list", "kill", "pause", "unpause", "no-evict", "named-reply", "help"}})
 }
 
 var clientHelp = []string{
@@ -26,10 +26,17 @@ var clientHelp = []string{
 	"    Set client library name or version.",
 	"INFO",
 	"    Return information about the current client connection.",
-	"LIST",
-	"    Return information about client connections.",
-	"KILL ID <id>",
-	"    Close the connection with this ID.",
+	"LIST [TYPE <type>] [ID <id> [<id> ...]]",
+	"    Return information about client connections (every sluice client is of type normal).",
+	"KILL <ip:port>",
+	"    Kill connection made from <ip:port>.",
+	"KILL <option> <value> [<option> <value> [...]]",
+	"    Kill connections. Options are: ID <client-id>, ADDR <ip:port>, LADDR <ip:port>,",
+	"    USER <username>, TYPE <normal|master|replica|pubsub>, MAXAGE <seconds>, SKIPME (YES|NO).",
+	"PAUSE <timeout> [WRITE|ALL]",
+	"    Suspend all, or just write, clients for <timeout> milliseconds (CLIENT commands still run).",
+	"UNPAUSE",
+	"    Stop the current client pause, resuming traffic.",
 	"NO-EVICT (ON|OFF)",
 	"    Protect current client connection from eviction.",
 	"NAMED-REPLY (ON|OFF)",
@@ -62,21 +69,14 @@ func cmdClient(s *session, args [][]byte) {
 		s.clientSetInfo(args[2], args[3])
 	case equalFold(sub, "info") && len(args) == 2:
 		s.writeVerbatim(s.describe())
-	case equalFold(sub, "list") && len(args) == 2:
-		var b strings.Builder
-		s.h.conns(s, func(o *session) { b.WriteString(o.describe()) })
-		s.writeVerbatim(b.String())
-	case equalFold(sub, "kill") && len(args) == 4 && equalFold(args[2], "id"):
-		id, ok := parseInt(args[3])
-		if !ok {
-			s.writeError(errNotInteger)
-			return
-		}
-		killed := s.h.kill(s, id)
-		if id == s.conn.ID() {
-			s.conn.CloseAfterReply()
-		}
-		s.writeInt(killed)
+	case equalFold(sub, "list"):
+		s.clientList(args[2:]) // client_kill.go
+	case equalFold(sub, "kill") && len(args) >= 3:
+		s.clientKill(args[2:])
+	case equalFold(sub, "pause") && (len(args) == 3 || len(args) == 4):
+		s.clientPause(args[2:]) // client_pause.go
+	case equalFold(sub, "unpause") && len(args) == 2:
+		s.clientUnpause()
 	case equalFold(sub, "no-evict") && len(args) == 3:
 		switch {
 		case equalFold(args[2], "on"):

@@ -19,8 +19,9 @@ func init() {
 			summary: "Reports the server's state: server, clients, memory, stats, keyspace.", complexity: "O(1), keyspace O(N)",
 			arguments: []argDoc{{name: "section", typ: "string", optional: true, multiple: true}}},
 		&command{name: "config", arity: -2, flags: flagAdmin, run: cmdConfig, group: "server", since: "0.1.0",
-			summary: "CONFIG GET parameter [parameter …]: reads the running configuration; CONFIG RESETSTAT zeroes the statistics.", complexity: "O(N)",
-			subs: []string{"get", "resetstat", "help"}},
+			summary: "CONFIG GET parameter [parameter …]: reads the running configuration; CONFIG SET changes it, " +
+				"CONFIG REWRITE writes it to the config file; CONFIG RESETSTAT zeroes the statistics.", complexity: "O(N)",
+			subs: []string{"get", "set", "rewrite", "resetstat", "help"}},
 	)
 }
 
@@ -203,7 +204,7 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 		if err != nil || n == 0 {
 			return nil
 		}
-		return []Param{{"db0", "keys=" + itoa(n) + ",expires=" + itoa(n) + ",avg_ttl=0"}}
+		return []Param{{"db0", h.keyspaceLine(s.conn.Now(), n)}}
 	}
 	return nil
 }
@@ -284,7 +285,7 @@ func cmdConfig(s *session, args [][]byte) {
 		seen := map[string]bool{}
 		steps := glob.StepLimit
 		for _, pat := range args[2:] {
-			for _, p := range s.h.cfg.Params {
+			for _, p := range s.h.params() {
 				if seen[p.Name] {
 					continue
 				}
@@ -306,6 +307,12 @@ func cmdConfig(s *session, args [][]byte) {
 		}
 	case equalFold(args[1], "get"):
 		s.writeError(errWrongArgs("config|get"))
+	case equalFold(args[1], "set"):
+		s.configSet(args[2:])
+	case equalFold(args[1], "rewrite") && len(args) == 2:
+		s.configRewrite()
+	case equalFold(args[1], "rewrite"):
+		s.writeError(errWrongArgs("config|rewrite"))
 	case equalFold(args[1], "resetstat") && len(args) == 2:
 		s.h.resetStats()
 		s.writeOK()
@@ -316,8 +323,12 @@ func cmdConfig(s *session, args [][]byte) {
 			"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern>",
 			"    Return parameters matching the glob-like <pattern> and their values.",
+			"SET <directive> <value> [<directive> <value> ...]",
+			"    Set the configuration <directive> to <value>.",
 			"RESETSTAT",
 			"    Reset statistics reported by the INFO command.",
+			"REWRITE",
+			"    Rewrite the configuration file.",
 			"HELP",
 			"    Print this help.",
 		}

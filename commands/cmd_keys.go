@@ -78,9 +78,17 @@ func cmdTTL(s *session, args [][]byte) { s.replyTTL(args[1], 1000) }
 // (rounded to the nearest unit; milliseconds rounded up), or -2 if absent.
 func (s *session) replyTTL(key []byte, unit int64) {
 	ttl, err := s.h.ks.TTL(s.conn.Now(), key)
-	switch {
-	case err != nil:
+	if err != nil {
 		s.writeError(err)
+		return
+	}
+	s.writeTTL(ttl, unit)
+}
+
+// writeTTL writes the reply for ttl, as Keyspace.TTL returns it, in units
+// of unit ms.
+func (s *session) writeTTL(ttl, unit int64) {
+	switch {
 	case ttl < 0:
 		s.writeInt(-2)
 	case ttl == math.MaxInt64: // a string without a TTL

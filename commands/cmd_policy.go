@@ -69,11 +69,14 @@ func cmdPolicy(s *session, args [][]byte) {
 // policySet: name ALGO p1 p2 [SHADOW] [DESCRIPTION text]
 func (s *session) policySet(args [][]byte) {
 	p, err := s.parsePolicy(args)
-	if err == nil && s.h.cfg.Cluster != nil {
-		err = errPolicyInGroup
-	}
 	if err == nil {
-		err = s.h.cfg.Policies.Set(p)
+		if r := s.h.policyReplicator(); r != nil {
+			if err = s.h.cfg.Policies.CheckSet(p); err == nil {
+				_, err = r.ReplicatePolicy(s.h.clock.Now(), policy.SetChange(p))
+			}
+		} else {
+			err = s.h.cfg.Policies.Set(p)
+		}
 	}
 	if err != nil {
 		s.writeError(err)
@@ -166,11 +169,17 @@ func (s *session) policyGet(name []byte) {
 
 // policyDel deletes a command-owned policy: 1 if it existed, else 0.
 func (s *session) policyDel(name []byte) {
-	if s.h.cfg.Cluster != nil {
-		s.writeError(errPolicyInGroup)
-		return
+	var ok bool
+	var err error
+	if r := s.h.policyReplicator(); r != nil {
+		if err = s.h.cfg.Policies.CheckDel(string(name)); err == nil {
+			var n int64
+			n, err = r.ReplicatePolicy(s.h.clock.Now(), policy.DelChange(string(name)))
+			ok = n > 0
+		}
+	} else {
+		ok, err = s.h.cfg.Policies.Delete(string(name))
 	}
-	ok, err := s.h.cfg.Policies.Delete(string(name))
 	if err != nil {
 		s.writeError(err)
 		return
@@ -271,4 +280,21 @@ func hexOf(b []byte) string {
 		out = append(out, digits[c>>4], digits[c&15])
 	}
 	return string(out)
+}
+
+// PolicyReplicator is a Cluster that replicates the command-defined
+// policies through its log: ReplicatePolicy carries out a change
+// (policy.SetChange, policy.DelChange) on every node and returns how many
+// policies it deleted.
+type PolicyReplicator interface {
+	ReplicatePolicy(now int64, argv [][]byte) (int64, error)
+}
+
+// policyReplicator returns the Cluster as a PolicyReplicator, or nil on a
+// single node.
+func (h *Handler) policyReplicator() PolicyReplicator {
+	if r, ok := h.cfg.Cluster.(PolicyReplicator); ok {
+		return r
+	}
+	return nil
 }

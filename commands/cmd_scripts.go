@@ -38,26 +38,41 @@ func init() {
 			summary:    "Loads known limiter scripts, tells which are known, flushes (LOAD, EXISTS, FLUSH, KILL, HELP).",
 			complexity: "Depends on subcommand.", subs: []string{"load", "exists", "flush", "kill", "help"}},
 	)
+	for _, name := range []string{"eval", "evalsha", "eval_ro", "evalsha_ro"} {
+		commandTable[name].class = classScript // cmd_scripts.go
+	}
 }
 
 // cmdEval: EVAL script numkeys [key ...] [arg ...], EVALSHA sha1 …, and
 // their _RO forms.
 func cmdEval(s *session, args [][]byte) {
-	// arguments
+	op, keys, argv, err := s.evalOp(args)
+	if err != nil {
+		s.runDeferred() // the calls queued before it answer first
+		s.writeError(err)
+		return
+	}
+	if !s.queueScript(op, keys, argv) {
+		s.exec1(op, keys, argv)
+	}
+}
+
+// evalOp reads EVAL's, EVALSHA's and their _RO forms' arguments: the
+// script to run, its keys and its ARGV, or the command's error.
+func (s *session) evalOp(args [][]byte) (op compat.Op, keys, argv [][]byte, err error) {
 	name := args[0]
 	bySHA := len(name) >= 7 && (name[4]|0x20) == 's' // evalsha, evalsha_ro
 	readOnly := name[len(name)-1]|0x20 == 'o'        // eval_ro, evalsha_ro
 	numKeys, ok := parseInt(args[2])
 	switch {
+	case bySHA && len(args[1]) != 40: // Redis's evalShaCommand checks this first
+		return op, nil, nil, errNoScript
 	case !ok:
-		s.writeError(errNotInteger)
-		return
+		return op, nil, nil, errNotInteger
 	case numKeys < 0:
-		s.writeError(errNumKeysNegative)
-		return
+		return op, nil, nil, errNumKeysNegative
 	case numKeys > int64(len(args)-3):
-		s.writeError(errNumKeysTooMany)
-		return
+		return op, nil, nil, errNumKeysTooMany
 	}
 	var script *compat.Script
 	if bySHA {
@@ -69,16 +84,13 @@ func cmdEval(s *session, args [][]byte) {
 			s.lastScript = script
 		}
 		if script == nil {
-			s.writeError(errNoScript)
-			return
+			return op, nil, nil, errNoScript
 		}
 	} else if script = compat.Known.LookupText(args[1]); script == nil {
-		s.writeError(unknownScript(args[1]))
-		return
+		return op, nil, nil, unknownScript(args[1])
 	}
-	keys := args[3 : 3+numKeys]
-	// operation and reply
-	s.exec1(compat.Op{Cmd: compat.CmdScript, Script: script, ReadOnly: readOnly}, keys, args[3+numKeys:])
+	op = compat.Op{Cmd: compat.CmdScript, Script: script, ReadOnly: readOnly}
+	return op, args[3 : 3+numKeys], args[3+numKeys:], nil
 }
 
 // unknownScript is the error for a text that is no known script.
@@ -162,4 +174,79 @@ func cmdScript(s *session, args [][]byte) {
 	default:
 		s.writeError(errUnknownSubcommand(sub, "SCRIPT"))
 	}
+}
+
+// Deferred scripts. EVAL and EVALSHA of a known script (and their _RO
+// forms) are queued like decisions (deferred.go), in a class of their own,
+// when the keyspace carries out batches of them (BatchScripter): a
+// pipeline of script calls is then one call to the keyspace, under one
+// taking of its keys' shard locks, one frame of the append-only log, one
+// entry of a replicated group's log. A call whose arguments are wrong
+// (numkeys, an unknown SHA1) answers its error at once, after the calls
+// queued before it.
+
+// BatchScripter is a Scripter that carries out a batch of ops at once:
+// ExecBatch carries out ops in order at now, as Exec would one after
+// another, leaving each reply in its Reply, with c as scratch (see
+// store.Store.ExecBatch).
+type BatchScripter interface {
+	ExecBatch(now int64, ops []compat.TxOp, c *compat.Call)
+}
+
+// scriptQueue is the queue's part for scripts, made at a connection's
+// first deferred script call: the calls, in order, and their keys' and
+// arguments' slice headers, copied into args (the transport reuses the
+// command's own [][]byte for the next command; the bytes they point to, in
+// the input buffer, stay until the batch ends).
+type scriptQueue struct {
+	ops  []compat.TxOp
+	args [][]byte
+}
+
+// queueScript defers op on keys with argv if the keyspace takes batches,
+// and reports whether it did.
+func (s *session) queueScript(op compat.Op, keys, argv [][]byte) bool {
+	if _, ok := s.h.ks.(BatchScripter); !ok {
+		return false
+	}
+	q := &s.queue
+	if q.scr == nil {
+		q.scr = new(scriptQueue)
+	}
+	q.class = classScript
+	q.kinds = append(q.kinds, kindScript)
+	sq := q.scr
+	a := len(sq.args)
+	sq.args = append(append(sq.args, keys...), argv...)
+	k := sq.args[a : a+len(keys) : a+len(keys)]
+	v := sq.args[a+len(keys) : len(sq.args) : len(sq.args)]
+	sq.ops = append(sq.ops, compat.TxOp{Op: op, Keys: k, Argv: v})
+	return true
+}
+
+// runScripts carries out the queued script calls in one ExecBatch and
+// writes their replies.
+func (s *session) runScripts() {
+	ops := s.queue.scr.ops
+	if s.call == nil {
+		s.call = new(compat.Call)
+	}
+	s.h.ks.(BatchScripter).ExecBatch(s.conn.Now(), ops, s.call)
+	clear(s.call.Keys)
+	resp3 := s.resp3.Load()
+	for i := range ops {
+		r := &ops[i].Reply
+		if r.Type == compat.Error {
+			s.errors++
+		}
+		s.conn.Out = r.AppendRESP(s.conn.Out, resp3)
+	}
+}
+
+// reset empties the script queue, dropping its references into the input
+// buffer.
+func (sq *scriptQueue) reset() {
+	clear(sq.ops)
+	clear(sq.args)
+	sq.ops, sq.args = sq.ops[:0], sq.args[:0]
 }

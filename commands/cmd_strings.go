@@ -4,7 +4,8 @@ import "github.com/sluice-rl/sluice/compat"
 
 // The plain string commands that limiter libraries send on the keys their
 // scripts write (docs/compat.md): GET, SET, INCR, INCRBY, DECR, DECRBY,
-// EXPIRE and PEXPIRE, with Redis 7.0's arguments, replies and errors. They
+// EXPIRE, PEXPIRE, SETEX, PSETEX, SETNX, GETDEL and MGET, with Redis 7.0's
+// arguments, replies and errors. They
 // work on strings only: against a key that holds a native limiter's state
 // they answer WRONGTYPE, and SET replaces it, as Redis's SET does. DEL,
 // EXISTS, TYPE, PTTL and TTL are the key-space commands (cmd_keys.go).
@@ -41,28 +42,75 @@ func init() {
 		keyed(&command{name: "expire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
 			summary:   "Sets a string key's time to live in seconds (WRONGTYPE on a limiter's state).",
 			arguments: append([]argDoc{key, {name: "seconds", typ: "integer"}}, expireOpts...)}),
+		keyed(&command{name: "setex", arity: 4, flags: flagWrite, run: cmdStr1,
+			summary:   "Sets a key's string value and its time to live in seconds.",
+			arguments: []argDoc{key, {name: "seconds", typ: "integer"}, {name: "value", typ: "string"}}}),
+		keyed(&command{name: "psetex", arity: 4, flags: flagWrite, run: cmdStr1,
+			summary:   "Sets a key's string value and its time to live in milliseconds.",
+			arguments: []argDoc{key, {name: "milliseconds", typ: "integer"}, {name: "value", typ: "string"}}}),
+		keyed(&command{name: "setnx", arity: 3, flags: flagWrite | flagFast, run: cmdStr1,
+			summary: "Sets a key's string value only if the key does not exist.", arguments: []argDoc{key, {name: "value", typ: "string"}}}),
+		keyed(&command{name: "getdel", arity: 2, flags: flagWrite | flagFast, run: cmdStr1,
+			summary: "Returns the string value of a key and deletes the key.", arguments: []argDoc{key}}),
+		allKeys(keyed(&command{name: "mget", arity: -2, flags: flagReadOnly | flagFast, run: cmdMget,
+			summary:    "Returns the string values of keys, atomically (a null for a key that holds no string).",
+			complexity: "O(N) for N keys", arguments: []argDoc{{name: "key", typ: "key", multiple: true}}})),
 		keyed(&command{name: "pexpire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
 			summary:   "Sets a string key's time to live in milliseconds (WRONGTYPE on a limiter's state).",
 			arguments: append([]argDoc{key, {name: "milliseconds", typ: "integer"}}, expireOpts...)}),
 	)
 }
 
+// allKeys makes every argument of c a key.
+func allKeys(c *command) *command {
+	c.lastKey = -1
+	return c
+}
+
 // oneArg is INCR's and DECR's delta; nothing writes to it.
 var oneArg = [][]byte{[]byte("1")}
 
-func cmdGet(s *session, args [][]byte) {
-	s.exec1(compat.Op{Cmd: compat.CmdGet}, args[1:2], nil)
+func cmdGet(s *session, args [][]byte) { s.exec1(getOp(args)) }
+
+func cmdSet(s *session, args [][]byte) { s.exec1(setOp(args)) }
+
+func cmdIncr(s *session, args [][]byte) { s.exec1(incrOp(args)) }
+
+func cmdExpire(s *session, args [][]byte) { s.exec1(expireOp(args)) }
+
+func cmdStr1(s *session, args [][]byte) { s.exec1(str1Op(args)) }
+
+// str1Op: SETEX key seconds value, PSETEX key ms value, SETNX key value,
+// GETDEL key.
+func str1Op(args [][]byte) (compat.Op, [][]byte, [][]byte) {
+	cmd := compat.CmdGetdel
+	switch {
+	case equalFold(args[0], "setex"):
+		cmd = compat.CmdSetex
+	case equalFold(args[0], "psetex"):
+		cmd = compat.CmdPsetex
+	case equalFold(args[0], "setnx"):
+		cmd = compat.CmdSetnx
+	}
+	return compat.Op{Cmd: cmd}, args[1:2], args[2:]
 }
 
-// cmdSet: SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
+// The string commands as Ops on their key with the arguments after it:
+// what they run alone (exec1) and inside EXEC (a compat.TxOp).
+
+func getOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
+	return compat.Op{Cmd: compat.CmdGet}, args[1:2], nil
+}
+
+// setOp: SET key value [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL].
 // The options are read where the command runs (compat), so that a
 // replicated group's log carries the command as it came.
-func cmdSet(s *session, args [][]byte) {
-	s.exec1(compat.Op{Cmd: compat.CmdSet}, args[1:2], args[2:])
+func setOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
+	return compat.Op{Cmd: compat.CmdSet}, args[1:2], args[2:]
 }
 
-// cmdIncr: INCR key, INCRBY key n, DECR key, DECRBY key n.
-func cmdIncr(s *session, args [][]byte) {
+// incrOp: INCR key, INCRBY key n, DECR key, DECRBY key n.
+func incrOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
 	op := compat.Op{Cmd: compat.CmdIncrBy}
 	if args[0][0]|0x20 == 'd' {
 		op.Cmd = compat.CmdDecrBy
@@ -71,14 +119,48 @@ func cmdIncr(s *session, args [][]byte) {
 	if len(args) == 2 {
 		argv = oneArg
 	}
-	s.exec1(op, args[1:2], argv)
+	return op, args[1:2], argv
 }
 
-// cmdExpire: EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE key ms [NX|XX|GT|LT].
-func cmdExpire(s *session, args [][]byte) {
+// expireOp: EXPIRE key seconds [NX|XX|GT|LT], PEXPIRE key ms [NX|XX|GT|LT].
+func expireOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
 	op := compat.Op{Cmd: compat.CmdPexpire}
 	if args[0][0]|0x20 == 'e' {
 		op.Cmd = compat.CmdExpire
 	}
-	s.exec1(op, args[1:2], args[2:])
+	return op, args[1:2], args[2:]
+}
+
+// cmdMget: MGET key [key ...]. The keys are read together, under their
+// locks at one instant (one Transact of reads; one log entry in a
+// replicated group).
+func cmdMget(s *session, args [][]byte) {
+	tr := s.h.tx
+	if tr == nil {
+		s.writeError(errNoStrings)
+		return
+	}
+	ops := mgetOps(nil, args, 0)
+	if _, err := tr.Transact(s.conn.Now(), nil, nil, nil, ops); err != nil {
+		s.writeError(err)
+		return
+	}
+	s.writeMget(ops)
+}
+
+// mgetOps appends to ops MGET's reads, one per key of args, each before
+// the request at index before.
+func mgetOps(ops []compat.TxOp, args [][]byte, before int) []compat.TxOp {
+	for i := 1; i < len(args); i++ {
+		ops = append(ops, compat.TxOp{Before: before, Op: compat.Op{Cmd: compat.CmdMget}, Keys: args[i : i+1]})
+	}
+	return ops
+}
+
+// writeMget writes MGET's array from its reads' replies.
+func (s *session) writeMget(ops []compat.TxOp) {
+	s.writeArray(len(ops))
+	for i := range ops {
+		s.conn.Out = ops[i].Reply.AppendRESP(s.conn.Out, s.resp3.Load())
+	}
 }

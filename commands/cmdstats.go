@@ -141,6 +141,7 @@ func (s *session) findSlot(cmd *command) int {
 // flushStats adds the slots to the session's stripe, with the time since
 // the batch's first command, and empties them (owner only).
 func (s *session) flushStats() {
+	s.flushPolicies()
 	if s.nslots == 0 {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/sluice-rl/sluice/acl"
+
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -15,6 +17,10 @@ type Config struct {
 	// ACLFile is aclfile: the users, loaded at start and by ACL LOAD,
 	// written by ACL SAVE ("": none).
 	ACLFile string
+	// Users, if set, are the users to serve, made by NewUsers from this
+	// Config (a replicated node shares them with its Raft log); nil: New
+	// makes them.
+	Users *acl.Users
 	// Renames are rename-command directives, applied in order.
 	Renames []Rename
 	// ProtectedMode is protected-mode: while the default user needs no
@@ -37,10 +43,18 @@ type Config struct {
 	// SlowlogMaxLen is slowlog-max-len, the entries it keeps.
 	SlowlogSlowerThan int64
 	SlowlogMaxLen     int64
+	// TopKeys is top-keys: the counters of each heavy-hitters sketch
+	// RL.TOP reads (0: none kept, RL.TOP refused).
+	TopKeys int
 	// Logger receives the commands' log lines. nil: slog.Default().
 	Logger *slog.Logger
-	// Params are the resolved settings that CONFIG GET reports.
+	// Params are the resolved settings that CONFIG GET reports, unless
+	// Settings is set.
 	Params []Param
+	// Settings are the running configuration that CONFIG GET reads and
+	// CONFIG SET and CONFIG REWRITE change; nil: CONFIG GET reads Params,
+	// CONFIG SET and REWRITE are refused.
+	Settings Settings
 	// Info adds lines to INFO's server section (shards, config file).
 	Info []Param
 	// Stats reports the key space's figures for INFO memory and INFO
@@ -89,10 +103,11 @@ type Param struct{ Name, Value string }
 
 // DefaultConfig returns the defaults: no password, no DEBUG, RL.LOG's and
 // RL.ACQUIRE's limits at most 10000, RL.ALL at most 10000 limits and
-// 1,000,000 logged units, and Redis's slow log (10000 µs, 128 entries).
+// 1,000,000 logged units, Redis's slow log (10000 µs, 128 entries) and
+// sketches of 64 counters for RL.TOP.
 func DefaultConfig() Config {
 	return Config{ProtectedMode: true, Debug: DebugNo, LogMaxLimit: 10000, AllMaxLimits: 10000, AllMaxLogUnits: 1_000_000,
-		SlowlogSlowerThan: 10000, SlowlogMaxLen: 128}
+		SlowlogSlowerThan: 10000, SlowlogMaxLen: 128, TopKeys: 64}
 }
 
 // Validate reports the first setting that cannot work.
@@ -106,6 +121,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("commands: AllMaxLimits %d: want at least 1", c.AllMaxLimits)
 	case c.AllMaxLogUnits < 1:
 		return fmt.Errorf("commands: AllMaxLogUnits %d: want at least 1", c.AllMaxLogUnits)
+	case c.TopKeys < 0 || c.TopKeys > MaxTopKeys:
+		return fmt.Errorf("commands: TopKeys %d: want 0 to %d", c.TopKeys, MaxTopKeys)
 	case c.SlowlogMaxLen < 0:
 		return fmt.Errorf("commands: SlowlogMaxLen %d: want at least 0", c.SlowlogMaxLen)
 	}

@@ -17,6 +17,7 @@ const (
 	classNone     deferClass = iota // runs at once; the queue is empty while it runs
 	classDecision                   // queued as requests for Keyspace.Decide
 	classForward                    // queued as submissions for Cluster.Forward
+	classScript                     // queued as script calls for BatchScripter.ExecBatch (cmd_scripts.go)
 )
 
 // deferKind says what a queued item is and how its reply is written.
@@ -32,6 +33,7 @@ const (
 	kindCheck                           // RL.CHECK: the five fields, after its policy's mode (checks)
 	kindCheckAll                        // the first request of an RL.CHECK of several pairs: the whole reply
 	kindCheckAllMember                  // its other requests, answered with the first
+	kindScript                          // a script call: its reply (cmd_scripts.go)
 )
 
 // deferred is one queue of deferred work, tagged by kind.
@@ -60,6 +62,9 @@ type deferred struct {
 	// chk is RL.CHECK's part of the queue, made at the first RL.CHECK
 	// (cmd_check.go).
 	chk *checkState
+	// scr is the script calls' part of the queue, made at the first
+	// deferred script call (cmd_scripts.go).
+	scr *scriptQueue
 }
 
 // queueDecision adds a decision to the queue.
@@ -103,6 +108,8 @@ func (s *session) runDeferred() {
 		s.runDecisions()
 	case classForward:
 		s.runForwards()
+	case classScript:
+		s.runScripts()
 	}
 	q.reset()
 }
@@ -114,6 +121,9 @@ func (q *deferred) reset() {
 	q.kinds, q.reqs, q.blobs, q.cmds = q.kinds[:0], q.reqs[:0], q.blobs[:0], q.cmds[:0]
 	if q.chk != nil {
 		q.chk.reset()
+	}
+	if q.scr != nil {
+		q.scr.reset()
 	}
 	q.class = classNone
 }
@@ -205,6 +215,7 @@ func (s *session) decide(reqs []algorithms.Request, out []algorithms.Outcome) {
 	now := s.conn.Now()
 	if !s.readonly || cl == nil {
 		s.h.ks.Decide(now, reqs, out)
+		s.h.top.record(s, now, reqs, out)
 		return
 	}
 	var rest []algorithms.Request
@@ -226,6 +237,7 @@ func (s *session) decide(reqs []algorithms.Request, out []algorithms.Outcome) {
 	for j, i := range restIdx {
 		out[i] = restOut[j]
 	}
+	s.h.top.record(s, now, rest, restOut)
 }
 
 // runForwards carries out the queued forwards through the cluster and

@@ -26,29 +26,51 @@ func (e codeError) Error() string { return string(e) }
 // it. The functions after the block complete the texts that quote an
 // argument.
 var (
-	errNotInteger        = replyError("value is not an integer or out of range")
-	errSyntax            = replyError("syntax error")
-	errOverrideExpire    = replyError("invalid expire time in 'rl.override|set' command")
-	errSlowlogCount      = replyError("count should be greater than or equal to -1")
-	errNoPassSet         = replyError("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	errInvalidDBIdx      = replyError("DB index is out of range")
-	errProtoVersion      = replyError("Protocol version is not an integer or out of range")
-	errNameTooLong       = replyError("Client names cannot be longer than " + strconv.Itoa(maxNameSize) + " bytes.")
-	errNameChars         = replyError("Client names cannot contain spaces, newlines or special characters.")
-	errInvalidCursor     = replyError("invalid cursor")
-	errPatternTooComplex = replyError("pattern too complex: matching it against one key takes more than the work one command may do")
-	errDebugDisabled     = replyError("DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
-	errCantShutdown      = replyError("Errors trying to SHUTDOWN. Check logs.")
-	errNoShutdown        = replyError("No shutdown in progress.")
-	errNoShutdowner      = replyError("SHUTDOWN is not available on this server")
-	errNoPersistence     = replyError("snapshots are not configured on this server")
-	errAOFOff            = replyError("the append-only log is off on this server (start it with --appendonly yes)")
-	errAOFInGroup        = replyError("BGREWRITEAOF is not available in a Raft group: the Raft log already persists every decision")
-	errNoCluster         = replyError("This instance has cluster support disabled")
+	errNotInteger         = replyError("value is not an integer or out of range")
+	errSyntax             = replyError("syntax error")
+	errOverrideExpire     = replyError("invalid expire time in 'rl.override|set' command")
+	errMatchHits          = replyError("HITS must be a non-negative integer")
+	errMatchDescriptor    = replyError("RL.MATCH needs DESCRIPTOR followed by key value pairs, at least one of each")
+	errSlowlogCount       = replyError("count should be greater than or equal to -1")
+	errNoPassSet          = replyError("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	errInvalidDBIdx       = replyError("DB index is out of range")
+	errProtoVersion       = replyError("Protocol version is not an integer or out of range")
+	errNameTooLong        = replyError("Client names cannot be longer than " + strconv.Itoa(maxNameSize) + " bytes.")
+	errNameChars          = replyError("Client names cannot contain spaces, newlines or special characters.")
+	errInvalidCursor      = replyError("invalid cursor")
+	errPatternTooComplex  = replyError("pattern too complex: matching it against one key takes more than the work one command may do")
+	errDebugDisabled      = replyError("DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.")
+	errCantShutdown       = replyError("Errors trying to SHUTDOWN. Check logs.")
+	errNoShutdown         = replyError("No shutdown in progress.")
+	errNoShutdowner       = replyError("SHUTDOWN is not available on this server")
+	errNoPersistence      = replyError("snapshots are not configured on this server")
+	errAOFOff             = replyError("the append-only log is off on this server (start it with --appendonly yes)")
+	errAOFInGroup         = replyError("BGREWRITEAOF is not available in a Raft group: the Raft log already persists every decision")
+	errNoCluster          = replyError("This instance has cluster support disabled")
+	errOutOfRangePositive = replyError("value is out of range, must be positive")
+
+	// CONFIG SET and CONFIG REWRITE (config_set.go), in Redis's words.
+	errNoSettings = replyError("CONFIG SET is not available on this server")
+	// ErrNoConfigFile is CONFIG REWRITE's answer when the server was started
+	// without a config file (Settings.Rewrite returns it).
+	ErrNoConfigFile = replyError("The server is running without a config file")
+
+	// CLIENT KILL and CLIENT LIST's filters (client_kill.go), in Redis's words.
+	errClientID        = replyError("client-id should be greater than 0")
+	errInvalidClientID = replyError("Invalid client ID")
+	errNoSuchClient    = replyError("No such client")
+	errPauseTimeout    = replyError("timeout is not an integer or out of range")
+	errPauseNegative   = replyError("timeout is negative")
+
+	// OBJECT FREQ (cmd_memory.go): Redis's words, then where sluice keeps it.
+	errNoLFU = replyError("An LFU maxmemory policy is not selected, access frequency not tracked. " +
+		"sluice tracks no per-key frequency: RL.TOP DECISIONS lists the keys decided most often.")
+
+	// RL.TOP (cmd_top.go).
+	errTopOff    = replyError("top keys are not kept on this server (start it with --top-keys 64)")
+	errTopWindow = replyError("WINDOW must be 1m, 5m or 1h")
 
 	// The policies (cmd_policy.go, cmd_check.go).
-	errPolicyInGroup = replyError("RL.POLICY SET and DEL are not available in a Raft group: policy changes are not replicated yet " +
-		"(give every node the same --policies files)")
 	errNoRulesFiles     = replyError("no rules files on this server (start it with --policies FILE)")
 	errCheckConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies: use RL.ACQUIRE and RL.RELEASE")
 	errCheckPairs       = replyError("RL.CHECK takes policy subject pairs and an optional n")

@@ -49,6 +49,8 @@ type testConfig struct {
 	// an empty registry of the Handler's own, no files).
 	Policies *policy.Registry
 	Rules    RulesFiles
+	// NoTopKeys turns the heavy-hitters sketches off (top-keys 0).
+	NoTopKeys bool
 }
 
 // testServer is a running test server.
@@ -86,6 +88,9 @@ func startServer(t testing.TB, tc testConfig) *testServer {
 	cfg.Password, cfg.Params, cfg.Shutdowner, cfg.Logger = tc.Password, tc.Params, tc.Shutdowner, quiet
 	cfg.ACLFile, cfg.Renames = tc.ACLFile, tc.Renames
 	cfg.Policies, cfg.Rules = tc.Policies, tc.Rules
+	if tc.NoTopKeys {
+		cfg.TopKeys = 0
+	}
 	ks := tc.Keyspace
 	if ks == nil {
 		ks = store.New(8)

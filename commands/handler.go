@@ -31,6 +31,11 @@ type Handler struct {
 	stats     *cmdStats                    // per-command figures (cmdstats.go)
 	errs      errStats                     // error replies by code (errstats.go)
 	slowlog   slowlog                      // SLOWLOG (slowlog.go)
+	top       topKeys                      // the heaviest keys (topkeys.go, RL.TOP)
+	polStats  policyStats                  // decisions by policy (policystats.go)
+	ttls      ttlSampler                   // INFO keyspace's avg_ttl sample (keyspace_sample.go)
+	mon       monitors                     // the connections that ran MONITOR (cmd_monitor.go)
+	pause     pauseState                   // CLIENT PAUSE (client_pause.go)
 
 	// shadowDenied counts the decisions of shadow policies that would
 	// have been denied (INFO policies).
@@ -75,6 +80,7 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table, stats: newCmdStats()}
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
+	h.top.k = cfg.TopKeys
 	if tr, ok := ks.(Transactor); ok {
 		h.tx = tr
 	}
@@ -123,6 +129,9 @@ func (h *Handler) Close(c *server.Conn) {
 	s.flushStats()
 	s.publish()
 	h.ended.add(&s.totals)
+	if s.monitoring {
+		h.stopMonitoring(s)
+	}
 }
 
 // conns calls fn for every session the transport serves; without a

@@ -25,8 +25,12 @@ func TestClientKill(t *testing.T) {
 			t.Errorf("CLIENT KILL of an unknown id = %q; want :0", got)
 		}
 		own := strings.TrimPrefix(killer.do("CLIENT ID\r\n"), ":")
-		if got := killer.do("CLIENT KILL ID " + own + "\r\n"); got != ":1" {
-			t.Errorf("CLIENT KILL of oneself = %q; want :1", got)
+		// SKIPME yes is the default: as redis-server 7.0 does, the caller is spared
+		if got := killer.do("CLIENT KILL ID " + own + "\r\n"); got != ":0" {
+			t.Errorf("CLIENT KILL ID of oneself = %q; want :0 (SKIPME yes)", got)
+		}
+		if got := killer.do("CLIENT KILL ID " + own + " SKIPME no\r\n"); got != ":1" {
+			t.Errorf("CLIENT KILL ID of oneself SKIPME no = %q; want :1", got)
 		}
 		killer.closed()
 		pingsOnNewConn(t, addr)

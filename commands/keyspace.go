@@ -93,10 +93,12 @@ type Transactor interface {
 	// Version returns key's state version: 0 when absent, and a new value
 	// after every write that changes its state (WATCH).
 	Version(now int64, key []byte) (uint64, error)
-	// Transact carries out reqs as one atomic unit at now, writing each
-	// outcome to the same index of out, if every watched key's version is
-	// still the one given; otherwise it changes nothing and returns false.
+	// Transact carries out reqs and ops as one atomic unit at now, in
+	// order (an op before the request at its Before index), writing each
+	// outcome to the same index of out and each op's reply to its Reply,
+	// if every watched key's version is still the one given; otherwise it
+	// changes nothing and returns false.
 	// An error is the reply to EXEC: nothing was carried out, or, in a
 	// replicated group, the outcome is unknown (TRYAGAIN).
-	Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome) (bool, error)
+	Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome, ops []compat.TxOp) (bool, error)
 }

@@ -45,6 +45,7 @@ type session struct {
 
 	lastScript *compat.Script // the script EVALSHA found last, tried first
 	named      bool           // CLIENT NAMED-REPLY ON: decisions answer with named fields
+	monitoring bool           // MONITOR: the others' commands are pushed to it (owner only; h.mon lists it)
 	group      int32          // the last RL.ALL group number handed out
 
 	// Counters of the batch being run, added to totals once per batch.
@@ -99,6 +100,14 @@ func (s *session) exec(args [][]byte) {
 		s.batchStart = s.h.clock.batchStart(s.conn.Now())
 	}
 	cmd := s.lookup(args[0])
+	if s.h.pause.until.Load() != 0 && s.h.pause.parks(cmd) {
+		s.cmds--
+		s.conn.Park() // read again once the pause ends (client_pause.go)
+		return
+	}
+	if cmd != nil && s.h.mon.n.Load() != 0 {
+		s.h.feedMonitors(s, cmd, args) // cmd_monitor.go
+	}
 	if s.tx.active {
 		s.queueTx(cmd, args)
 		return

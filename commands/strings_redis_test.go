@@ -13,13 +13,15 @@ import (
 )
 
 // TestStringCommandsAndScriptsAgreeWithRedis plays 3,000 random steps of the
-// string commands, the key-space commands and three libraries' scripts on a
+// string commands (SETEX, PSETEX, SETNX, GETDEL and MGET among them), the key-space commands and three libraries' scripts on a
 // few keys, through go-redis, on sluice (running clock) and on Redis 7, and
 // requires the same replies: types, values and error texts, with times left
 // (PTTL, TTL, a script's TTL) equal within 50 ms (1 s for TTL), the two
-// servers' clocks being read a moment apart. The libraries' windows are
-// long, so no key expires during the run unless a step says so (EXPIRE 0,
-// PXAT in the past).
+// servers' clocks being read a moment apart. About one step in five is a
+// transaction instead (go-redis's TxPipelined: MULTI, two to five random
+// commands, EXEC), whose replies are compared command by command. The
+// libraries' windows are long, so no key expires during the run unless a
+// step says so (EXPIRE 0, PXAT in the past).
 func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 	redisDB := startRedis(t)
 	s := startServer(t, testConfig{RealClock: true})
@@ -38,11 +40,11 @@ func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 	keys := []string{"a", "b", "c", "lim"}
 	odd := []string{"1", "0", "-1", "5", "x", "", "1.5", "9223372036854775807", "-9223372036854775808", "60000", "abc def"}
 	pick := func(l []string) string { return l[rng.IntN(len(l))] }
-	for step := 0; step < 3000; step++ {
+	randomStep := func() ([]any, int64) {
 		k := pick(keys)
 		var args []any
 		tol := int64(0)
-		switch rng.IntN(16) {
+		switch rng.IntN(21) {
 		case 0:
 			args = []any{"GET", k}
 		case 1:
@@ -96,7 +98,39 @@ func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 			args, tol = []any{"EVALSHA", compat.RateLimitRedisIncrementSHA1, 1, k, pick([]string{"60000", "30000"})}, 50
 		case 15:
 			args, tol = []any{"EVALSHA", compat.FlexibleSHA1, 1, k, pick([]string{"1", "3", "-1"}), "60", "10", "60"}, 50
+		case 16:
+			args = []any{"SETEX", k, pick([]string{"10", "100", "0", "-5", "x", "9223372036854775807"}), pick(odd)}
+		case 17:
+			args = []any{"PSETEX", k, pick([]string{"10000", "60000", "0", "-1", "x", "9223372036854775807"}), pick(odd)}
+		case 18:
+			args = []any{"SETNX", k, pick(odd)}
+		case 19:
+			args = []any{"GETDEL", k}
+		case 20:
+			args = []any{"MGET", k}
+			for n := rng.IntN(4); n > 0; n-- {
+				args = append(args, pick(keys))
+			}
 		}
+		return args, tol
+	}
+	for step := 0; step < 3000; step++ {
+		if rng.IntN(5) == 0 {
+			n := 2 + rng.IntN(4)
+			steps := make([][]any, n)
+			tols := make([]int64, n)
+			for i := range steps {
+				steps[i], tols[i] = randomStep()
+			}
+			want, got := txRun(ctx, redisDB, steps), txRun(ctx, sluiceDB, steps)
+			for i := range steps {
+				if !agree(got[i], want[i], tols[i]) {
+					t.Fatalf("step %d, command %d of MULTI %v: sluice %v; Redis %v", step, i, steps, got[i], want[i])
+				}
+			}
+			continue
+		}
+		args, tol := randomStep()
 		want := render(redisDB.Do(ctx, args...))
 		got := render(sluiceDB.Do(ctx, args...))
 		if os.Getenv("DBG") != "" {
@@ -106,6 +140,22 @@ func TestStringCommandsAndScriptsAgreeWithRedis(t *testing.T) {
 			t.Fatalf("step %d %v: sluice %v; Redis %v", step, args, got, want)
 		}
 	}
+}
+
+// txRun sends steps inside MULTI … EXEC and renders each command's reply.
+func txRun(ctx context.Context, db *redis.Client, steps [][]any) [][]string {
+	cmds := make([]*redis.Cmd, len(steps))
+	db.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, args := range steps {
+			cmds[i] = p.Do(ctx, args...)
+		}
+		return nil
+	})
+	out := make([][]string, len(steps))
+	for i, c := range cmds {
+		out[i] = render(c)
+	}
+	return out
 }
 
 // render turns a reply into a list of scalars ("int:5", "str:x", "nil",

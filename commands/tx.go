@@ -3,6 +3,8 @@ package commands
 import (
 	"bytes"
 
+	"github.com/sluice-rl/sluice/compat"
+
 	"github.com/sluice-rl/sluice/algorithms"
 )
 
@@ -44,6 +46,7 @@ type txState struct {
 	active bool
 	dirty  bool
 	cmds   []queuedCmd
+	ops    []compat.TxOp // the TxOps of cmds, built at EXEC (tx_ops.go)
 	// watches are the keys WATCH named, with their versions then; they
 	// last until EXEC, DISCARD or UNWATCH.
 	watches []algorithms.Watch
@@ -56,16 +59,20 @@ type queuedCmd struct {
 	cmd        *command
 	args       [][]byte // owned copies: the input buffer is reused between batches
 	first, end int
+	// op is 1 + the index of its TxOp in txState.ops, or 0; opErr is the
+	// error it answers instead of running, if its arguments failed.
+	op    int
+	opErr error
 }
 
 // txImmediate are the commands that run at once inside MULTI, as in Redis.
-// txQueued are the other commands a transaction may hold besides the
-// decisions, queued and run at EXEC as in Redis: they read or change no
-// key, so running them in order around the decisions is the same as
-// running them between. Every other command
-// (DEL, RL.RESET, TYPE, PTTL …) is refused inside MULTI, which aborts the
-// transaction: it would have to see or change keys outside the one atomic
-// call.
+// txQueued are the commands a transaction may hold besides the decisions
+// and the commands on keys of tx_ops.go (txOpBuilders), queued and run at
+// EXEC as in Redis: they read or change no key, so running them in order
+// around the keyspace's part is the same as running them between. Every
+// other command (RL.RESET, SCAN, FLUSHALL …) is refused inside MULTI,
+// which aborts the transaction: it would have to see or change keys
+// outside the one atomic call.
 var (
 	txImmediate = map[string]bool{"multi": true, "exec": true, "discard": true, "watch": true, "quit": true}
 	txQueued    = map[string]bool{"ping": true, "echo": true, "time": true, "select": true, "unwatch": true,
@@ -88,7 +95,7 @@ func (s *session) queueTx(cmd *command, args [][]byte) {
 	case txImmediate[cmd.name]:
 		cmd.run(s, args)
 		return
-	case cmd.class != classDecision && !txQueued[cmd.name]:
+	case cmd.class != classDecision && !txQueued[cmd.name] && !txOpCommand(cmd.name):
 		err = errNotInMulti
 	}
 	if err != nil {
@@ -133,7 +140,8 @@ func (s *session) own(args [][]byte) [][]byte {
 func (s *session) endTx() {
 	clear(s.tx.cmds)
 	clear(s.tx.watches)
-	s.tx = txState{cmds: s.tx.cmds[:0], watches: s.tx.watches[:0]}
+	clear(s.tx.ops)
+	s.tx = txState{cmds: s.tx.cmds[:0], watches: s.tx.watches[:0], ops: s.tx.ops[:0]}
 	s.queue.reset()
 }
 
@@ -215,17 +223,21 @@ func cmdExec(s *session, args [][]byte) {
 	// operation: every queued decision in one call, under the watches
 	q := &s.queue
 	out := s.outcomes(len(q.reqs))
+	ops := s.txOps()
 	ok := true
-	if len(q.reqs) > 0 || len(s.tx.watches) > 0 {
+	if len(q.reqs) > 0 || len(s.tx.watches) > 0 || len(ops) > 0 {
 		tr := s.h.tx
 		if tr == nil {
 			s.writeError(errNoTransactions)
 			return
 		}
 		var err error
-		if ok, err = tr.Transact(s.conn.Now(), s.tx.watches, q.reqs, out); err != nil {
+		if ok, err = tr.Transact(s.conn.Now(), s.tx.watches, q.reqs, out, ops); err != nil {
 			s.writeError(err)
 			return
+		}
+		if ok {
+			s.h.top.record(s, s.conn.Now(), q.reqs, out)
 		}
 	}
 	// reply: a null array when a watched key changed, else one reply per
@@ -239,6 +251,10 @@ func cmdExec(s *session, args [][]byte) {
 	for _, c := range s.tx.cmds {
 		if c.cmd.class == classDecision {
 			s.writeOutcomes(q.kinds[c.first:c.end], q.cmds[c.first:c.end], out[c.first:c.end])
+			continue
+		}
+		if c.op != 0 || c.opErr != nil {
+			s.writeTxOp(&c)
 			continue
 		}
 		c.cmd.run(s, c.args)

@@ -26,6 +26,14 @@ var txScript = []string{
 	"WATCH", "WATCH k", "UNWATCH", "MULTI", "UNWATCH", "TIME x", "DISCARD",
 	"MULTI", "ECHO", "ECHO a", "EXEC", // EXEC after EXECABORT has closed the transaction
 	"MULTI", "AUTH x", "SELECT 0", "EXEC", // queued connection commands run at EXEC, errors in place
+	// string and key-space commands run in order at EXEC, errors in place
+	"MULTI", "SET s 5", "INCR s", "INCRBY s x", "GET s", "TYPE s", "TTL s", "PTTL s", "EXISTS s t s",
+	"EXPIRE s 100", "TTL s", "SET t abc", "INCR t", "DEL s t u", "GET s", "TYPE s", "PTTL s", "EXEC",
+	"MULTI", "SET s 1 PX 100 EX 1", "GET", "EXEC", // a syntax error runs as an error; an arity error aborts
+	"MULTI", "SETEX e 100 v", "PSETEX e 0 v", "SETNX e w", "SETNX f w", "MGET e f nokey", "GETDEL e", "GETDEL e",
+	"MGET e f", "DEL f", "EXEC", "SETEX e x v", "PSETEX e -1 v", "MGET", "SETNX e",
+	// a script's argument errors answer in EXEC's array, as in Redis
+	"MULTI", "EVALSHA 0000000000000000000000000000000000000000 0", "EVAL x -1", "EVAL x 2 k", "EVALSHA abc z", "PING", "EXEC",
 	"EXEC",
 }
 
@@ -75,7 +83,7 @@ func TestExecAbortAppliesNothing(t *testing.T) {
 		{"RL.TOKEN", "k", "ten/s", 5},        // a syntax error in an argument
 		{"RL.TOKEN", "k", "10/s"},            // an arity error
 		{"RL.NOPE", "k"},                     // an unknown command
-		{"DEL", "k"},                         // a command a transaction may not hold
+		{"SCAN", 0},                          // a command a transaction may not hold
 		{"RL.ALL", 1, "FIXED", "k", 0, "1m"}, // RL.ALL with a bad limit
 	} {
 		_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {

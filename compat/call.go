@@ -10,15 +10,16 @@ import (
 // supported script can meet. Run appends the script's location to them the
 // way Redis does (" script: <sha1>, on @user_script:<line>.").
 var (
-	ErrArgs        = errors.New("ERR Lua redis lib command arguments must be strings or integers")
-	ErrWrongType   = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
-	ErrNotInteger  = errors.New("ERR value is not an integer or out of range")
-	ErrOverflow    = errors.New("ERR increment or decrement would overflow")
-	ErrReadOnly    = errors.New("ERR Write commands are not allowed from read-only scripts.")
-	ErrExpireSet   = errors.New("ERR invalid expire time in 'set' command")
-	ErrExpireSetex = errors.New("ERR invalid expire time in 'setex' command")
-	ErrExpire      = errors.New("ERR invalid expire time in 'expire' command")
-	ErrPexpire     = errors.New("ERR invalid expire time in 'pexpire' command")
+	ErrArgs         = errors.New("ERR Lua redis lib command arguments must be strings or integers")
+	ErrWrongType    = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+	ErrNotInteger   = errors.New("ERR value is not an integer or out of range")
+	ErrOverflow     = errors.New("ERR increment or decrement would overflow")
+	ErrReadOnly     = errors.New("ERR Write commands are not allowed from read-only scripts.")
+	ErrExpireSet    = errors.New("ERR invalid expire time in 'set' command")
+	ErrExpireSetex  = errors.New("ERR invalid expire time in 'setex' command")
+	ErrExpirePsetex = errors.New("ERR invalid expire time in 'psetex' command")
+	ErrExpire       = errors.New("ERR invalid expire time in 'expire' command")
+	ErrPexpire      = errors.New("ERR invalid expire time in 'pexpire' command")
 )
 
 // Call is one run of a known script. The caller fills Now, Keys, Argv and

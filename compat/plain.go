@@ -76,6 +76,10 @@ func Exec(op Op, c *Call) {
 	switch op.Cmd {
 	case CmdGet:
 		err = plainGet(k, c)
+	case CmdMget:
+		if err = plainGet(k, c); err == ErrWrongType {
+			c.Reply, err = Reply{Elem: Elem{Type: Nil}}, nil
+		}
 	case CmdSet:
 		err = plainSet(k, c)
 	case CmdIncrBy, CmdDecrBy:
@@ -83,7 +87,10 @@ func Exec(op Op, c *Call) {
 	case CmdExpire, CmdPexpire:
 		err = plainExpire(k, c, op.Cmd == CmdExpire)
 	default:
-		err = ErrSyntax
+		var ok bool
+		if ok, err = execMore(op.Cmd, k, c); !ok {
+			err = ErrSyntax
+		}
 	}
 	if err != nil {
 		c.Reply.setError(err.Error())

@@ -16,11 +16,14 @@ type Source interface {
 	CommandStats() []commands.CommandStat
 	FamilyLatency() []commands.Histogram
 	ErrorStats() []commands.ErrorStat
+	TopKeys(denied bool, window, n int) []commands.TopEntry
+	PolicyStats() []commands.PolicyStat
 }
 
 // Labels are bounded: command names (the registered commands), outcomes
 // (two), families (commands.Families), error codes (at most 128, as INFO
-// errorstats tracks them) and Raft roles. No key or subject is ever a
+// errorstats tracks them), Raft roles, policy names (at most 256 and
+// "_other"), and the top keys' lists (two) and ranks (TopRanks). No key or subject is ever a
 // label.
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc("sluice_"+name, help, labels, nil)
@@ -72,9 +75,29 @@ var (
 	dRaftContact = desc("raft_last_contact_seconds", "Seconds since a follower last heard from the leader (0 on the leader).")
 
 	dInfo = desc("build_info", "1, labelled with the version.", "version")
+
+	dPolicyDecisions = desc("policy_decisions_total", "RL.CHECK's decisions by policy and outcome (allowed, denied) as replied: "+
+		"a shadow policy admits. Policies past the first 256 count as policy=\"_other\".", "policy", "outcome")
+	dPolicyShadow = desc("policy_shadow_would_deny_total", "Decisions a shadow policy admitted that its limit denied, by policy.", "policy")
+
+	dTopCount = desc("top_keys_count", "Approximate: decisions (list=decisions) or denials (list=denied) of the rank-th key "+
+		"over the minute in progress and the one before (RL.TOP WINDOW 1m); the true count is within "+
+		"sluice_top_keys_count_error below. Keys are never labels: RL.TOP names them.", "list", "rank")
+	dTopErr = desc("top_keys_count_error", "The most sluice_top_keys_count overstates the rank-th key's true count.", "list", "rank")
 )
 
 var raftRoles = []string{"leader", "follower", "candidate", "shutdown"}
+
+// TopRanks is how many of the top keys the endpoint exports per list.
+const TopRanks = 10
+
+// rankLabels are the values of the rank label.
+var rankLabels = func() (out [TopRanks]string) {
+	for i := range out {
+		out[i] = strconv.Itoa(i + 1)
+	}
+	return out
+}()
 
 // Collector is a prometheus.Collector of a Source's figures, read at each
 // scrape: nothing is counted on the command path for it.
@@ -89,7 +112,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		dClients, dConnections, dRejectedConn, dProtoErrors, dPanics, dEvictedConns, dNetIn, dNetOut, dClientMem,
 		dKeys, dKsBytes, dMaxMemory, dExpired, dEvicted, dOOM, dSweepKeys, dSweepRm, dSweepTime,
 		dSnapInProgress, dSnapLast, dSnapAge, dSnapDuration, dSnapOK, dSnaps,
-		dRaftRole, dRaftTerm, dRaftCommit, dRaftApplied, dRaftLast, dRaftEntries, dRaftPerEnt, dRaftContact, dInfo} {
+		dRaftRole, dRaftTerm, dRaftCommit, dRaftApplied, dRaftLast, dRaftEntries, dRaftPerEnt, dRaftContact, dInfo,
+		dTopCount, dTopErr, dPolicyDecisions, dPolicyShadow} {
 		ch <- d
 	}
 }
@@ -119,6 +143,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, e := range c.src.ErrorStats() {
 		counter(dErrors, float64(e.Count), e.Code)
+	}
+	for _, p := range c.src.PolicyStats() {
+		counter(dPolicyDecisions, float64(p.Allowed), p.Name, "allowed")
+		counter(dPolicyDecisions, float64(p.Denied), p.Name, "denied")
+		counter(dPolicyShadow, float64(p.ShadowWouldDeny), p.Name)
+	}
+	for _, list := range []string{"denied", "decisions"} {
+		for _, e := range c.src.TopKeys(list == "denied", 0, TopRanks) {
+			gauge(dTopCount, float64(e.Count), list, rankLabels[e.Rank-1])
+			gauge(dTopErr, float64(e.Err), list, rankLabels[e.Rank-1])
+		}
 	}
 	f := c.src.Figures()
 	t := f.Transport

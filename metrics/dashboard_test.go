@@ -19,7 +19,7 @@ func exported(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
 	ch := make(chan *prometheus.Desc, 128)
-	go func() { NewCollector(nil).Describe(ch); close(ch) }()
+	go func() { NewCollector(nil).Describe(ch); raftCollector{}.Describe(ch); close(ch) }()
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
 	for d := range ch {
 		m := fq.FindStringSubmatch(d.String())
@@ -38,10 +38,10 @@ func exported(t *testing.T) map[string]bool {
 			names[f.GetName()+"_count"], names[f.GetName()+"_sum"] = true, true
 		}
 	}
-	// The collector's one histogram.
-	names["sluice_request_duration_seconds_bucket"] = true
-	names["sluice_request_duration_seconds_count"] = true
-	names["sluice_request_duration_seconds_sum"] = true
+	// The collectors' histograms.
+	for _, h := range []string{"sluice_request_duration_seconds", "sluice_raft_apply_duration_seconds"} {
+		names[h+"_bucket"], names[h+"_count"], names[h+"_sum"] = true, true, true
+	}
 	return names
 }
 

@@ -83,41 +83,9 @@ func TestRuleKeysAreUnambiguous(t *testing.T) {
 
 func mustUnescape(t *testing.T, s string) string {
 	t.Helper()
-	u, ok := unescape(s)
+	u, ok := unescapeName([]byte(s))
 	if !ok {
-		t.Fatalf("unescape(%q) failed", s)
+		t.Fatalf("unescapeName(%q) failed", s)
 	}
 	return u
-}
-
-// unescape reverses appendEscaped; ok is false for a malformed escape.
-func unescape(s string) (string, bool) {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '%' {
-			out = append(out, c)
-			continue
-		}
-		if i+2 >= len(s) {
-			return "", false
-		}
-		h, l := unhex(s[i+1]), unhex(s[i+2])
-		if h < 0 || l < 0 {
-			return "", false
-		}
-		out = append(out, byte(h<<4|l))
-		i += 2
-	}
-	return string(out), true
-}
-
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
 }

@@ -32,7 +32,7 @@ func (c *Conn) runBatch() {
 	h := c.srv.h
 	c.now = c.srv.clock.Now()
 	c.lastBatch.Store(c.now)
-	lim := &c.srv.cfg.Limits
+	lim := c.srv.live.limits.Load()
 	for c.start < c.end && !c.closing && !c.waiting {
 		buf := c.in[c.start:c.end]
 		args, used, err := readCommandFrom(buf, c.args, &c.scratch, lim, c.unauth, &c.rs)
@@ -49,6 +49,10 @@ func (c *Conn) runBatch() {
 			continue
 		}
 		h.Command(c, args)
+		if c.parked { // not run: read it again later (park.go)
+			c.start -= used
+			break
+		}
 		if buf[0] != '*' {
 			h.EndBatch(c) // inline arguments live in scratch, which the next line reuses
 		}
@@ -119,7 +123,7 @@ func (c *Conn) roomToRead() error {
 		c.start = 0
 		return c.settle(0)
 	}
-	limit := c.srv.cfg.QueryBufferLimit
+	limit := int(c.srv.live.queryBuf.Load())
 	if len(c.in) >= limit {
 		return errProtoQueryBufLimit
 	}
@@ -148,10 +152,10 @@ func (c *Conn) shrinkIn() {
 func (c *Conn) serve() {
 	defer c.srv.removeConn(c)
 	defer c.conn.Close()
+	defer c.stopPush()
 	if !c.handshake() {
 		return
 	}
-	timeout := c.srv.cfg.IdleTimeout
 	for !c.closing && !c.killed.Load() {
 		if err := c.roomToRead(); err == errClientEvicted {
 			return
@@ -160,19 +164,28 @@ func (c *Conn) serve() {
 			c.flush()
 			return
 		}
-		if timeout > 0 {
+		if timeout := c.srv.idleTimeout(); timeout > 0 {
 			c.conn.SetReadDeadline(time.Now().Add(timeout))
 		}
 		n, err := c.conn.Read(c.in[c.end:])
 		if n > 0 {
 			c.end += n
 			c.netIn.Add(int64(n))
-			c.runBatch()
-			if c.panicked {
-				c.conn.SetWriteDeadline(time.Now().Add(time.Second))
-			}
-			if c.settle(0) == errClientEvicted || !c.flush() {
-				return
+			for first := true; first || c.parked; first = false {
+				if c.parked { // CLIENT PAUSE: retry until the Handler runs it
+					time.Sleep(parkRetry)
+					c.parked = false
+					if c.killed.Load() {
+						return
+					}
+				}
+				c.runBatch()
+				if c.panicked {
+					c.conn.SetWriteDeadline(time.Now().Add(time.Second))
+				}
+				if c.settle(0) == errClientEvicted || !c.flush() {
+					return
+				}
 			}
 		}
 		if err != nil {
@@ -196,7 +209,7 @@ func (c *Conn) flush() bool {
 	if len(c.Out) == 0 {
 		return true
 	}
-	if t := c.srv.cfg.IdleTimeout; t > 0 && !c.panicked {
+	if t := c.srv.idleTimeout(); t > 0 && !c.panicked {
 		c.conn.SetWriteDeadline(time.Now().Add(t)) // a client that reads no replies is idle too
 	}
 	n, err := c.conn.Write(c.Out)

@@ -66,6 +66,9 @@ type Conn struct {
 	mem, memIn, memOut atomic.Int64
 	noEvict            atomic.Bool
 	evicted            bool
+
+	push   pushState // bytes other goroutines hand it to write (push.go)
+	parked bool      // the Handler parked the command in hand (park.go); owner only
 }
 
 // Lane returns the index of the event loop that serves the connection

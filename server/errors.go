@@ -22,6 +22,7 @@ var (
 	errProtoQueryBufLimit = replyError("Protocol error: client query buffer limit reached")
 	errProtoExpected      = replyError("Protocol error: expected '$', got ") // errProtoExpectedDollar completes it
 	errMaxClients         = replyError("max number of clients reached")
+	errSettingRange       = replyError("argument must be at least 1 (0 or more for a timeout)")
 	errInternal           = replyError("internal error while running the command; closing the connection")
 	// errClientEvicted closes a client chosen by maxmemory-clients; it is
 	// never sent: an evicted client is closed without a reply, as in Redis.

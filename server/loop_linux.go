@@ -47,10 +47,12 @@ type eventLoop struct {
 	tick   int64   // monotonic ns read once per wake-up
 	done   chan struct{}
 
-	mu    sync.Mutex
-	adds  []*Conn
-	kills []*Conn
-	stop  bool
+	mu     sync.Mutex
+	adds   []*Conn
+	kills  []*Conn
+	pushes []*Conn // connections with pushed bytes to write (push.go)
+	parked []*Conn // loop only: connections whose command in hand waits (park.go)
+	stop   bool
 }
 
 func newEventLoop(s *Server) (*eventLoop, error) {
@@ -143,8 +145,11 @@ func (l *eventLoop) run() {
 	last := monotonic()
 	for {
 		wait := -1
-		if l.srv.cfg.IdleTimeout > 0 {
+		if l.srv.idleTimeout() > 0 {
 			wait = int(loopCheckEvery / time.Millisecond)
+		}
+		if len(l.parked) > 0 {
+			wait = int(parkRetry / time.Millisecond)
 		}
 		n, err := unix.EpollWait(l.epfd, l.events, wait)
 		if err != nil && err != unix.EINTR {
@@ -172,6 +177,7 @@ func (l *eventLoop) run() {
 			last = l.tick
 			l.closeIdle()
 		}
+		l.retryParked()
 	}
 }
 
@@ -179,8 +185,8 @@ func (l *eventLoop) run() {
 // loop has stopped.
 func (l *eventLoop) control() bool {
 	l.mu.Lock()
-	adds, kills, stop := l.adds, l.kills, l.stop
-	l.adds, l.kills = nil, nil
+	adds, kills, pushes, stop := l.adds, l.kills, l.pushes, l.stop
+	l.adds, l.kills, l.pushes = nil, nil, nil
 	l.mu.Unlock()
 	for _, c := range adds {
 		for c.fd >= len(l.conns) {
@@ -197,6 +203,11 @@ func (l *eventLoop) control() bool {
 	for _, c := range kills {
 		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c {
 			l.close(c)
+		}
+	}
+	for _, c := range pushes {
+		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c {
+			l.deliverPush(c)
 		}
 	}
 	if stop {
@@ -219,7 +230,7 @@ func (l *eventLoop) finish() {
 // closeIdle closes the clients that have neither sent nor taken a byte for
 // the idle timeout.
 func (l *eventLoop) closeIdle() {
-	t := int64(l.srv.cfg.IdleTimeout)
+	t := int64(l.srv.idleTimeout())
 	if t <= 0 {
 		return
 	}
@@ -272,10 +283,31 @@ func (l *eventLoop) serve(c *Conn) {
 	}
 }
 
+// retryParked runs the input of the parked connections again.
+func (l *eventLoop) retryParked() {
+	if len(l.parked) == 0 {
+		return
+	}
+	list := l.parked
+	l.parked = nil
+	for _, c := range list {
+		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c && c.parked {
+			c.parked = false
+			l.runAndWrite(c)
+		}
+	}
+}
+
 // runAndWrite runs the complete commands in c's input and writes the
 // replies; replies that do not fit make the loop wait for room.
 func (l *eventLoop) runAndWrite(c *Conn) {
+	if c.parked {
+		return // waits for retryParked: its input stays unread
+	}
 	c.runBatch()
+	if c.parked {
+		l.parked = append(l.parked, c)
+	}
 	if c.settle(0) == errClientEvicted || !c.writeOut() || c.panicked {
 		l.close(c) // after a panic, the error is written once, as far as the socket takes it
 		return
@@ -301,6 +333,7 @@ func (l *eventLoop) close(c *Conn) {
 	if c.fd < 0 {
 		return
 	}
+	c.stopPush()
 	l.conns[c.fd] = nil
 	unix.Close(c.fd) // also drops it from the epoll set: the loop holds its only descriptor
 	c.fd = -1
@@ -331,7 +364,35 @@ func (c *Conn) writeOut() bool {
 	c.waiting = false
 	c.outOff = 0
 	c.dropOut()
+	if c.push.unsent.Load() != 0 {
+		c.push.unsent.Store(0) // a pushed connection's replies are all written
+	}
 	return true
+}
+
+// queuePush tells the loop that c has pushed bytes to write (push.go).
+func (l *eventLoop) queuePush(c *Conn) { l.post(func() { l.pushes = append(l.pushes, c) }) }
+
+// deliverPush appends c's pushes to its replies and writes what the
+// socket takes, between batches. Requires that the loop owns c.
+func (l *eventLoop) deliverPush(c *Conn) {
+	b := c.push.take(nil)
+	if len(b) == 0 {
+		return
+	}
+	c.Out = append(c.Out, b...)
+	if !c.waiting { // else the loop waits for room already, and serve writes them
+		if !c.writeOut() {
+			l.close(c)
+			return
+		}
+		if c.waiting {
+			l.watch(c, unix.EPOLLOUT)
+		}
+	}
+	if c.waiting {
+		c.push.unsent.Store(int64(len(c.Out) - c.outOff))
+	}
 }
 
 // rawRead and rawWrite call read(2) and write(2) on a non-blocking socket

@@ -20,4 +20,6 @@ func detach(net.Conn) (int, error)                  { return -1, errNoLoops }
 func (l *eventLoop) add(*Conn)                      {}
 func (l *eventLoop) kill(*Conn)                     {}
 func (l *eventLoop) shutdown()                      {}
+func (l *eventLoop) wake()                          {}
+func (l *eventLoop) queuePush(*Conn)                {}
 func (c *Conn) writeOut() bool                      { return false }

@@ -29,7 +29,7 @@ func (s *Server) Loopback() (*Conn, error) {
 func (s *Server) admitLoopback() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.conns)+s.joins >= s.cfg.MaxClients {
+	if s.closed || int64(len(s.conns)+s.joins) >= s.live.maxClients.Load() {
 		return false
 	}
 	s.joins++

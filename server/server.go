@@ -42,6 +42,7 @@ type Server struct {
 
 	nextID atomic.Int64
 	stats  serverStats
+	live   liveSettings // what CONFIG SET changes (live.go)
 }
 
 type serverStats struct {
@@ -81,7 +82,9 @@ func New(cfg Config, h Handler) (*Server, error) {
 		cfg.Logger.Warn("maxclients idle clients would hold more than maxmemory-clients: clients will be evicted before maxclients is reached",
 			"maxclients", cfg.MaxClients, "idle_clients_memory", idle, "maxmemory_clients", cfg.MaxMemoryClients)
 	}
-	return &Server{cfg: cfg, h: h, clock: cfg.Clock, log: cfg.Logger, conns: make(map[int64]*Conn)}, nil
+	s := &Server{cfg: cfg, h: h, clock: cfg.Clock, log: cfg.Logger, conns: make(map[int64]*Conn)}
+	s.live.init(&cfg)
+	return s, nil
 }
 
 // EventLoops returns how many event loops serve the clients; 0 means a
@@ -176,7 +179,7 @@ func (s *Server) accept(nc net.Conn) {
 // by removeConn.
 func (s *Server) admit(nc net.Conn) bool {
 	s.mu.Lock()
-	if s.closed || len(s.conns)+s.joins >= s.cfg.MaxClients {
+	if s.closed || int64(len(s.conns)+s.joins) >= s.live.maxClients.Load() {
 		closed := s.closed
 		s.mu.Unlock()
 		if !closed {

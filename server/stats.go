@@ -36,7 +36,7 @@ func (s *Server) Stats() Stats {
 		EvictedClients:   s.stats.evictedClients.Load(),
 		NetIn:            s.stats.netIn.Load(),
 		NetOut:           s.stats.netOut.Load(),
-		MaxClients:       s.cfg.MaxClients,
+		MaxClients:       int(s.live.maxClients.Load()),
 		MaxMemoryClients: s.cfg.MaxMemoryClients,
 		EventLoops:       s.cfg.EventLoops,
 		Port:             s.port(),

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/cespare/xxhash/v2"
@@ -23,80 +24,179 @@ import (
 // Exec carries out op on keys at now, atomically across them, and leaves
 // the reply in c.Reply. c.Argv must hold the arguments after the keys; Exec
 // sets c.Now and c.Keys (reusing its room). It locks every shard the keys
-// fall in, in ascending order as RL.ALL does, loads each key (a key that
-// holds a limiter's state is compat.Foreign to the script), runs op and
-// stores the keys it wrote, in order: the last write of a key named twice
-// wins. A new key refused for want of memory turns the reply into the OOM
-// error; a script's writes before it stay, as a Redis script's do. What it
-// stored is appended to the append-only log, if any, as one frame.
+// fall in, in ascending order as RL.ALL does, and carries op out as
+// execLocked does. What it stored is appended to the append-only log, if
+// any, as one frame.
 func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
-	c.Now = now
-	c.Keys = slices.Grow(c.Keys[:0], len(keys))[:len(keys)]
-	// The keys' hashes and where Find found them, kept for the writes when
-	// the script names few keys (every supported script names one or two):
-	// a Ref stays valid under the lock, and Commit looks the key up again
-	// if the shard changed since.
-	const few = 4
-	var hs [few]uint64
-	var refs [few]shard.Ref
-	var small [few]uint32
+	var hs [execFew]uint64
+	var small [execFew]uint32
 	set := small[:0]
 	for i, k := range keys {
 		h := xxhash.Sum64(k)
-		if i < few {
+		if i < execFew {
 			hs[i] = h
 		}
 		set = append(set, uint32(h&st.mask))
 	}
 	locks := st.lockAll(set)
 	defer st.unlockAll(locks) // open-coded; no lock survives a panic
+	lg := st.aof.Load()
+	var buf [256]byte
+	items := st.execLocked(now, op, keys, hs[:min(len(keys), execFew)], c, buf[:0], lg != nil)
+	if lg != nil && len(items) > 0 {
+		lg.appendFrame(now, items)
+	}
+}
+
+// ExecBatch carries out ops in order at now, each as Exec would, and
+// leaves each reply in its Reply, using c as scratch: a pipeline's script
+// calls and string commands in one call. It locks the shards of every key
+// of every op at once, in ascending order as RL.ALL does, and holds them
+// until the last op is carried out; each op is all or nothing on its own
+// (execLocked), and one that fails leaves the others. What they stored is
+// appended to the append-only log, if any, as one frame. It allocates
+// nothing for a batch naming at most 64 keys.
+func (st *Store) ExecBatch(now int64, ops []compat.TxOp, c *compat.Call) {
+	var small [64]uint32
+	set := small[:0]
+	for i := range ops {
+		for _, k := range ops[i].Keys {
+			set = append(set, uint32(xxhash.Sum64(k)&st.mask))
+		}
+	}
+	locks := st.lockAll(set)
+	defer st.unlockAll(locks) // open-coded; no lock survives a panic
+	lg := st.aof.Load()
+	var buf [1024]byte
+	items := buf[:0]
+	for i := range ops {
+		op := &ops[i]
+		c.Argv = op.Argv
+		items = st.execLocked(now, op.Op, op.Keys, nil, c, items, lg != nil)
+		op.Reply = c.Reply
+	}
+	c.Argv = nil
+	if lg != nil && len(items) > 0 {
+		lg.appendFrame(now, items)
+	}
+}
+
+// execFew is how many keys' hashes, places and old states execLocked keeps
+// on the stack (every supported script names one or two keys).
+const execFew = 4
+
+// execLocked carries out op on keys at now and leaves the reply in
+// c.Reply: it loads each key (a key that holds a limiter's state is
+// compat.Foreign to the script), runs op and stores the keys it wrote, in
+// order: the last write of a key named twice wins. hs holds the hashes of
+// the first keys, if the caller has them. It is all or nothing: when a new
+// key (or a larger record) is refused for want of memory, the keys written
+// before it get their old states back, the reply is the OOM error, and
+// nothing is stored. With logged, it appends what it stored to items as
+// log items and returns them. It requires that the shards of every key are
+// locked.
+func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64, c *compat.Call, items []byte, logged bool) []byte {
+	start := len(items)
+	c.Now = now
+	c.Keys = slices.Grow(c.Keys[:0], len(keys))[:len(keys)]
+	// Where Find found the first keys and what they held, kept for the
+	// writes and for undoing them: a Ref stays valid under the lock, and
+	// Commit looks the key up again if the shard changed since.
+	var refs [execFew]shard.Ref
+	var olds [execFew]shard.Entry
 	for i, k := range keys {
 		var e shard.Entry
-		if i < few {
-			refs[i] = st.shards[hs[i]&st.mask].FindInto(k, hs[i], now, &e)
+		if i < execFew {
+			h := xxhash.Sum64(k)
+			if i < len(hs) {
+				h = hs[i]
+			}
+			refs[i] = st.shards[h&st.mask].FindInto(k, h, now, &e)
+			olds[i] = e
 		} else {
 			_, e = st.shardOf(k).Find(k, now)
 		}
 		c.Keys[i] = loadKey(&e)
 	}
 	compat.Exec(op, c)
-	// What the run stored goes to the append-only log as one frame (the
-	// keys' final states), so that recovery applies all of it or none.
-	lg := st.aof.Load()
-	var buf [256]byte
-	items := buf[:0]
-	defer func() {
-		if lg != nil && len(items) > 0 {
-			lg.appendFrame(now, items)
-		}
-	}()
+	// The sets first, then the deletes: a delete never fails, so when a set
+	// is refused nothing has been deleted yet, and the sets before it are
+	// undone.
 	for i, k := range keys {
 		ck := &c.Keys[i]
-		if !ck.Written || ck.Value.Kind() == compat.Foreign {
-			continue // a limiter's state is never changed by a script
-		}
-		sh := st.shardOf(k)
-		if ck.Value.Kind() == compat.Absent || ck.Expire <= now {
-			if sh.Delete(k, now) && lg != nil {
-				items = appendDeleteItem(items, k)
-			}
+		if !setsKey(ck, now) {
 			continue
 		}
+		sh := st.shardOf(k)
 		var ref shard.Ref
-		if i < few {
+		if i < execFew {
 			ref = refs[i]
 		} else {
 			ref, _ = sh.Find(k, now)
 		}
 		e := shard.Entry{Algo: algorithms.String, Expire: ck.Expire, State: ck.Value.Pack(), Depleted: true}
 		if err := sh.Commit(ref, k, &e, now); err != nil {
+			st.undoSets(now, keys[:i], c.Keys[:i], olds[:min(i, execFew)])
 			c.Reply = compat.ErrorReply(err)
-			return
+			return items[:start]
 		}
-		if lg != nil {
+		if logged {
 			items = appendSetItem(items, k, &e)
 		}
 	}
+	for i, k := range keys {
+		if !deletesKey(&c.Keys[i], now) || setLater(keys, c.Keys, i, now) {
+			continue
+		}
+		if st.shardOf(k).Delete(k, now) && logged {
+			items = appendDeleteItem(items, k)
+		}
+	}
+	return items
+}
+
+// undoSets gives the keys that execLocked set back the states olds[i]
+// they held (olds covers the first keys; a later one is absent, its old
+// state not kept, only when a script names more than execFew keys, which
+// no supported script does). An old state takes no more room than the one
+// that replaced it, or none, so the undo never fails. It requires that the
+// keys' shards are locked.
+func (st *Store) undoSets(now int64, keys [][]byte, written []compat.Key, olds []shard.Entry) {
+	for i := len(keys) - 1; i >= 0; i-- {
+		if !setsKey(&written[i], now) {
+			continue
+		}
+		sh := st.shardOf(keys[i])
+		if i >= len(olds) || olds[i].Algo == algorithms.None {
+			sh.Delete(keys[i], now)
+			continue
+		}
+		ref, _ := sh.Find(keys[i], now)
+		old := olds[i]
+		_ = sh.Commit(ref, keys[i], &old, now)
+	}
+}
+
+// setsKey reports whether a run left ck to be stored, deletesKey whether
+// it left ck to be removed. A limiter's state (Foreign) is never changed by
+// a script.
+func setsKey(ck *compat.Key, now int64) bool {
+	return ck.Written && ck.Value.Kind() != compat.Foreign && ck.Value.Kind() != compat.Absent && ck.Expire > now
+}
+
+func deletesKey(ck *compat.Key, now int64) bool {
+	return ck.Written && ck.Value.Kind() != compat.Foreign && (ck.Value.Kind() == compat.Absent || ck.Expire <= now)
+}
+
+// setLater reports whether a position after i names keys[i] again and sets
+// it: the later write wins, so the delete at i is not carried out.
+func setLater(keys [][]byte, written []compat.Key, i int, now int64) bool {
+	for j := i + 1; j < len(keys); j++ {
+		if setsKey(&written[j], now) && bytes.Equal(keys[j], keys[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // loadKey is the state a script sees for entry e: its string, another

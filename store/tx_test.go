@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 )
 
 func transact(st *Store, now int64, watches []algorithms.Watch, reqs ...algorithms.Request) ([]algorithms.Outcome, bool) {
 	out := make([]algorithms.Outcome, len(reqs))
-	ok, _ := st.Transact(now, watches, reqs, out)
+	ok, _ := st.Transact(now, watches, reqs, out, nil)
 	return out, ok
 }
 
@@ -128,8 +129,9 @@ func TestTransactRacingOnOneKeyAdmitsExactly(t *testing.T) {
 	}
 }
 
-// A transaction is one frame of the append-only log, and recovery gives
-// back exactly the state it left.
+// A transaction is one frame of the append-only log, string commands,
+// scripts and deletes included, and recovery gives back exactly the state
+// it left.
 func TestTransactionIsOneAOFFrame(t *testing.T) {
 	st, a, path := openLog(t, FsyncAlways)
 	st.Decide(t0, []algorithms.Request{req(algorithms.Fixed, "before", 5, time.Minute, 1)}, make([]algorithms.Outcome, 1))
@@ -140,20 +142,44 @@ func TestTransactionIsOneAOFFrame(t *testing.T) {
 		req(algorithms.Fixed, "c", 5, time.Minute, 0), // a peek: nothing to log
 	}
 	reqs = append(reqs, group(1, req(algorithms.Fixed, "d", 1, time.Minute, 1), req(algorithms.Fixed, "a", 5, time.Minute, 1))...)
-	if ok, _ := st.Transact(t0, nil, reqs, make([]algorithms.Outcome, len(reqs))); !ok {
+	st.Decide(t0, []algorithms.Request{req(algorithms.Fixed, "gone", 5, time.Minute, 1)}, make([]algorithms.Outcome, 1))
+	b := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i := range s {
+			out[i] = []byte(s[i])
+		}
+		return out
+	}
+	ops := []compat.TxOp{
+		{Before: 0, Op: compat.Op{Cmd: compat.CmdSet}, Keys: b("s"), Argv: b("5", "PX", "60000")},
+		{Before: 2, Op: compat.Op{Cmd: compat.CmdIncrBy}, Keys: b("s"), Argv: b("3")},
+		{Before: 2, Op: compat.Op{Cmd: compat.CmdDel}, Keys: b("gone", "none")},
+		{Before: 3, Op: compat.Op{Cmd: compat.CmdScript, Script: compat.Known.Lookup([]byte(compat.RateLimitRedisIncrementSHA1))},
+			Keys: b("hits"), Argv: b("60000", "0")},
+		{Before: 6, Op: compat.Op{Cmd: compat.CmdTTL}, Keys: b("s")},
+	}
+	if ok, _ := st.Transact(t0, nil, reqs, make([]algorithms.Outcome, len(reqs)), ops); !ok {
 		t.Fatal("Transact = false")
+	}
+	for i, want := range []string{"OK", "8", "1", "[1 60000]", "60000000000"} {
+		if got := ops[i].Reply.String(); got != want {
+			t.Fatalf("op %d replied %s; want %s", i, got, want)
+		}
 	}
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
 	got, l := loadLog(t, path, AOFLoadOptions{})
-	if l.Frames != 2 {
-		t.Fatalf("the log holds %d frames; want 2 (one decision, one transaction)", l.Frames)
+	if l.Frames != 3 {
+		t.Fatalf("the log holds %d frames; want 3 (two decisions, one transaction)", l.Frames)
 	}
 	if !bytes.Equal(snapshotBytes(t, got, t0), snapshotBytes(t, st, t0)) {
 		t.Fatal("the store loaded from the log differs from the one that ran the transaction")
 	}
 	if got := remaining(t, got, t0, reqs[0]); got != 1 {
 		t.Fatalf("a after recovery: %d remaining; want 1", got)
+	}
+	if n, _ := got.Exists(t0, b("s", "hits", "gone")); n != 2 {
+		t.Fatalf("after recovery EXISTS s hits gone = %d; want 2", n)
 	}
 }

@@ -317,6 +317,10 @@ var settings = []setting{
 		c.commands.SlowlogMaxLen = int64(n)
 		return err
 	}, func(c *config) string { return strconv.FormatInt(c.commands.SlowlogMaxLen, 10) }},
+	// The counters of each heavy-hitters sketch RL.TOP reads (0: off).
+	{"top-keys", func(c *config, a []string) error {
+		return intArg(a, 0, commands.MaxTopKeys, &c.commands.TopKeys)
+	}, func(c *config) string { return strconv.Itoa(c.commands.TopKeys) }},
 	{"log-max-limit", func(c *config, a []string) error {
 		var n int
 		err := intArg(a, 1, 100_000_000, &n)

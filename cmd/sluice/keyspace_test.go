@@ -63,8 +63,14 @@ var readyRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 // ready; it is stopped when the test ends.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startArgv(t, append([]string{"--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}, args...))
+}
+
+// startArgv runs the server with exactly argv, as start does.
+func startArgv(t *testing.T, argv []string) *proc {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binPath, append([]string{"--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}, args...)...)
+	p.cmd = exec.Command(binPath, argv...)
 	childproc.KillWithParent(p.cmd)
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {

@@ -81,7 +81,9 @@ func logLevel(name string) slog.Level {
 }
 
 func run(cfg config) error {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(cfg.loglevel)}))
+	level := new(slog.LevelVar) // CONFIG SET loglevel changes it
+	level.Set(logLevel(cfg.loglevel))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
 
 	// One server per directory: its snapshot, or its Raft state.
@@ -108,6 +110,9 @@ func run(cfg config) error {
 	defer obs.stop()
 
 	st := store.New(cfg.shards)
+	// The policies: in a group, the command-defined ones are the group's,
+	// replayed from the log into this registry (docs/policies.md).
+	rules := policy.NewRegistry()
 	var ks commands.Keyspace = st
 	var _ commands.Transactor = st // MULTI/EXEC need it of every keyspace
 	var node *cluster.Node
@@ -129,6 +134,13 @@ func run(cfg config) error {
 		cfg.appendonly = false
 		ccfg := cfg.cluster
 		ccfg.Dir, ccfg.Password, ccfg.Logger = cfg.dir, cfg.commands.Password, log
+		// The users are the group's: made here, before the log replays
+		// into them, and served by the commands (docs/security.md).
+		if cfg.commands.Users, err = commands.NewUsers(cfg.commands); err != nil {
+			return err
+		}
+		ccfg.ACL, ccfg.SeedACL = cfg.commands.Users, cfg.commands.ACLFile != ""
+		ccfg.Policies = rules
 		respPort, err := clusterTLS(cfg, tlsr, &ccfg)
 		if err != nil {
 			return err
@@ -162,7 +174,6 @@ func run(cfg config) error {
 	}
 	// The rules files: a broken set stops the start (exit 2, a bad
 	// configuration file); later reloads keep the rules in force.
-	rules := policy.NewRegistry()
 	loader, err := loadPolicies(log, cfg, rules)
 	if err != nil {
 		log.Error("refusing to start", "err", err)
@@ -172,11 +183,8 @@ func run(cfg config) error {
 	stop := newStopper(log, finalSave(log, saver), probeSave(saver), cfg.save > 0)
 	clock := commands.NewClock()
 	ccfg := cfg.commands
-	for _, s := range settings {
-		ccfg.Params = append(ccfg.Params, commands.Param{Name: s.name, Value: s.get(&cfg)})
-	}
-	// One database: exporters need not scan db1…db15.
-	ccfg.Params = append(ccfg.Params, commands.Param{Name: "databases", Value: "1"})
+	live := &liveConfig{cfg: cfg, base: defaultConfig(), log: log, level: level, stop: stop}
+	ccfg.Params, ccfg.Settings = params(&cfg), live
 	ccfg.Info = []commands.Param{
 		{Name: "config_file", Value: cfg.file},
 		{Name: "shards", Value: strconv.Itoa(st.Shards())},
@@ -199,6 +207,10 @@ func run(cfg config) error {
 		return err
 	}
 	cmds.Attach(srv)
+	live.srv, live.cmds = srv, cmds
+	if node == nil {
+		live.st, live.saves = st, &saveLoop{saver: saver}
+	}
 	if err := obs.attach(cmds, node); err != nil {
 		return err
 	}
@@ -267,8 +279,8 @@ func run(cfg config) error {
 	}
 
 	stopSaves := make(chan struct{})
-	if cfg.save > 0 {
-		go saver.Run(time.Duration(cfg.save)*time.Second, stopSaves)
+	if live.saves != nil {
+		live.saves.set(cfg.save) // CONFIG SET save restarts it
 	}
 	go cmds.Sweep(stopSaves) // one sweep loop, whatever the number of listeners
 
@@ -308,6 +320,9 @@ func run(cfg config) error {
 	// that no decision after it is lost; the process leaves at once, as
 	// Redis does after its final save.
 	close(stopSaves)
+	if live.saves != nil {
+		live.saves.close()
+	}
 	closeAppendOnly(log, aof)
 	aof = nil
 	log.Info("bye", "exit_code", end.code)

@@ -63,7 +63,21 @@ func (o *observer) attach(cmds *commands.Handler, node *cluster.Node) error {
 		return nil
 	}
 	o.srv.SetReady(func() error { return metrics.GroupReady(node.InfoReplication()) })
-	return nil
+	return o.srv.AttachRaft(func() metrics.RaftEvents { return raftEvents(node.Metrics()) })
+}
+
+// raftEvents converts a node's Raft event counts for the metrics endpoint.
+func raftEvents(m cluster.Metrics) metrics.RaftEvents {
+	e := metrics.RaftEvents{LeaderChanges: m.LeaderChanges, Forwarded: m.Forwarded, ForwardedOps: m.ForwardedOps,
+		ApplySum: m.ApplySum.Seconds(), ApplyBounds: make([]float64, cluster.ApplyBuckets),
+		ApplyCounts: make([]uint64, cluster.ApplyBuckets+1)}
+	for k := range e.ApplyBounds {
+		e.ApplyBounds[k] = cluster.ApplyBound(k).Seconds()
+	}
+	for k, n := range m.Apply {
+		e.ApplyCounts[k] = uint64(n)
+	}
+	return e
 }
 
 // stop makes /readyz answer "not ready" and closes the endpoint.

@@ -1,7 +1,8 @@
 'use strict';
 // rate-limiter-flexible 11.4.0's RateLimiterRedis, through ioredis and
 // through node-redis, on sluice and on Redis: the documented examples
-// (consume, penalty, reward, delete, get, block), with identical results:
+// (consume, penalty, reward, delete, get, block, set, duration 0,
+// blockDuration), with identical results:
 // consumed points, remaining points, first-in-duration, and msBeforeNext
 // within the clocks' granularity.
 const test = require('node:test');
@@ -81,18 +82,6 @@ for (const via of ['ioredis', 'node-redis']) {
     let [a, b] = await both((l) => settle(l.consume('u', 2)));
     same('consume 2', a, b);
     [a, b] = await both((l) => settle(l.get('u')));
-    // sluice's MULTI queues decisions, RL.CHECK and key-less commands;
-    // the GET and PTTL that get (and the SET that block) send inside
-    // MULTI are refused, so the transaction is discarded whole and
-    // nothing is applied (docs/compat.md). Until string commands may be
-    // queued, assert exactly that refusal, and that Redis answers.
-    if (a.error && /EXECABORT|not allowed inside a transaction/.test(a.error)) {
-      assert.ok(b.ok, `Redis's get failed: ${JSON.stringify(b)}`);
-      [a, b] = await both((l) => settle(l.consume('u')));
-      same('consume after the refused get: nothing was applied', a, b);
-      t.diagnostic('rate-limiter-flexible get/block: refused inside MULTI by sluice (string commands are not queued in transactions yet)');
-      return;
-    }
     same('get', a, b);
     [a, b] = await both((l) => settle(l.block('u', 30)));
     same('block 30 s', a, b);
@@ -100,6 +89,44 @@ for (const via of ['ioredis', 'node-redis']) {
     same('consume while blocked', a, b);
     [a, b] = await both((l) => settle(l.get('nobody').then((r) => r || { consumedPoints: null })));
     same('get of a key never used', a, b);
+    [a, b] = await both((l) => settle(l.set('v', 2, 20)));
+    same('set 2 points for 20 s', a, b);
+    [a, b] = await both((l) => settle(l.consume('v')));
+    same('consume after set', a, b);
+    [a, b] = await both((l) => settle(l.set('v', 1, 0)));
+    same('set 1 point forever', a, b);
+    [a, b] = await both((l) => settle(l.get('v')));
+    same('get of a key without a TTL', a, b);
+  });
+
+  test(`rate-limiter-flexible through ${via}: duration 0 and blockDuration agree with Redis (MULTI/EXEC)`, async (t) => {
+    const clients = [];
+    const forever = [];
+    const blocking = [];
+    for (const s of servers()) {
+      const c = via === 'ioredis' ? ioredis(s) : await nodeRedis(s);
+      clients.push(c);
+      forever.push(new RateLimiterRedis({
+        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flx0-${via}`, points: 2, duration: 0,
+      }));
+      blocking.push(new RateLimiterRedis({
+        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flxd-${via}`, points: 1, duration: 10, blockDuration: 30,
+      }));
+    }
+    t.after(() => clients.forEach((c) => (via === 'ioredis' ? c.disconnect() : c.destroy())));
+    for (const [name, ls, f] of [
+      ['duration 0: consume 1', forever, (l) => l.consume('u')],
+      ['duration 0: consume 1 (the last)', forever, (l) => l.consume('u')],
+      ['duration 0: consume 1 (over)', forever, (l) => l.consume('u')],
+      ['duration 0: get', forever, (l) => l.get('u')],
+      ['blockDuration: consume 1', blocking, (l) => l.consume('u')],
+      ['blockDuration: consume 1 (over: blocks for 30 s)', blocking, (l) => l.consume('u')],
+      ['blockDuration: consume while blocked', blocking, (l) => l.consume('u')],
+      ['blockDuration: get while blocked', blocking, (l) => l.get('u')],
+    ]) {
+      const [a, b] = await Promise.all(ls.map((l) => settle(f(l))));
+      same(name, a, b);
+    }
   });
 }
 

@@ -1,0 +1,185 @@
+package commands
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// Decisions by policy (the metrics endpoint, INFO policies): RL.CHECK's
+// decisions counted per policy and outcome, with shadow policies'
+// would-be denials, without a shared atomic per decision.
+//
+// A connection counts its batch's policy decisions in a few plain slots
+// of its RL.CHECK state (one per policy of the batch) and adds them, at
+// the end of the batch, to its lane's stripe: a map by policy name under
+// the stripe's mutex, taken once per batch. Names are bounded: the first
+// maxPolicyNames policies seen get series of their own, later ones count
+// under otherPolicies, so that a client that defines policy after policy
+// cannot grow the metrics without bound.
+
+const (
+	polSlots       = 4
+	maxPolicyNames = 256
+	otherPolicies  = "_other"
+)
+
+// polSlot counts one policy's decisions within a batch (owner only).
+type polSlot struct {
+	p                          *policy.Policy
+	allowed, denied, wouldDeny int64
+}
+
+// PolicyStat is one policy's decisions since the start: admitted and
+// denied as replied (a shadow policy admits), and a shadow policy's
+// would-be denials.
+type PolicyStat struct {
+	Name                             string
+	Allowed, Denied, ShadowWouldDeny int64
+}
+
+// polStripe is one lane's counts by policy name, guarded by mu.
+type polStripe struct {
+	mu sync.Mutex
+	m  map[string]*PolicyStat
+}
+
+// policyStats are a Handler's decisions by policy.
+type policyStats struct {
+	stripes [statStripes]polStripe
+	mu      sync.Mutex          // guards names
+	names   map[string]struct{} // the names given series of their own
+}
+
+// label returns the name name is counted under: itself while fewer than
+// maxPolicyNames have been, else otherPolicies. A stripe asks once per
+// name it has not met.
+func (ps *policyStats) label(name string) string {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if _, ok := ps.names[name]; ok {
+		return name
+	}
+	if len(ps.names) >= maxPolicyNames {
+		return otherPolicies
+	}
+	if ps.names == nil {
+		ps.names = map[string]struct{}{}
+	}
+	ps.names[name] = struct{}{}
+	return name
+}
+
+// countPolicy counts a policy decision as replied, and whether a shadow
+// policy would have denied it.
+func (s *session) countPolicy(p *policy.Policy, allowed, wouldDeny bool) {
+	c := s.checks()
+	i := 0
+	for ; i < c.npol; i++ {
+		if c.pols[i].p == p {
+			break
+		}
+	}
+	if i == c.npol {
+		if c.npol == polSlots {
+			s.flushPolicies()
+			i = 0
+		}
+		c.pols[i] = polSlot{p: p}
+		c.npol = i + 1
+	}
+	sl := &c.pols[i]
+	switch {
+	case allowed:
+		sl.allowed++
+	default:
+		sl.denied++
+	}
+	if wouldDeny {
+		sl.wouldDeny++
+	}
+}
+
+// flushPolicies adds the batch's policy counts to the session's stripe
+// and empties the slots (owner only).
+func (s *session) flushPolicies() {
+	c := s.queue.chk
+	if c == nil || c.npol == 0 {
+		return
+	}
+	lane := s.conn.Lane()
+	if lane < 0 {
+		lane = int(s.conn.ID())
+	}
+	ps := &s.h.polStats
+	st := &ps.stripes[lane%statStripes]
+	st.mu.Lock()
+	for i := 0; i < c.npol; i++ {
+		sl := &c.pols[i]
+		e := st.m[sl.p.Name]
+		if e == nil {
+			e = st.add(ps, sl.p.Name)
+		}
+		e.Allowed += sl.allowed
+		e.Denied += sl.denied
+		e.ShadowWouldDeny += sl.wouldDeny
+		c.pols[i] = polSlot{}
+	}
+	st.mu.Unlock()
+	c.npol = 0
+}
+
+// add makes the stripe's entry of name (which counts under its label).
+// Requires st.mu.
+func (st *polStripe) add(ps *policyStats, name string) *PolicyStat {
+	if st.m == nil {
+		st.m = map[string]*PolicyStat{}
+	}
+	l := ps.label(name)
+	e := st.m[l]
+	if e == nil {
+		e = &PolicyStat{Name: l}
+		st.m[l] = e
+	}
+	st.m[name] = e // later lookups of name find its label's entry at once
+	return e
+}
+
+// PolicyStats returns the decisions by policy since the start, by name.
+// Any goroutine.
+func (h *Handler) PolicyStats() []PolicyStat {
+	sum := map[string]*PolicyStat{}
+	for i := range h.polStats.stripes {
+		st := &h.polStats.stripes[i]
+		st.mu.Lock()
+		for name, e := range st.m {
+			if name != e.Name {
+				continue // an alias of otherPolicies
+			}
+			t := sum[name]
+			if t == nil {
+				t = &PolicyStat{Name: name}
+				sum[name] = t
+			}
+			t.Allowed += e.Allowed
+			t.Denied += e.Denied
+			t.ShadowWouldDeny += e.ShadowWouldDeny
+		}
+		st.mu.Unlock()
+	}
+	out := make([]PolicyStat, 0, len(sum))
+	for _, t := range sum {
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(a, b PolicyStat) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}

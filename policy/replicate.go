@@ -1,0 +1,99 @@
+package policy
+
+// Changes of the command-owned policies as a replicated group carries
+// them in its log (cluster.Policies): argv "set" <EncodePolicies of one
+// policy> or "del" <name>. Apply is deterministic whatever rules files a
+// node holds: a command-owned policy that a file's policy of the same name
+// hides is kept (hidden) rather than refused, so every node holds the same
+// command-owned set at the same index; the node that takes RL.POLICY SET
+// or DEL refuses a file-owned name before the change reaches the log.
+
+// Change words.
+const (
+	ChangeSet = "set"
+	ChangeDel = "del"
+)
+
+// SetChange returns the log change that defines or replaces p.
+func SetChange(p Policy) [][]byte {
+	return [][]byte{[]byte(ChangeSet), EncodePolicies(nil, []Policy{p})}
+}
+
+// DelChange returns the log change that deletes the policy named name.
+func DelChange(name string) [][]byte {
+	return [][]byte{[]byte(ChangeDel), []byte(name)}
+}
+
+// Apply carries out a change (SetChange, DelChange) on the command-owned
+// policies and returns how many it deleted (0 or 1).
+func (r *Registry) Apply(argv [][]byte) (int64, error) {
+	if len(argv) != 2 {
+		return 0, errCorrupt("a policy change of %d words", len(argv))
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.cur.Load()
+	switch string(argv[0]) {
+	case ChangeSet:
+		ps, err := DecodePolicies(argv[1])
+		if err != nil {
+			return 0, err
+		}
+		if len(ps) != 1 {
+			return 0, errCorrupt("a policy change of %d policies", len(ps))
+		}
+		p := ps[0]
+		if err := p.Validate(); err != nil {
+			return 0, err
+		}
+		cmds := cloneMap(old.commands, 1)
+		cmds[p.Name] = &p
+		r.cur.Store(merge(cmds, old.rules))
+		return 0, nil
+	case ChangeDel:
+		name := string(argv[1])
+		if old.commands[name] == nil {
+			return 0, nil
+		}
+		cmds := cloneMap(old.commands, 0)
+		delete(cmds, name)
+		r.cur.Store(merge(cmds, old.rules))
+		return 1, nil
+	}
+	return 0, errCorrupt("an unknown policy change %q", argv[0])
+}
+
+// Encode returns the command-owned policies (EncodePolicies), for a
+// snapshot.
+func (r *Registry) Encode() []byte { return EncodePolicies(nil, r.Load().Commanded()) }
+
+// Decode replaces the command-owned policies with an Encode's.
+func (r *Registry) Decode(data []byte) error {
+	ps, err := DecodePolicies(data)
+	if err != nil {
+		return err
+	}
+	return r.ReplaceCommanded(ps)
+}
+
+// CheckSet reports the error Set would return for p, changing nothing.
+func (r *Registry) CheckSet(p Policy) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.FromFile() {
+		return errReadOnly(p.Name, p.File)
+	}
+	return r.checkNotFile(p.Name)
+}
+
+// CheckDel reports the error Delete would return for name, changing
+// nothing.
+func (r *Registry) CheckDel(name string) error { return r.checkNotFile(name) }
+
+func (r *Registry) checkNotFile(name string) error {
+	if lp := r.cur.Load().live[name]; lp != nil && lp.FromFile() {
+		return errReadOnly(name, lp.File)
+	}
+	return nil
+}
