@@ -91,23 +91,8 @@ func (s *session) parsePolicy(args [][]byte) (policy.Policy, error) {
 	if err := policy.CheckName(p.Name); err != nil {
 		return p, err
 	}
-	algo, ok := policy.ParseAlgo(string(args[1]))
-	if !ok {
-		return p, errUnknownAlgo(args[1])
-	}
 	var err error
-	if algo == algorithms.Concurrency {
-		p.Limit = algorithms.Limit{Algo: algo}
-		if p.Limit.Count, err = parsePositive(args[2], "limit"); err == nil {
-			p.Limit.Period, err = parseDuration(args[3], "lease")
-		}
-		if err == nil && p.Limit.Count > s.h.cfg.LogMaxLimit {
-			err = errAboveLogMax(s.h.cfg.LogMaxLimit)
-		}
-	} else {
-		p.Limit, err = s.parseLimit(algo, args[2], args[3])
-	}
-	if err != nil {
+	if p.Limit, err = s.parseNamedLimit(args[1], args[2], args[3]); err != nil {
 		return p, err
 	}
 	for i := 4; i < len(args); i++ {
@@ -125,6 +110,28 @@ func (s *session) parsePolicy(args [][]byte) (policy.Policy, error) {
 		}
 	}
 	return p, nil
+}
+
+// parseNamedLimit reads "ALGO p1 p2" with the parameters of the RL.*
+// command of that algorithm (CONCURRENCY takes limit and lease), as
+// RL.POLICY SET and RL.OVERRIDE SET take it.
+func (s *session) parseNamedLimit(algoArg, p1, p2 []byte) (algorithms.Limit, error) {
+	algo, ok := policy.ParseAlgo(string(algoArg))
+	if !ok {
+		return algorithms.Limit{}, errUnknownAlgo(algoArg)
+	}
+	if algo != algorithms.Concurrency {
+		return s.parseLimit(algo, p1, p2)
+	}
+	l := algorithms.Limit{Algo: algo}
+	var err error
+	if l.Count, err = parsePositive(p1, "limit"); err == nil {
+		l.Period, err = parseDuration(p2, "lease")
+	}
+	if err == nil && l.Count > s.h.cfg.LogMaxLimit {
+		err = errAboveLogMax(s.h.cfg.LogMaxLimit)
+	}
+	return l, err
 }
 
 // policyGet replies a policy's fields as a map (RESP3) or a flat array of
