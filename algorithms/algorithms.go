@@ -20,6 +20,7 @@ const (
 	Concurrency      // RL.ACQUIRE, RL.RELEASE: Concurrency
 	Throttle         // CL.THROTTLE: CellThrottle (redis-cell's GCRA)
 	String           // a string a known limiter script or a plain string command wrote (package compat)
+	Override         // a subject's override of a named policy (RL.OVERRIDE; see override.go)
 )
 
 // String returns the name TYPE and RL.INFO report for a key holding this kind
@@ -42,6 +43,8 @@ func (a Algo) String() string {
 		return "cl-throttle"
 	case String:
 		return "string"
+	case Override:
+		return "rl-override"
 	default:
 		return "none"
 	}
@@ -51,6 +54,10 @@ func (a Algo) String() string {
 // converts them to the reply's units and rounding.
 type Result struct {
 	Allowed bool
+	// Override is set by a keyspace when a subject's override (RL.OVERRIDE)
+	// decided instead of the request's limit; OverrideNone otherwise. It
+	// sits in Allowed's padding: a Result is no larger for it.
+	Override OverrideKind
 	// Limit is the capacity: tokens in a full bucket, requests per window.
 	Limit int64
 	// Remaining is what is left after this call (floor).

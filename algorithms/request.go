@@ -74,6 +74,13 @@ type Request struct {
 	// ID is the lease holder's id (Concurrency only); the keyspace hashes it
 	// to the 64 bits the algorithm keeps.
 	ID []byte
+	// Override, if not nil, is the key of the subject's override of a
+	// named policy (RL.CHECK): when an override is live there at the
+	// decision, it decides instead of Limit (its own limit, always
+	// admitted, or always refused; Result.Override says which), and a
+	// limiter's state of another algorithm under Key starts afresh instead
+	// of failing with WRONGTYPE. Only valid for the duration of the call.
+	Override []byte
 }
 
 // Outcome is a Request's answer: a Result, or an error whose text is a

@@ -149,7 +149,7 @@ func (b *batcher) loop() {
 func opsSize(ops []op) int {
 	n := 0
 	for i := range ops {
-		n += 48 + len(ops[i].req.Key) + len(ops[i].req.ID) + len(ops[i].addr) + len(ops[i].id)
+		n += 48 + len(ops[i].req.Key) + len(ops[i].req.ID) + len(ops[i].req.Override) + len(ops[i].addr) + len(ops[i].id)
 		for _, w := range ops[i].watches {
 			n += 8 + len(w.Key)
 		}

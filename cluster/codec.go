@@ -56,6 +56,8 @@ const (
 	opTx
 	opACL
 	opPolicy
+	opCheck    // on the wire only: an opDecide whose request names an override key (RL.CHECK)
+	opOverride // RL.OVERRIDE SET: argv = key, the 24 bytes of the packed words
 )
 
 // op is one operation of a batch.
@@ -100,6 +102,9 @@ func appendOp(b []byte, o *op) []byte {
 	switch o.code {
 	case opDecide:
 		r := &o.req
+		if r.Override != nil {
+			b[len(b)-1] = byte(opCheck)
+		}
 		b = binary.AppendUvarint(b, uint64(uint32(r.Group)))
 		b = append(b, byte(r.Limit.Algo))
 		b = binary.AppendVarint(b, r.Limit.Count)
@@ -107,6 +112,9 @@ func appendOp(b []byte, o *op) []byte {
 		b = binary.AppendVarint(b, r.N)
 		b = appendBytes(b, r.Key)
 		b = appendBytes(b, r.ID)
+		if r.Override != nil {
+			b = appendBytes(b, r.Override)
+		}
 	case opTx:
 		b = binary.AppendUvarint(b, uint64(len(o.watches)))
 		for _, w := range o.watches {
@@ -134,7 +142,7 @@ func appendOp(b []byte, o *op) []byte {
 		b = appendBytes(b, sha)
 		b = appendList(b, o.keys)
 		b = appendList(b, o.argv)
-	case opACL, opPolicy:
+	case opACL, opPolicy, opOverride:
 		b = appendList(b, o.argv)
 	}
 	return b
@@ -252,7 +260,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 		var o op
 		o.code = opCode(d.byte())
 		switch o.code {
-		case opDecide:
+		case opDecide, opCheck:
 			g := d.uvarint()
 			if g > math.MaxUint32 {
 				d.fail()
@@ -264,6 +272,13 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 			o.req.N = d.varint()
 			o.req.Key = d.bytes()
 			o.req.ID = d.bytes()
+			if o.code == opCheck {
+				o.req.Override = d.bytes()
+				if o.req.Override == nil {
+					o.req.Override = []byte{} // named, if empty
+				}
+				o.code = opDecide
+			}
 		case opTx:
 			n := d.uvarint()
 			if n > uint64(len(d.b)) {
@@ -307,7 +322,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 			}
 			o.keys = d.list()
 			o.argv = d.list()
-		case opACL, opPolicy:
+		case opACL, opPolicy, opOverride:
 			o.argv = d.list()
 		default:
 			d.fail()
@@ -352,9 +367,9 @@ func appendResults(b []byte, rs []result) []byte {
 			continue
 		}
 		b = append(b, 0)
-		allowed := byte(0)
+		allowed := byte(r.out.Result.Override) << 1 // the override that decided, if any
 		if r.out.Result.Allowed {
-			allowed = 1
+			allowed |= 1
 		}
 		b = append(b, allowed)
 		b = binary.AppendVarint(b, r.out.Result.Limit)
@@ -382,7 +397,9 @@ func decodeResults(data []byte) ([]result, error) {
 		switch d.byte() {
 		case 0:
 			r := &rs[i]
-			r.out.Result.Allowed = d.byte() == 1
+			a := d.byte()
+			r.out.Result.Allowed = a&1 == 1
+			r.out.Result.Override = algorithms.OverrideKind(a >> 1)
 			r.out.Result.Limit = d.varint()
 			r.out.Result.Remaining = d.varint()
 			r.out.Result.RetryAfter = d.varint()

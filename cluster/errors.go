@@ -26,19 +26,20 @@ var (
 	// safe.
 	errNotApplied = errors.New("not applied: this node is not the leader")
 
-	errNoLeader       = clusterError("CLUSTERDOWN no leader: the group has no quorum right now; nothing was applied")
-	errNotReady       = clusterError("CLUSTERDOWN the leader is still applying its predecessor's entries; nothing was applied")
-	errNotLeader      = clusterError("CLUSTERDOWN this node is not the leader; nothing was applied")
-	errReadonlyWrite  = clusterError("READONLY You can't write against a read only replica.")
-	errCorruptForward = clusterError("RAFT.FORWARD: corrupt submission")
-	errJoinArgs       = clusterError("RAFT.JOIN needs an id, a raft address and a RESP address")
-	errNoMember       = clusterError("no member") // "no member \"n4\""
-	errAdding         = clusterError("adding")    // "adding n4: " and raft's reason
-	errRemoving       = clusterError("removing")
-	errTransfer       = clusterError("leadership transfer")
-	errSnapshot       = clusterError("snapshot")
-	errNoACL          = clusterError("this node replicates no ACL users")
-	errNoPolicies     = clusterError("this node replicates no policies")
+	errNoLeader        = clusterError("CLUSTERDOWN no leader: the group has no quorum right now; nothing was applied")
+	errNotReady        = clusterError("CLUSTERDOWN the leader is still applying its predecessor's entries; nothing was applied")
+	errNotLeader       = clusterError("CLUSTERDOWN this node is not the leader; nothing was applied")
+	errReadonlyWrite   = clusterError("READONLY You can't write against a read only replica.")
+	errCorruptForward  = clusterError("RAFT.FORWARD: corrupt submission")
+	errJoinArgs        = clusterError("RAFT.JOIN needs an id, a raft address and a RESP address")
+	errNoMember        = clusterError("no member") // "no member \"n4\""
+	errAdding          = clusterError("adding")    // "adding n4: " and raft's reason
+	errRemoving        = clusterError("removing")
+	errTransfer        = clusterError("leadership transfer")
+	errSnapshot        = clusterError("snapshot")
+	errNoACL           = clusterError("this node replicates no ACL users")
+	errNoPolicies      = clusterError("this node replicates no policies")
+	errCorruptOverride = clusterError("a malformed override entry")
 )
 
 // clusterError is a reply error of the cluster (comparable with ==).

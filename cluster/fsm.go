@@ -186,6 +186,8 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			f.applyACL(o, r)
 		case opPolicy:
 			f.applyPolicy(o, r)
+		case opOverride:
+			f.applyOverride(at, o, r)
 		case opMember:
 			f.mu.Lock()
 			if o.addr == "" {

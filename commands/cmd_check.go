@@ -36,6 +36,9 @@ type checkItem struct {
 	p    *policy.Policy
 	mode policy.Mode
 	slot int32
+	// ovr is the subject's override key, in the queue's key arena: the
+	// named reply reads the override's limit for quota and window_s.
+	ovr []byte
 }
 
 // cmdCheck: RL.CHECK policy subject [policy subject …] [n]
@@ -59,14 +62,14 @@ func cmdCheck(s *session, args [][]byte) {
 		return
 	}
 	limit, mode := p.Resolve(nil)
-	key := s.checkKeyOf(p, limit.Algo, args[2])
+	key, ovr := s.checkKeysOf(p, limit.Algo, args[2])
 	if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
 		s.rejectDecision(err)
 		return
 	}
 	c := s.checks()
-	c.items = append(c.items, checkItem{p: p, mode: mode})
-	s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n}, kindCheck)
+	c.items = append(c.items, checkItem{p: p, mode: mode, ovr: ovr})
+	s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n, Override: ovr}, kindCheck)
 }
 
 // checkPolicy returns the policy RL.CHECK names in snap, or the error that
@@ -82,15 +85,17 @@ func (s *session) checkPolicy(snap *policy.Snapshot, name []byte) (*policy.Polic
 	return p, nil
 }
 
-// checkKeyOf returns subject's state key under p in the queue's key arena,
-// with the prefix of the policy used last kept in the session.
-func (s *session) checkKeyOf(p *policy.Policy, algo algorithms.Algo, subject []byte) []byte {
+// checkKeysOf returns subject's state key under p and its override key
+// (policy.AppendOverrideKey), both in the queue's key arena, with the
+// prefixes of the policy used last kept in the session.
+func (s *session) checkKeysOf(p *policy.Policy, algo algorithms.Algo, subject []byte) (key, ovr []byte) {
 	c := s.checks()
 	if p != c.pol {
 		c.pol = p
 		c.prefix = policy.AppendCheckKey(c.prefix[:0], p.Name, algo, nil)
+		c.ovrPrefix = policy.AppendOverrideKey(c.ovrPrefix[:0], p.Name, nil)
 	}
-	return c.key(c.prefix, subject)
+	return c.key(c.prefix, subject), c.key(c.ovrPrefix, subject)
 }
 
 // checkKey builds the state key prefix+subject in the queue's key arena
@@ -123,8 +128,9 @@ type checkState struct {
 	// pol is the policy used last and prefix its state keys' prefix
 	// (pol:<name>:<algo>:): a pipeline mostly repeats one policy. A policy
 	// changed by RL.POLICY SET is another pointer, so the prefix follows.
-	pol    *policy.Policy
-	prefix []byte
+	pol       *policy.Policy
+	prefix    []byte
+	ovrPrefix []byte // ovr:<name>:
 	// pols count the batch's decisions by policy (policystats.go).
 	pols [polSlots]polSlot
 	npol int
@@ -159,7 +165,7 @@ func (c *checkState) size() int64 {
 // denial is an admission; policy.Reply). The would-be denials are counted
 // for INFO policies.
 func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
-	if c.mode == policy.ModeEnforce && !s.named { // the usual case: the decision as it is
+	if c.mode == policy.ModeEnforce && !s.named { // the usual case: the decision as it is (an override's included)
 		if r.Allowed {
 			s.allowed++
 		} else {
@@ -183,7 +189,37 @@ func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
 		s.writeDecision(&out)
 		return
 	}
-	s.writeNamedCheck(c, &out, wouldDeny)
+	s.writeNamedCheck(c, &out, r.Override, wouldDeny)
+}
+
+// shownMode is the named reply's mode of a decision made under mode: the
+// override's, if an UNLIMITED or DENY override decided, else the
+// policy's (a shadow policy's DENY override still admits, with
+// would_deny: a shadow policy refuses nothing).
+func shownMode(mode policy.Mode, kind algorithms.OverrideKind) policy.Mode {
+	switch kind {
+	case algorithms.OverrideUnlimited:
+		return policy.ModeUnlimited
+	case algorithms.OverrideDeny:
+		return policy.ModeDeny
+	}
+	return mode
+}
+
+// decidingLimit is the limit the named reply states as quota and
+// window_s: the override's, when an override's limit decided (read from
+// this node's state), else the policy's.
+func (s *session) decidingLimit(c *checkItem, kind algorithms.OverrideKind) algorithms.Limit {
+	if kind == algorithms.OverrideLimit {
+		if ov, ok := s.h.ks.(Overrider); ok {
+			if w, ok := ov.LocalOverride(s.conn.Now(), c.ovr); ok {
+				if o, err := policy.UnpackOverride(w); err == nil && o.Kind == policy.OverrideLimit {
+					return o.Limit
+				}
+			}
+		}
+	}
+	return c.p.Limit
 }
 
 // writeNamedCheck writes a policy decision as a named reply (CLIENT
@@ -191,12 +227,12 @@ func (s *session) writeCheck(c *checkItem, r *algorithms.Result) {
 // (enforce, shadow, unlimited or deny), quota and window_s (the limit as
 // the IETF RateLimit-Policy field states it: quota units per window_s
 // seconds, rounded up) and would_deny (a shadow policy's denial).
-func (s *session) writeNamedCheck(c *checkItem, r *algorithms.Result, wouldDeny bool) {
+func (s *session) writeNamedCheck(c *checkItem, r *algorithms.Result, kind algorithms.OverrideKind, wouldDeny bool) {
 	retry := int64(-1)
 	if r.RetryAfter >= 0 {
 		retry = ceilMillis(r.RetryAfter)
 	}
-	quota, window := policy.Quota(c.p.Limit)
+	quota, window := policy.Quota(s.decidingLimit(c, kind))
 	s.writeMap(10)
 	s.writeBulkString("allowed")
 	s.writeBool(r.Allowed)
@@ -207,7 +243,7 @@ func (s *session) writeNamedCheck(c *checkItem, r *algorithms.Result, wouldDeny 
 	s.writeBulkString("policy")
 	s.writeBulkString(c.p.Name)
 	s.writeBulkString("mode")
-	s.writeBulkString(c.mode.String())
+	s.writeBulkString(shownMode(c.mode, kind).String())
 	s.writeBulkString("quota")
 	s.writeInt(quota)
 	s.writeBulkString("window_s")

@@ -75,6 +75,12 @@ var (
 	errCheckConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies: use RL.ACQUIRE and RL.RELEASE")
 	errCheckPairs       = replyError("RL.CHECK takes policy subject pairs and an optional n")
 
+	// RL.OVERRIDE (cmd_override.go).
+	errNoOverrides         = replyError("this key space keeps no overrides")
+	errEmptySubject        = replyError("the subject must not be empty")
+	errOverrideConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies, so they take no override")
+	errWrongTypeOverride   = replyError("WRONGTYPE the override's key holds another kind of value")
+
 	// The arguments of the decisions (args.go, cmd_throttle.go).
 	errRateNotPositive = replyError("rate must be positive")
 	errRateTooHigh     = replyError("rate is too high: at most 1 per nanosecond (1000000000/s)")

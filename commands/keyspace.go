@@ -102,3 +102,16 @@ type Transactor interface {
 	// replicated group, the outcome is unknown (TRYAGAIN).
 	Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome, ops []compat.TxOp) (bool, error)
 }
+
+// Overrider is implemented by keyspaces that keep overrides (RL.OVERRIDE):
+// the store and the Raft node. An override is an entry under the key
+// policy.AppendOverrideKey derives, holding policy.Override's packed words.
+type Overrider interface {
+	// SetOverride stores the packed words w under key (through the log on
+	// a replicated node) and returns whether no live override was there.
+	SetOverride(now int64, key []byte, w [3]int64) (bool, error)
+	// LocalOverride reads key's override words from this node's own state,
+	// without the log (RL.OVERRIDE LIST, the named reply of RL.CHECK); ok
+	// is false if there is none.
+	LocalOverride(now int64, key []byte) (w [3]int64, ok bool)
+}

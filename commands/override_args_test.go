@@ -42,8 +42,8 @@ func TestOverrideSpecParsesEachForm(t *testing.T) {
 		{"FIXED 60 1m EXPIRE 1d", policy.Override{Kind: policy.OverrideLimit,
 			Limit:  algorithms.Limit{Algo: algorithms.Fixed, Count: 60, Period: int64(time.Minute)},
 			Expire: now + 24*int64(time.Hour)}},
-		{"CONCURRENCY 5 30s", policy.Override{Kind: policy.OverrideLimit,
-			Limit: algorithms.Limit{Algo: algorithms.Concurrency, Count: 5, Period: 30 * int64(time.Second)}}},
+		{"SLIDING 5 30s", policy.Override{Kind: policy.OverrideLimit,
+			Limit: algorithms.Limit{Algo: algorithms.Sliding, Count: 5, Period: 30 * int64(time.Second)}}},
 	} {
 		got, err := s.parseOverrideSpec(splitArgs(tc.line), now)
 		if err != nil {
@@ -74,6 +74,7 @@ func TestOverrideSpecRefusesBadWords(t *testing.T) {
 		{"DENY EXPIRE 5", "expire"},
 		{"DENY EXPIRE 106751d", "invalid expire time in 'rl.override|set' command"},
 		{"FIXED 140737488355328 1s", "above 140737488355327"},
+		{"CONCURRENCY 5 30s", "CONCURRENCY is not a limit RL.CHECK decides"},
 	} {
 		_, err := s.parseOverrideSpec(splitArgs(tc.line), now)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

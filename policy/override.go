@@ -6,26 +6,15 @@ import (
 	"github.com/sluice-rl/sluice/algorithms"
 )
 
-// OverrideKind says what an override gives its subject.
-type OverrideKind uint8
+// OverrideKind says what an override gives its subject (the store reads
+// the kind from the packed words: algorithms.OverrideOf).
+type OverrideKind = algorithms.OverrideKind
 
 const (
-	OverrideLimit     OverrideKind = 1 // its own limit (Override.Limit)
-	OverrideUnlimited OverrideKind = 2 // always admitted, never counted
-	OverrideDeny      OverrideKind = 3 // always refused
+	OverrideLimit     = algorithms.OverrideLimit     // its own limit (Override.Limit)
+	OverrideUnlimited = algorithms.OverrideUnlimited // always admitted, never counted
+	OverrideDeny      = algorithms.OverrideDeny      // always refused
 )
-
-func (k OverrideKind) String() string {
-	switch k {
-	case OverrideLimit:
-		return "limit"
-	case OverrideUnlimited:
-		return "unlimited"
-	case OverrideDeny:
-		return "deny"
-	}
-	return "unknown"
-}
 
 // Override is one subject's exception to a policy (RL.OVERRIDE SET).
 // Millions of them are kept in the store's compact entries, so an Override
@@ -49,6 +38,9 @@ func (o *Override) Validate() error {
 		if err := validLimit(o.Limit); err != nil {
 			return err
 		}
+		if o.Limit.Algo == algorithms.Concurrency {
+			return errOverride("CONCURRENCY is not a limit RL.CHECK decides; an override takes TOKEN, LEAKY, FIXED, SLIDING or LOG")
+		}
 		if o.Limit.Count > MaxOverrideCount {
 			return errOverride("the limit or capacity is above %d", int64(MaxOverrideCount))
 		}
@@ -65,7 +57,8 @@ func (o *Override) Validate() error {
 	return nil
 }
 
-// Pack returns o as three words, the layout of the store's entry state:
+// Pack returns o as three words, the layout of the store's entry state
+// (algorithms/override.go reads it back for the decisions):
 //
 //	w[0] = the expiry (unix ns), math.MaxInt64 for an override that never
 //	       expires. It equals the entry's Expire, so a store that omits an

@@ -101,14 +101,14 @@ func TestOverridePackRoundTrips(t *testing.T) {
 		{Kind: OverrideUnlimited},
 		{Kind: OverrideDeny, Expire: 1},
 		{Kind: OverrideLimit, Limit: algorithms.Limit{Algo: algorithms.Token, Count: 1, Period: 1}},
-		{Kind: OverrideLimit, Limit: algorithms.Limit{Algo: algorithms.Concurrency, Count: MaxOverrideCount, Period: math.MaxInt64}, Expire: math.MaxInt64 - 1},
+		{Kind: OverrideLimit, Limit: algorithms.Limit{Algo: algorithms.Sliding, Count: MaxOverrideCount, Period: math.MaxInt64}, Expire: math.MaxInt64 - 1},
 		{Kind: OverrideLimit, Limit: algorithms.Limit{Algo: algorithms.Log, Count: 60, Period: int64(time.Minute)}, Expire: 1_700_000_000e9},
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 10000; i++ {
 		o := Override{Kind: OverrideKind(1 + rng.IntN(3)), Expire: rng.Int64N(math.MaxInt64)}
 		if o.Kind == OverrideLimit {
-			o.Limit = algorithms.Limit{Algo: algorithms.Algo(1 + rng.IntN(6)), Count: 1 + rng.Int64N(MaxOverrideCount), Period: 1 + rng.Int64N(math.MaxInt64-1)}
+			o.Limit = algorithms.Limit{Algo: algorithms.Algo(1 + rng.IntN(5)), Count: 1 + rng.Int64N(MaxOverrideCount), Period: 1 + rng.Int64N(math.MaxInt64-1)}
 			if a := o.Limit.Algo; a == algorithms.Token || a == algorithms.Leaky { // a bucket fills within MaxRefill
 				o.Limit.Period = 1 + rng.Int64N(algorithms.MaxRefill/o.Limit.Count)
 			}

@@ -180,7 +180,7 @@ func evaluate(now int64, req *algorithms.Request, g *groupKey, o *algorithms.Out
 		g.cur = next
 		return true
 	}
-	if g.cur.Algo != algorithms.None && g.cur.Algo != algorithms.Log {
+	if g.cur.Algo != algorithms.None && g.cur.Algo != algorithms.Log && !replaces(req, &g.cur) {
 		*o = algorithms.Outcome{Err: ErrWrongType}
 		return false
 	}

@@ -326,6 +326,7 @@ func applyFrame(st *Store, payload []byte) {
 			}
 			var cur shard.Entry
 			ref := sh.FindInto(key, h, now, &cur)
+			st.noteEntry(e)
 			if err := sh.Commit(ref, key, e, now); err != nil {
 				panic("store: a loaded entry needed room in a store without a limit: " + err.Error())
 			}

@@ -74,7 +74,7 @@ func decideLog(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o 
 	var entry shard.Entry
 	e := &entry
 	ref := sh.FindInto(req.Key, h, now, e)
-	if e.Algo != algorithms.None && e.Algo != algorithms.Log {
+	if e.Algo != algorithms.None && e.Algo != algorithms.Log && !replaces(req, e) {
 		*o = algorithms.Outcome{Err: ErrWrongType}
 		return
 	}

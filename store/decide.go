@@ -28,6 +28,15 @@ func (st *Store) SetDeciders(n int) { st.together.Store(n == 1) }
 // one all-or-nothing decision, atomic across their keys (see decideGroup).
 func (st *Store) Decide(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
 	together := st.together.Load()
+	if st.hasOverrides.Load() && namesOverride(reqs) {
+		st.decideOverrides(now, reqs, out, together)
+		return
+	}
+	st.decideAll(now, reqs, out, together)
+}
+
+// decideAll is Decide once the overrides are resolved.
+func (st *Store) decideAll(now int64, reqs []algorithms.Request, out []algorithms.Outcome, together bool) {
 	for i := 0; i < len(reqs); {
 		j := i + 1
 		if g := reqs[i].Group; g != 0 {
@@ -219,7 +228,11 @@ func commit(sh *shard.Shard, ref shard.Ref, key []byte, next *shard.Entry, o *al
 // denial, an error). It is pure apart from the Ext of Log and Concurrency
 // entries (see applyFamily): the caller commits.
 func apply(now int64, req *algorithms.Request, e *shard.Entry, o *algorithms.Outcome, next *shard.Entry) (write bool) {
-	if e.Algo != algorithms.None && e.Algo != req.Limit.Algo {
+	if req.Limit.Algo == overridePseudo {
+		pseudoOutcome(req, o)
+		return false
+	}
+	if e.Algo != algorithms.None && e.Algo != req.Limit.Algo && !replaces(req, e) {
 		*o = algorithms.Outcome{Err: ErrWrongType}
 		return false
 	}

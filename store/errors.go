@@ -19,6 +19,9 @@ var (
 	// errUnknownAlgo is the outcome of a request naming no algorithm the
 	// store knows: a bug at the edge, never a client's mistake.
 	errUnknownAlgo = errors.New("unknown algorithm")
+	// errBadOverride is SetOverride's answer to words no valid override
+	// has, or an expiry already past.
+	errBadOverride = errors.New("ERR invalid override")
 	// errShort is a snapshot entry that runs past its block.
 	errShort = errors.New("entry runs past its block")
 	// ErrRewriteInProgress is the reply to BGREWRITEAOF while a rewrite of

@@ -303,6 +303,9 @@ func (st *Store) Restore(r io.Reader) error {
 		tmp.Flush(0)
 		return &SnapshotError{Offset: tmp.sidecarAt, Reason: err.Error()}
 	}
+	if tmp.hasOverrides.Load() {
+		st.hasOverrides.Store(true)
+	}
 	for i := range st.shards {
 		sh := &st.shards[i]
 		sh.Lock()
@@ -389,6 +392,7 @@ func (st *Store) put(key []byte, e shard.Entry, now int64) error {
 	if e.Algo == algorithms.None || e.Expire <= now {
 		return fmt.Errorf("key %q holds no state or had expired when it was written", key)
 	}
+	st.noteEntry(&e)
 	return sh.Commit(ref, key, &e, now)
 }
 

@@ -26,6 +26,10 @@ type Store struct {
 	aof      atomic.Pointer[AOF] // the append-only log every change goes to; nil: none (SetAOF)
 	mem      memory
 	sweep    sweepStats
+	// hasOverrides is set once the store holds an override entry (any
+	// path: RL.OVERRIDE, a snapshot, the log); until then Decide looks no
+	// override up. It is never cleared (a stale true costs lookups only).
+	hasOverrides atomic.Bool
 
 	sidecar Sidecar // kept beside the entries in snapshots and the log (sidecar.go); nil: none
 	// loadedSidecar is the last sidecar state a load into this store met,
@@ -105,6 +109,10 @@ func (st *Store) TTL(now int64, key []byte) (int64, error) {
 		return -1, nil
 	case algorithms.String:
 		return stringTTL(&e, now), nil
+	case algorithms.Override:
+		if e.Expire == noTTL {
+			return NoTTL, nil
+		}
 	}
 	return e.Expire - now, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
@@ -89,6 +90,17 @@ func (st *Store) Transact(now int64, watches []algorithms.Watch, reqs []algorith
 	for i := range watches {
 		set = append(set, uint32(xxhash.Sum64(watches[i].Key)&st.mask))
 	}
+	// The overrides the requests name are read under the transaction's
+	// locks: an RL.CHECK in it is decided with the override in force when
+	// the transaction is, whatever an RL.OVERRIDE SET racing it does.
+	overrides := st.hasOverrides.Load() && namesOverride(reqs)
+	if overrides {
+		for i := range reqs {
+			if k := reqs[i].Override; k != nil {
+				set = append(set, uint32(xxhash.Sum64(k)&st.mask))
+			}
+		}
+	}
 	locks := st.lockAll(set)
 	defer st.unlockAll(locks) // open-coded; no lock survives a panic
 	for i := range watches {
@@ -96,6 +108,18 @@ func (st *Store) Transact(now int64, watches []algorithms.Watch, reqs []algorith
 		if versionLocked(st.shardOf(w.Key), w.Key, now) != w.Version {
 			return false, nil
 		}
+	}
+	var limited []int32
+	if overrides {
+		reqs = slices.Clone(reqs)
+		limited = st.resolveLocked(now, reqs)
+		defer func() {
+			for _, i := range limited {
+				if out[i].Err == nil {
+					out[i].Result.Override = algorithms.OverrideLimit
+				}
+			}
+		}()
 	}
 	var c compat.Call
 	next := 0

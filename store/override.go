@@ -1,0 +1,223 @@
+package store
+
+import (
+	"math"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/shard"
+)
+
+// Overrides (RL.OVERRIDE) are entries of their own kind,
+// algorithms.Override, under keys the edge derives (ovr:<policy>:<subject>):
+//
+//	State = the three packed words (algorithms/override.go); State[0] is
+//	        the expiry, so the record keeps it once
+//	Expire = State[0] (math.MaxInt64: never)
+//	Depleted = true: an override is never evicted (forgetting one would
+//	        hand a denied subject its policy's limit)
+//
+// A record is 24 bytes for UNLIMITED and DENY and 32 for a limit, plus the
+// key padded to a word, plus the index's slot: millions fit, and they
+// snapshot, log, expire, replicate and SCAN as every entry does.
+//
+// A request that names an override key (algorithms.Request.Override: an
+// RL.CHECK) is decided with the override when one is live at the decision:
+// its limit replaces the request's, UNLIMITED admits without counting and
+// DENY refuses, all without touching the subject's state. The store looks
+// overrides up only once it has held one (hasOverrides), so a server
+// without overrides pays one atomic load per batch.
+
+// SetOverride stores the override words w under key at now (w[0] is the
+// expiry, math.MaxInt64 for none). A key holding another kind of state is
+// refused with WRONGTYPE; a new key may be refused for want of memory
+// (OOM). It returns whether the key held no live override before.
+func (st *Store) SetOverride(now int64, key []byte, w [3]int64) (bool, error) {
+	if kind, _ := algorithms.OverrideOf(w); kind == algorithms.OverrideNone || w[0] <= now {
+		return false, errBadOverride
+	}
+	st.hasOverrides.Store(true)
+	h := xxhash.Sum64(key)
+	sh := &st.shards[h&st.mask]
+	sh.Lock()
+	defer sh.Unlock()
+	var cur shard.Entry
+	ref := sh.FindInto(key, h, now, &cur)
+	if cur.Algo != algorithms.None && cur.Algo != algorithms.Override {
+		return false, ErrWrongType
+	}
+	e := shard.Entry{Algo: algorithms.Override, Expire: w[0], State: w, Depleted: true}
+	if err := sh.Commit(ref, key, &e, now); err != nil {
+		return false, err
+	}
+	if lg := st.aof.Load(); lg != nil {
+		lg.appendSet(now, key, &e)
+	}
+	return cur.Algo == algorithms.None, nil
+}
+
+// noteEntry records what a restored entry means for the decisions: an
+// override makes Decide look overrides up.
+func (st *Store) noteEntry(e *shard.Entry) {
+	if e.Algo == algorithms.Override {
+		st.hasOverrides.Store(true)
+	}
+}
+
+// overrideLocked returns the override live at now under key, whose shard
+// must be locked: its kind (OverrideNone if there is none) and limit.
+func (st *Store) overrideLocked(key []byte, h uint64, now int64) (algorithms.OverrideKind, algorithms.Limit) {
+	var e shard.Entry
+	st.shards[h&st.mask].FindInto(key, h, now, &e)
+	if e.Algo != algorithms.Override {
+		return algorithms.OverrideNone, algorithms.Limit{}
+	}
+	return algorithms.OverrideOf(e.State)
+}
+
+// lookupOverride is overrideLocked taking the key's shard's lock itself.
+func (st *Store) lookupOverride(key []byte, now int64) (algorithms.OverrideKind, algorithms.Limit) {
+	h := xxhash.Sum64(key)
+	sh := &st.shards[h&st.mask]
+	sh.Lock()
+	defer sh.Unlock()
+	return st.overrideLocked(key, h, now)
+}
+
+// namesOverride reports whether any of reqs names an override key.
+func namesOverride(reqs []algorithms.Request) bool {
+	for i := range reqs {
+		if reqs[i].Override != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// overridePseudo is the Limit.Algo of a request that an UNLIMITED or DENY
+// override decided before it reached apply: Count is the request's own
+// count (the reply's limit), Period the override's kind. apply answers it
+// without reading or writing the subject's state.
+const overridePseudo = algorithms.Override
+
+// resolve rewrites *req for the override kind and limit found for it, and
+// returns whether it changed anything.
+func resolve(req *algorithms.Request, kind algorithms.OverrideKind, l algorithms.Limit) bool {
+	switch kind {
+	case algorithms.OverrideLimit:
+		req.Limit = l
+	case algorithms.OverrideUnlimited, algorithms.OverrideDeny:
+		req.Limit = algorithms.Limit{Algo: overridePseudo, Count: req.Limit.Count, Period: int64(kind)}
+	default:
+		return false
+	}
+	return true
+}
+
+// pseudoOutcome is apply's answer to a request resolve turned into an
+// UNLIMITED or DENY decision.
+func pseudoOutcome(req *algorithms.Request, o *algorithms.Outcome) {
+	l := algorithms.Limit{Count: req.Limit.Count}
+	if algorithms.OverrideKind(req.Limit.Period) == algorithms.OverrideUnlimited {
+		*o = algorithms.Outcome{Result: algorithms.Unlimited(l)}
+		return
+	}
+	*o = algorithms.Outcome{Result: algorithms.Denied(l)}
+}
+
+// decideOverrides is Decide for a batch that names override keys in a
+// store that holds overrides: each named override is looked up (its
+// shard's lock held for the lookup alone), and the batch is decided with
+// the requests rewritten (a copy: reqs stays as the caller made it).
+// Outcomes decided by an override's limit say so (Result.Override).
+func (st *Store) decideOverrides(now int64, reqs []algorithms.Request, out []algorithms.Outcome, together bool) {
+	var small [runLen]algorithms.Request
+	var kinds [runLen]algorithms.OverrideKind
+	var cp []algorithms.Request
+	if len(reqs) <= runLen {
+		cp = small[:len(reqs)]
+	} else {
+		cp = make([]algorithms.Request, len(reqs))
+	}
+	copy(cp, reqs)
+	var limited []int32
+	for i := range cp {
+		if cp[i].Override == nil {
+			continue
+		}
+		kind, l := st.lookupOverride(cp[i].Override, now)
+		if resolve(&cp[i], kind, l) && kind == algorithms.OverrideLimit {
+			if i < runLen {
+				kinds[i] = kind
+			} else {
+				limited = append(limited, int32(i))
+			}
+		}
+	}
+	st.decideAll(now, cp, out, together)
+	for i := range min(len(cp), runLen) {
+		if kinds[i] == algorithms.OverrideLimit && out[i].Err == nil {
+			out[i].Result.Override = algorithms.OverrideLimit
+		}
+	}
+	for _, i := range limited {
+		if out[i].Err == nil {
+			out[i].Result.Override = algorithms.OverrideLimit
+		}
+	}
+}
+
+// resolveLocked rewrites, in place, the requests of reqs that name a live
+// override, for a caller that holds the shards of their override keys
+// (Transact), and returns the indexes of those decided by an override's
+// limit.
+func (st *Store) resolveLocked(now int64, reqs []algorithms.Request) []int32 {
+	var limited []int32
+	for i := range reqs {
+		if reqs[i].Override == nil {
+			continue
+		}
+		k := reqs[i].Override
+		kind, l := st.overrideLocked(k, xxhash.Sum64(k), now)
+		if resolve(&reqs[i], kind, l) && kind == algorithms.OverrideLimit {
+			limited = append(limited, int32(i))
+		}
+	}
+	return limited
+}
+
+// replaces reports whether req, meeting an entry of another kind, starts
+// the key afresh instead of failing with WRONGTYPE: a policy's request
+// (one that names an override key) meeting a limiter's state of another
+// algorithm, left there by an override of another algorithm, or by the
+// policy before its override. It clears *e when so.
+func replaces(req *algorithms.Request, e *shard.Entry) bool {
+	if req.Override == nil {
+		return false
+	}
+	switch e.Algo {
+	case algorithms.Token, algorithms.Leaky, algorithms.Fixed, algorithms.Sliding, algorithms.Log:
+		*e = shard.Entry{}
+		return true
+	}
+	return false
+}
+
+// noTTL is the Expire of an entry without one (an override or a string
+// written without a TTL).
+const noTTL = math.MaxInt64
+
+// LocalOverride returns the words of the override live under key at now;
+// ok is false if there is none.
+func (st *Store) LocalOverride(now int64, key []byte) (w [3]int64, ok bool) {
+	h := xxhash.Sum64(key)
+	sh := &st.shards[h&st.mask]
+	sh.Lock()
+	defer sh.Unlock()
+	var e shard.Entry
+	sh.FindInto(key, h, now, &e)
+	if e.Algo != algorithms.Override {
+		return w, false
+	}
+	return e.State, true
+}
