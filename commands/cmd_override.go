@@ -266,16 +266,11 @@ func (s *session) overrideList(name []byte, args [][]byte) {
 			s.writeError(errSyntax)
 			return
 		}
-		v, ok := parseInt(args[1])
-		if !ok {
-			s.writeError(errNotInteger)
+		var err error
+		if count, err = parseScanCount(args[1]); err != nil {
+			s.writeError(err)
 			return
 		}
-		if v < 1 {
-			s.writeError(errSyntax)
-			return
-		}
-		count = int(min(v, scanMaxCount))
 	}
 	prefix := policy.AppendOverrideKey(nil, string(name), nil)
 	if err := s.derivedKeyError(policy.AppendOverridePattern(nil, string(name)), acl.Read); err != nil {
