@@ -96,6 +96,10 @@ func (s *session) overrideKey(name, subject []byte, access acl.Access) ([]byte, 
 // The policy must exist (a rules file's or a command's) and be one
 // RL.CHECK decides.
 func (s *session) overrideSet(name, subject []byte, spec [][]byte) {
+	if err := policy.CheckName(string(name)); err != nil {
+		s.writeError(err)
+		return
+	}
 	p := s.h.cfg.Policies.Policy(name)
 	if p == nil {
 		s.writeError(policy.NoSuchPolicy(string(name)))
