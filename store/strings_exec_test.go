@@ -86,6 +86,51 @@ func TestExecBatchRunsInOrderAsOneAOFFrame(t *testing.T) {
 	}
 }
 
+// TestExecBatchOfManyKeysMatchesOneByOne: a batch naming more keys than
+// ExecBatch keeps hashes for (one-key and two-key calls, keys named again
+// later, a call whose keys straddle the 64th) gives the replies and leaves
+// the keys that the same calls give one Exec at a time.
+func TestExecBatchOfManyKeysMatchesOneByOne(t *testing.T) {
+	spring := script(compat.SpringSHA1v430)
+	incr := script(compat.UluleIncrSHA1)
+	var ops []compat.TxOp
+	b := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i := range s {
+			out[i] = []byte(s[i])
+		}
+		return out
+	}
+	ops = append(ops, compat.TxOp{Op: incr, Keys: b("u:0"), Argv: b("1", "60000")})
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprint(i % 23)
+		ops = append(ops, compat.TxOp{Op: spring, Keys: b("rl.{"+id+"}.tokens", "rl.{"+id+"}.timestamp"),
+			Argv: b("10", "20", "", "3")})
+		if i%7 == 0 {
+			ops = append(ops, compat.TxOp{Op: incr, Keys: b("u:" + fmt.Sprint(i%3)), Argv: b("1", "60000")})
+		}
+	}
+	batch, single := New(8), New(8)
+	var c compat.Call
+	batch.ExecBatch(t0, ops, &c)
+	for i := range ops {
+		c.Argv = ops[i].Argv
+		single.Exec(t0, ops[i].Op, ops[i].Keys, &c)
+		if got, want := ops[i].Reply.String(), c.Reply.String(); got != want {
+			t.Fatalf("call %d in the batch = %s; one at a time %s", i, got, want)
+		}
+	}
+	for i := range ops {
+		for _, k := range ops[i].Keys {
+			got := exec(batch, t0, compat.Op{Cmd: compat.CmdGet}, []string{string(k)})
+			want := exec(single, t0, compat.Op{Cmd: compat.CmdGet}, []string{string(k)})
+			if got != want {
+				t.Fatalf("GET %s after the batch = %s; one at a time %s", k, got, want)
+			}
+		}
+	}
+}
+
 // BenchmarkExecBatchSpring is a batch of 16 calls of Spring's script on
 // 16 buckets (two keys each), the way a pipeline of EVALSHA reaches the
 // store.
