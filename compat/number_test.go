@@ -91,7 +91,10 @@ func TestNumberFormatsMatchRedis(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	nums := append([]float64(nil), interestingFloats...)
 	for i := 0; i < 2000; i++ {
-		switch i % 4 {
+		switch i % 5 {
+		case 4: // an integer of 1 to 18 digits, either sign
+			n := float64(rng.Int64N(int64(math.Pow(10, float64(1+rng.IntN(18))))))
+			nums = append(nums, n*float64(1-2*rng.IntN(2)))
 		case 0:
 			nums = append(nums, math.Float64frombits(rng.Uint64()))
 		case 1:
@@ -140,6 +143,28 @@ return r`
 		}
 		if got, want := luaInt(f), res[3*i+2].(int64); got != want {
 			t.Errorf("return %s = %d natively, %d in Redis", args[i], got, want)
+		}
+	}
+}
+
+// TestAppendGOfIntegersIsTheGeneralFormat: the integers that appendG
+// prints as integers (at most prec digits) print as strconv's %g, the
+// format TestNumberFormatsMatchRedis holds to Redis, and the others (more
+// digits, -0, fractions) are left to it.
+func TestAppendGOfIntegersIsTheGeneralFormat(t *testing.T) {
+	nums := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -2.5, 1e13, 1e14 - 1, 1e14, 1e14 + 1, -(1e14 - 1), -1e14,
+		1e16, 1e17 - 1, 1e17, -(1e17 - 1), 1<<53 + 2, 99999999999999.5, 1e300, math.MaxInt64}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 100_000; i++ {
+		n := float64(rng.Int64N(int64(math.Pow(10, float64(1+rng.IntN(18))))))
+		nums = append(nums, n, -n)
+	}
+	for _, prec := range []int{14, 17} {
+		for _, f := range nums {
+			got := string(appendG(nil, f, prec))
+			if want := strconv.FormatFloat(f, 'g', prec, 64); got != want {
+				t.Fatalf("appendG(%v, %d) = %s; %%.%dg is %s", f, prec, got, prec, want)
+			}
 		}
 	}
 }
@@ -290,5 +315,16 @@ func BenchmarkStr2dSpringArgs(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		str2d(in[i%len(in)])
+	}
+}
+
+// BenchmarkAppendToString formats what redis_rate's scripts return with
+// tostring: its constant -1, a whole number of seconds and a fraction.
+func BenchmarkAppendToString(b *testing.B) {
+	in := []float64{-1, 60, 0.099999904632568}
+	var buf [32]byte
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		appendToString(buf[:0], in[i%len(in)])
 	}
 }
