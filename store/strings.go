@@ -40,6 +40,7 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 	}
 	locks := st.lockAll(set)
 	defer st.unlockAll(locks) // open-coded; no lock survives a panic
+	st.prefetch(hs[:min(len(keys), execFew)])
 	lg := st.aof.Load()
 	var buf [256]byte
 	items := st.execLocked(now, op, keys, hs[:min(len(keys), execFew)], c, buf[:0], lg != nil)
@@ -55,7 +56,10 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 // until the last op is carried out; each op is all or nothing on its own
 // (execLocked), and one that fails leaves the others. What they stored is
 // appended to the append-only log, if any, as one frame. It allocates
-// nothing for a batch naming at most 64 keys.
+// nothing for a batch naming at most 64 keys. Before the first op, the
+// index slots and records of those keys are loaded together (prefetch):
+// with many keys, waiting for each lookup's cache misses in turn was most
+// of a batch's time.
 func (st *Store) ExecBatch(now int64, ops []compat.TxOp, c *compat.Call) {
 	// Each key is hashed once: the hashes of a batch's first 64 keys are
 	// kept for execLocked.
@@ -71,8 +75,10 @@ func (st *Store) ExecBatch(now int64, ops []compat.TxOp, c *compat.Call) {
 			set = append(set, uint32(h&st.mask))
 		}
 	}
+	nkeys := len(set)
 	locks := st.lockAll(set)
 	defer st.unlockAll(locks) // open-coded; no lock survives a panic
+	st.prefetch(hashes[:min(nkeys, batchFew)])
 	lg := st.aof.Load()
 	var buf [1024]byte
 	items := buf[:0]
@@ -88,6 +94,21 @@ func (st *Store) ExecBatch(now int64, ops []compat.TxOp, c *compat.Call) {
 	c.Argv = nil
 	if lg != nil && len(items) > 0 {
 		lg.appendFrame(now, items)
+	}
+}
+
+// prefetch loads the index slots and records of the keys whose hashes are
+// hs, shard.PrefetchMax at a time, so that the cache misses of a batch's
+// lookups overlap instead of coming one after another. It requires that
+// the keys' shards are locked.
+func (st *Store) prefetch(hs []uint64) {
+	var shs [shard.PrefetchMax]*shard.Shard
+	for k0 := 0; k0 < len(hs); k0 += shard.PrefetchMax {
+		part := hs[k0:min(k0+shard.PrefetchMax, len(hs))]
+		for k, h := range part {
+			shs[k] = &st.shards[h&st.mask]
+		}
+		shard.Prefetch(shs[:len(part)], part)
 	}
 }
 

@@ -153,6 +153,41 @@ func BenchmarkExecBatchSpring(b *testing.B) {
 	}
 }
 
+// BenchmarkExecBatchSpring100kKeys is BenchmarkExecBatchSpring over
+// 100,000 buckets (200,000 keys, far more than the caches hold), 16 random
+// buckets a batch, as a server's pipelines of EVALSHA reach the store.
+func BenchmarkExecBatchSpring100kKeys(b *testing.B) {
+	st := New(4)
+	spring := script(compat.SpringSHA1v430)
+	const nbuckets = 100_000
+	all := make([]compat.TxOp, nbuckets)
+	argv := [][]byte{[]byte("1000"), []byte("100000"), []byte(""), []byte("1")}
+	for i := range all {
+		id := fmt.Sprintf("%08d", i)
+		all[i] = compat.TxOp{Op: spring, Argv: argv,
+			Keys: [][]byte{[]byte("rl.{" + id + "}.tokens"), []byte("rl.{" + id + "}.timestamp")}}
+	}
+	var c compat.Call
+	for i := 0; i < nbuckets; i += 16 {
+		st.ExecBatch(t0, all[i:min(i+16, nbuckets)], &c)
+	}
+	batch := make([]compat.TxOp, 16)
+	x := uint64(88172645463325252)
+	now := t0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(batch) {
+		for j := range batch {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			batch[j] = all[x%nbuckets]
+		}
+		now += 1000
+		st.ExecBatch(now, batch, &c)
+	}
+}
+
 // BenchmarkExecSpringOneByOne is BenchmarkExecBatchSpring's calls made
 // one Exec at a time, as a script call ran before calls were deferred.
 func BenchmarkExecSpringOneByOne(b *testing.B) {
