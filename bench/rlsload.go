@@ -38,14 +38,67 @@ type rlsLoad struct {
 
 // rlsCaller is one closed loop.
 type rlsCaller struct {
-	l      *rlsLoad
-	client rlsv3.RateLimitServiceClient
-	rng    *rand.Rand
-	t      tally
-	reqs   []*rlsv3.RateLimitRequest // prebuilt, one per key slot
+	l    *rlsLoad
+	do   rlsCall
+	rng  *rand.Rand
+	t    tally
+	keys int
 }
 
-// dialRLS opens conns connections to addr.
+// rlsCall makes the call for prebuilt request number k and returns the
+// decoded answer, valid until the next call.
+type rlsCall func(k int) (*rlsv3.RateLimitResponse, error)
+
+// rlsTransport is a load generator's way of making calls: grpc-go's client
+// or the lean HTTP/2 one (rlsh2.go).
+type rlsTransport interface {
+	// caller returns a call function for one caller, on connection i.
+	caller(i int) rlsCall
+	// close closes the connections; calls under way end with an error.
+	close()
+}
+
+// The load generators.
+const (
+	rlsGenLean = "lean"
+	rlsGenGRPC = "grpc"
+)
+
+// dialRLSGen connects the generator gen to addr with conns connections,
+// for the prebuilt requests reqs.
+func dialRLSGen(gen, addr string, conns int, reqs []*rlsv3.RateLimitRequest) (rlsTransport, error) {
+	if gen == rlsGenGRPC {
+		cs, err := dialRLS(addr, conns)
+		if err != nil {
+			return nil, err
+		}
+		return &grpcTransport{conns: cs, reqs: reqs}, nil
+	}
+	return dialLean(addr, conns, reqs)
+}
+
+// grpcTransport makes the calls with grpc-go's client.
+type grpcTransport struct {
+	conns []*grpc.ClientConn
+	reqs  []*rlsv3.RateLimitRequest
+}
+
+func (g *grpcTransport) caller(i int) rlsCall {
+	client := rlsv3.NewRateLimitServiceClient(g.conns[i%len(g.conns)])
+	return func(k int) (*rlsv3.RateLimitResponse, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return client.ShouldRateLimit(ctx, g.reqs[k])
+	}
+}
+
+func (g *grpcTransport) close() {
+	for _, c := range g.conns {
+		c.Close()
+	}
+}
+
+// dialRLS opens conns grpc-go connections to addr.
 func dialRLS(addr string, conns int) ([]*grpc.ClientConn, error) {
 	var out []*grpc.ClientConn
 	for i := 0; i < conns; i++ {
@@ -59,6 +112,17 @@ func dialRLS(addr string, conns int) ([]*grpc.ClientConn, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// rlsRequests are a run's calls: the same pseudo-random set of client
+// addresses for every run, at most 65536 of them.
+func rlsRequests(keys uint64) []*rlsv3.RateLimitRequest {
+	reqs := make([]*rlsv3.RateLimitRequest, min(keys, 65536))
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range reqs {
+		reqs[i] = rlsRequest(rng.Uint64N(keys))
+	}
+	return reqs
 }
 
 // rlsRequest is the call for client address number k.
@@ -95,12 +159,10 @@ func checkRLS(resp *rlsv3.RateLimitResponse) (allowed bool, problem string) {
 func (c *rlsCaller) run() {
 	c.t = tally{hist: newHistogram(), problems: map[string]*problem{}}
 	for c.l.phase.Load() != phaseStop {
-		req := c.reqs[c.rng.IntN(len(c.reqs))]
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		k := c.rng.IntN(c.keys)
 		start := time.Now()
-		resp, err := c.client.ShouldRateLimit(ctx, req)
+		resp, err := c.do(k)
 		lat := time.Since(start)
-		cancel()
 		if c.l.phase.Load() != phaseMeasure {
 			continue
 		}
@@ -123,22 +185,18 @@ func (c *rlsCaller) run() {
 	}
 }
 
-// driveRLS runs the callers against conns: warmup, then d measured. mark
-// is called when the measured part starts; the measured wall time is
-// returned with the merged tally.
-func driveRLS(l *rlsLoad, conns []*grpc.ClientConn, warmup, d time.Duration, mark func()) (*tally, time.Duration) {
-	// The calls' keys: the same pseudo-random set for every run.
-	slots := int(min(l.keys, 65536))
-	reqs := make([]*rlsv3.RateLimitRequest, slots)
-	rng := rand.New(rand.NewPCG(7, 11))
-	for i := range reqs {
-		reqs[i] = rlsRequest(rng.Uint64N(l.keys))
-	}
+// rlsStopWait is how long the callers get to finish their last calls after
+// the measured time before their connections are closed under them.
+const rlsStopWait = 15 * time.Second
+
+// driveRLS runs the callers over tr with nreqs prebuilt requests: warmup,
+// then d measured. mark is called when the measured part starts; the
+// measured wall time is returned with the merged tally.
+func driveRLS(l *rlsLoad, tr rlsTransport, nreqs int, warmup, d time.Duration, mark func()) (*tally, time.Duration) {
 	callers := make([]*rlsCaller, l.callers)
 	var wg sync.WaitGroup
 	for i := range callers {
-		c := &rlsCaller{l: l, client: rlsv3.NewRateLimitServiceClient(conns[i%len(conns)]),
-			rng: rand.New(rand.NewPCG(uint64(i)+1, 3)), reqs: reqs}
+		c := &rlsCaller{l: l, do: tr.caller(i), rng: rand.New(rand.NewPCG(uint64(i)+1, 3)), keys: nreqs}
 		callers[i] = c
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run() }()
@@ -150,7 +208,14 @@ func driveRLS(l *rlsLoad, conns []*grpc.ClientConn, warmup, d time.Duration, mar
 	time.Sleep(d)
 	l.phase.Store(phaseStop)
 	elapsed := time.Since(start)
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(rlsStopWait):
+		tr.close() // a call that never got an answer
+		<-done
+	}
 	total := &tally{hist: newHistogram(), problems: map[string]*problem{}}
 	for _, c := range callers {
 		total.merge(&c.t)
