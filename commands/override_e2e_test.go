@@ -145,6 +145,20 @@ func TestE2EOverrideExpires(t *testing.T) {
 	if v := do(t, rdb, "EXISTS", "ovr:free:evil"); v != int64(0) {
 		t.Fatalf("EXISTS of an expired override = %v; want 0", v)
 	}
+	// RL.INFO says -1 for no expiry, as PTTL does; MEMORY USAGE counts the
+	// record as laid out: header, one word (two for a limit; no expiry word
+	// without EXPIRE), and the 16-byte key, plus the index's share.
+	info := fmt.Sprint(do(t, rdb, "RL.INFO", "ovr:free:forever"))
+	if !strings.Contains(info, "ttl_ms -1") {
+		t.Fatalf("RL.INFO of an override without EXPIRE = %s; want ttl_ms -1", info)
+	}
+	if n := do(t, rdb, "MEMORY", "USAGE", "ovr:free:forever"); n != int64(4*8+16) {
+		t.Fatalf("MEMORY USAGE of an UNLIMITED override with a 16-byte key = %v; want 48", n)
+	}
+	do(t, rdb, "RL.OVERRIDE", "SET", "free", "limited", "FIXED", "5", "1m")
+	if n := do(t, rdb, "MEMORY", "USAGE", "ovr:free:limited"); n != int64(5*8+16) {
+		t.Fatalf("MEMORY USAGE of a limit override with a 16-byte key = %v; want 56", n)
+	}
 	get := do(t, rdb, "RL.OVERRIDE", "GET", "free", "forever")
 	if got := fmt.Sprint(get); got != "[policy free subject forever mode unlimited algorithm <nil> count 0 period_ns 0 ttl_ms -1]" {
 		t.Fatalf("RL.OVERRIDE GET = %s", got)
@@ -198,10 +212,10 @@ func TestE2EOverrideCommandsAndErrors(t *testing.T) {
 		{[]any{"RL.OVERRIDE", "SET", "free", "", "DENY"}, "ERR the subject must not be empty"},
 		{[]any{"RL.OVERRIDE", "SET", "free", "a", "DENY", "EXPIRE"}, "ERR syntax error"},
 		{[]any{"RL.OVERRIDE", "SET", "free", "a", "TOKEN", "0/s", "1"}, "rate"},
-		{[]any{"RL.OVERRIDE", "SET", "free", "taken", "DENY"}, "WRONGTYPE"},
-		{[]any{"RL.OVERRIDE", "GET", "free", "taken"}, "WRONGTYPE"},
-		{[]any{"RL.OVERRIDE", "DEL", "free", "taken"}, "WRONGTYPE"},
-		{[]any{"RL.OVERRIDE", "SET", "bad!", "a", "DENY"}, "ERR no such policy 'bad!'"},
+		{[]any{"RL.OVERRIDE", "SET", "free", "taken", "DENY"}, "WRONGTYPE Operation against a key holding the wrong kind of value"},
+		{[]any{"RL.OVERRIDE", "GET", "free", "taken"}, "WRONGTYPE Operation against a key holding the wrong kind of value"},
+		{[]any{"RL.OVERRIDE", "DEL", "free", "taken"}, "WRONGTYPE Operation against a key holding the wrong kind of value"},
+		{[]any{"RL.OVERRIDE", "SET", "bad!", "a", "DENY"}, "ERR invalid policy name 'bad!'"},
 		{[]any{"RL.OVERRIDE", "GET", "bad!", "a"}, "invalid policy name"},
 		{[]any{"RL.OVERRIDE", "LIST", "free", "x"}, "ERR invalid cursor"},
 		{[]any{"RL.OVERRIDE", "LIST", "free", "0", "COUNT", "0"}, "ERR syntax error"},

@@ -227,3 +227,72 @@ func BenchmarkCheckBatch100kKeys(b *testing.B) {
 		})
 	}
 }
+
+// TestOverridesChangingUnderDecisions: overrides set and deleted while
+// other goroutines decide the same subjects, in batches and one by one;
+// every outcome is one that some override (or none) gives, and -race
+// finds nothing.
+func TestOverridesChangingUnderDecisions(t *testing.T) {
+	st := New(4)
+	policy := algorithms.Limit{Algo: algorithms.Fixed, Count: 1 << 40, Period: int64(time.Hour)}
+	subjects := []string{"a", "b", "c", "d", "e"}
+	kinds := [][3]int64{
+		words(algorithms.OverrideUnlimited, algorithms.Limit{}, 0),
+		words(algorithms.OverrideDeny, algorithms.Limit{}, 0),
+		words(algorithms.OverrideLimit, algorithms.Limit{Algo: algorithms.Token, Count: 1 << 40, Period: 1}, 0),
+	}
+	done := make(chan struct{})
+	errs := make(chan string, 4)
+	for g := 0; g < 3; g++ {
+		go func(g int) {
+			defer func() { done <- struct{}{} }()
+			out := make([]algorithms.Outcome, len(subjects))
+			for i := 0; i < 2000; i++ {
+				reqs := make([]algorithms.Request, 0, len(subjects))
+				for _, s := range subjects {
+					reqs = append(reqs, checkReq(s, policy, 1))
+				}
+				if g == 2 {
+					reqs = reqs[:1]
+				}
+				st.Decide(t0+int64(i), reqs, out[:len(reqs)])
+				for j := range reqs {
+					r := out[j].Result
+					ok := out[j].Err == nil && (r.Override == algorithms.OverrideUnlimited && r.Allowed ||
+						r.Override == algorithms.OverrideDeny && !r.Allowed && r.RetryAfter == algorithms.NeverNS ||
+						r.Override == algorithms.OverrideLimit && r.Allowed ||
+						r.Override == algorithms.OverrideNone && r.Allowed)
+					if !ok {
+						select {
+						case errs <- fmt.Sprintf("decision %d of %s: %s", i, subjects[j], result(out[j])):
+						default:
+						}
+						return
+					}
+				}
+			}
+		}(g)
+	}
+	go func() {
+		defer func() { done <- struct{}{} }()
+		for i := 0; i < 5000; i++ {
+			key := []byte("ovr:p:" + subjects[i%len(subjects)])
+			if i%4 == 3 {
+				st.Delete(t0, [][]byte{key})
+				continue
+			}
+			if _, err := st.SetOverride(t0, key, kinds[i%len(kinds)]); err != nil {
+				errs <- err.Error()
+				return
+			}
+		}
+	}()
+	for range 4 {
+		<-done
+	}
+	select {
+	case e := <-errs:
+		t.Fatal(e)
+	default:
+	}
+}
