@@ -104,20 +104,30 @@ func dialH2(addr, path string) (*h2Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	c, err := newH2Conn(nc, addr, path)
+	if err != nil {
+		return nil, fmt.Errorf("HTTP/2 to %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+// newH2Conn starts HTTP/2 on nc, which it owns from then on (it is closed
+// on failure).
+func newH2Conn(nc net.Conn, authority, path string) (*h2Conn, error) {
 	c := &h2Conn{nc: nc, wake: make(chan struct{}, 1), nextID: 1, maxStreams: ^uint32(0),
 		sendWin: 65535, initWin: 65535, maxFrame: 16384, streams: map[uint32]*h2Stream{}}
 	c.cond = sync.NewCond(&c.mu)
 	c.fr = http2.NewFramer(h2Out{c}, bufio.NewReaderSize(nc, 64<<10))
 	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(h2MaxTableSize, c.header)
-	c.hdrFirst, c.hdrSteady = requestHeaders(addr, path)
+	c.hdrFirst, c.hdrSteady = requestHeaders(authority, path)
 
 	c.out = append(c.out, http2.ClientPreface...)
 	c.fr.WriteSettings(http2.Setting{ID: http2.SettingEnablePush, Val: 0},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: h2StreamWindow})
 	c.fr.WriteWindowUpdate(0, h2ConnWindow-65535)
 	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	_, err = nc.Write(c.out)
+	_, err := nc.Write(c.out)
 	c.out = c.out[:0]
 	var f http2.Frame
 	if err == nil {
@@ -136,7 +146,7 @@ func dialH2(addr, path string) (*h2Conn, error) {
 	}
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("HTTP/2 to %s: %w", addr, err)
+		return nil, err
 	}
 	nc.SetDeadline(time.Time{})
 	go c.flush()
@@ -292,6 +302,9 @@ func (c *h2Conn) finish(s *h2Stream, err error) {
 // held, or the connection not yet shared.
 func (c *h2Conn) settings(f *http2.SettingsFrame) error {
 	err := f.ForeachSetting(func(st http2.Setting) error {
+		if err := st.Valid(); err != nil {
+			return err
+		}
 		switch st.ID {
 		case http2.SettingMaxConcurrentStreams:
 			c.maxStreams = st.Val

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -11,15 +10,14 @@ import (
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
-// The gRPC load generator: closed-loop callers of
+// The RLS load generator: closed-loop callers of
 // envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit, as Envoy
 // makes them (one unary call per request, one descriptor, many calls in
 // flight on a few HTTP/2 connections). Each caller sends a call, waits for
-// the answer, checks it, records its latency, and sends the next.
+// the answer, checks it, records its latency, and sends the next. The
+// calls go out through an rlsTransport (rlstransports.go).
 
 // rlsDomain and rlsRules are the rules both services load: one fixed window
 // per client address, high enough that the load stays within it.
@@ -48,71 +46,6 @@ type rlsCaller struct {
 // rlsCall makes the call for prebuilt request number k and returns the
 // decoded answer, valid until the next call.
 type rlsCall func(k int) (*rlsv3.RateLimitResponse, error)
-
-// rlsTransport is a load generator's way of making calls: grpc-go's client
-// or the lean HTTP/2 one (rlsh2.go).
-type rlsTransport interface {
-	// caller returns a call function for one caller, on connection i.
-	caller(i int) rlsCall
-	// close closes the connections; calls under way end with an error.
-	close()
-}
-
-// The load generators.
-const (
-	rlsGenLean = "lean"
-	rlsGenGRPC = "grpc"
-)
-
-// dialRLSGen connects the generator gen to addr with conns connections,
-// for the prebuilt requests reqs.
-func dialRLSGen(gen, addr string, conns int, reqs []*rlsv3.RateLimitRequest) (rlsTransport, error) {
-	if gen == rlsGenGRPC {
-		cs, err := dialRLS(addr, conns)
-		if err != nil {
-			return nil, err
-		}
-		return &grpcTransport{conns: cs, reqs: reqs}, nil
-	}
-	return dialLean(addr, conns, reqs)
-}
-
-// grpcTransport makes the calls with grpc-go's client.
-type grpcTransport struct {
-	conns []*grpc.ClientConn
-	reqs  []*rlsv3.RateLimitRequest
-}
-
-func (g *grpcTransport) caller(i int) rlsCall {
-	client := rlsv3.NewRateLimitServiceClient(g.conns[i%len(g.conns)])
-	return func(k int) (*rlsv3.RateLimitResponse, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		return client.ShouldRateLimit(ctx, g.reqs[k])
-	}
-}
-
-func (g *grpcTransport) close() {
-	for _, c := range g.conns {
-		c.Close()
-	}
-}
-
-// dialRLS opens conns grpc-go connections to addr.
-func dialRLS(addr string, conns int) ([]*grpc.ClientConn, error) {
-	var out []*grpc.ClientConn
-	for i := 0; i < conns; i++ {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			for _, o := range out {
-				o.Close()
-			}
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
 
 // rlsRequests are a run's calls: the same pseudo-random set of client
 // addresses for every run, at most 65536 of them.
