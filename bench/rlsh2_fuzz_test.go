@@ -36,13 +36,31 @@ func h2Answer(msg []byte, grpcStatus string) []byte {
 }
 
 // leanCallAgainst makes one call on a connection whose server sends
-// SETTINGS and then script, then closes; it fails the test if the call does
-// not end within 10 s.
+// SETTINGS, waits for the call's request, sends script and closes; it fails
+// the test if the call does not end within 10 s.
 func leanCallAgainst(t *testing.T, script []byte) ([]byte, error) {
 	cli, srv := net.Pipe()
-	go io.Copy(io.Discard, srv)
+	asked := make(chan struct{})
+	go func() { // the server's reader: the preface, then frames until the request's end
+		defer io.Copy(io.Discard, srv)
+		defer close(asked)
+		if _, err := io.ReadFull(srv, make([]byte, len(http2.ClientPreface))); err != nil {
+			return
+		}
+		fr := http2.NewFramer(nil, srv)
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if d, ok := f.(*http2.DataFrame); ok && d.StreamEnded() {
+				return
+			}
+		}
+	}()
 	go func() {
 		http2.NewFramer(srv, nil).WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100})
+		<-asked
 		srv.Write(script)
 		srv.Close()
 	}()
