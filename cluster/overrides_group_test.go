@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -183,4 +184,25 @@ func TestGroupDecidesWithOverridesSetThroughAFollower(t *testing.T) {
 		t.Fatalf("gold after DEL through %s = %+v; want refused by the policy's limit 3 on its empty bucket", ld.id, r)
 	}
 	g.assertSameState()
+}
+
+// TestSetOverrideThroughAFollowerIsInForceThereWhenItReturns: a follower
+// that forwarded RL.OVERRIDE SET answers once its own replica holds the
+// override, as for RL.POLICY SET, so that the same client's next
+// RL.OVERRIDE LIST, or RL.CHECK's named reply (whose quota is read from
+// this node's replica), on that node sees it.
+func TestSetOverrideThroughAFollowerIsInForceThereWhenItReturns(t *testing.T) {
+	g := newGroup(t, 3)
+	f := g.followersOf(g.leader())[0]
+	w := overrideWords(t, policy.Override{Kind: policy.OverrideLimit,
+		Limit: algorithms.Limit{Algo: algorithms.Token, Count: 7, Period: int64(time.Hour)}})
+	for i := 0; i < 5; i++ {
+		s := fmt.Sprintf("s%d", i)
+		if _, err := f.node.SetOverride(time.Now().UnixNano(), ovrKey(s), w); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := f.node.LocalOverride(0, ovrKey(s)); !ok || got != w {
+			t.Fatalf("SetOverride %s through %s returned; its replica holds %v (%v)", s, f.id, got, ok)
+		}
+	}
 }
