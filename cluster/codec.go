@@ -339,6 +339,7 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 //
 //	results = count:uvarint result*
 //	result  = 0:u8 allowed:u8 limit:varint remaining:varint retry:varint reset:varint n:varint
+//	                                     (allowed: the deciding override's kind<<1 | 1 if admitted)
 //	        | 1:u8 error:bytes
 //	        | 2:u8 algo:u8 expire:varint nfields:uvarint field*      (RL.INFO)
 //	        | 3:u8 reply:bytes                                        (exec: compat.Reply.AppendBinary)

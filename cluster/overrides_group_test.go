@@ -206,3 +206,70 @@ func TestSetOverrideThroughAFollowerIsInForceThereWhenItReturns(t *testing.T) {
 		}
 	}
 }
+
+// checkReq is RL.CHECK api subject's request.
+func checkReq(subject string) algorithms.Request {
+	return algorithms.Request{Key: policy.AppendCheckKey(nil, "api", algorithms.Token, []byte(subject)),
+		Limit: apiLimit, N: 1, Override: ovrKey(subject)}
+}
+
+// TestGroupTransactionAndExpiryWithOverrides: RL.CHECKs queued in MULTI on
+// a follower are one tx op of the log, decided at EXEC with the overrides
+// in force then (their kinds carried back in the forwarded results); an
+// override with an expiry ends at the log's time, on every replica alike.
+func TestGroupTransactionAndExpiryWithOverrides(t *testing.T) {
+	g := newGroup(t, 3)
+	f := g.followersOf(g.leader())[0]
+	now := time.Now().UnixNano()
+	set := func(subject string, o policy.Override) {
+		t.Helper()
+		if _, err := f.node.SetOverride(now, ovrKey(subject), overrideWords(t, o)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("abc", policy.Override{Kind: policy.OverrideUnlimited})
+	set("evil", policy.Override{Kind: policy.OverrideDeny})
+	set("gold", policy.Override{Kind: policy.OverrideLimit, Limit: algorithms.Limit{Algo: algorithms.Fixed, Count: 9, Period: int64(24 * time.Hour)}})
+	// Expires 1.5 s from now, whatever the clock of the node applying it.
+	set("brief", policy.Override{Kind: policy.OverrideDeny, Expire: now + int64(1500*time.Millisecond)})
+
+	reqs := []algorithms.Request{checkReq("abc"), checkReq("evil"), checkReq("gold"), checkReq("joe"), checkReq("brief")}
+	out := make([]algorithms.Outcome, len(reqs))
+	// WATCH an override key: unchanged, so EXEC carries the decisions out.
+	v, err := f.node.Version(now, ovrKey("abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch := []algorithms.Watch{{Key: ovrKey("abc"), Version: v}}
+	ok, err := f.node.Transact(time.Now().UnixNano(), watch, reqs, out, nil)
+	if err != nil || !ok {
+		t.Fatalf("EXEC through %s: %v, %v", f.id, ok, err)
+	}
+	for i, want := range []struct {
+		kind    algorithms.OverrideKind
+		allowed bool
+		limit   int64
+	}{{algorithms.OverrideUnlimited, true, 3}, {algorithms.OverrideDeny, false, 3}, {algorithms.OverrideLimit, true, 9},
+		{algorithms.OverrideNone, true, 3}, {algorithms.OverrideDeny, false, 3}} {
+		r := out[i]
+		if r.Err != nil || r.Result.Override != want.kind || r.Result.Allowed != want.allowed || r.Result.Limit != want.limit {
+			t.Fatalf("EXEC decision %d (%s) = %+v; want override %v, allowed %v, limit %d",
+				i, reqs[i].Override, r, want.kind, want.allowed, want.limit)
+		}
+	}
+	g.assertSameState()
+
+	// Past the expiry (by the leader's clock, which stamps the entry), the
+	// policy decides brief again, and no replica holds the override.
+	time.Sleep(time.Until(time.Unix(0, now+int64(1600*time.Millisecond))))
+	if r := checkOn(t, f, "brief"); r.Override != algorithms.OverrideNone || !r.Allowed || r.Limit != 3 || r.Remaining != 2 {
+		t.Fatalf("brief after its override expired = %+v; want the policy's 2 of 3 left", r)
+	}
+	g.converged()
+	for _, m := range g.members {
+		if w, ok := m.node.LocalOverride(0, ovrKey("brief")); ok {
+			t.Fatalf("%s still holds the expired override %v", m.id, w)
+		}
+	}
+	g.assertSameState()
+}
