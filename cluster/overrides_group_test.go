@@ -138,12 +138,13 @@ func TestGroupDecidesWithOverridesSetThroughAFollower(t *testing.T) {
 	if r := checkOn(t, f1, "late"); r.Override != algorithms.OverrideDeny || r.Allowed {
 		t.Fatalf("late (DENY) through %s = %+v", f1.id, r)
 	}
-	rc := ld.node.raft.ReloadableConfig()
+	cur := g.leader() // ld, unless an election under load moved the lead
+	rc := cur.node.raft.ReloadableConfig()
 	rc.TrailingLogs = 1
-	if err := ld.node.raft.ReloadConfig(rc); err != nil {
+	if err := cur.node.raft.ReloadConfig(rc); err != nil {
 		t.Fatal(err)
 	}
-	if err := ld.node.Snapshot(); err != nil {
+	if err := cur.node.Snapshot(); err != nil {
 		t.Fatal(err)
 	}
 	g.start(f2)
