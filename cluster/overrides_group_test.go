@@ -216,8 +216,10 @@ func checkReq(subject string) algorithms.Request {
 
 // TestGroupTransactionAndExpiryWithOverrides: RL.CHECKs queued in MULTI on
 // a follower are one tx op of the log, decided at EXEC with the overrides
-// in force then (their kinds carried back in the forwarded results); an
-// override with an expiry ends at the log's time, on every replica alike.
+// in force then (their kinds carried back in the forwarded results); RL.CHECK
+// pairs (a group) through it are all or nothing around a DENY or UNLIMITED
+// member; an override with an expiry ends at the log's time, on every
+// replica alike.
 func TestGroupTransactionAndExpiryWithOverrides(t *testing.T) {
 	g := newGroup(t, 3)
 	f := g.followersOf(g.leader())[0]
@@ -256,6 +258,30 @@ func TestGroupTransactionAndExpiryWithOverrides(t *testing.T) {
 		if r.Err != nil || r.Result.Override != want.kind || r.Result.Allowed != want.allowed || r.Result.Limit != want.limit {
 			t.Fatalf("EXEC decision %d (%s) = %+v; want override %v, allowed %v, limit %d",
 				i, reqs[i].Override, r, want.kind, want.allowed, want.limit)
+		}
+	}
+	// RL.CHECK pairs (one all-or-nothing group) through the follower: a
+	// DENY member charges nobody; an UNLIMITED member lets the group be
+	// carried out without being counted itself.
+	for _, c := range []struct{ other, want string }{
+		{"evil", "true 3 3 none | false 3 0 deny"},
+		{"abc", "true 3 2 none | true 3 3 unlimited"},
+	} {
+		group := []algorithms.Request{checkReq("pair"), checkReq(c.other)}
+		group[0].Group, group[1].Group = 1, 1
+		f.node.Decide(time.Now().UnixNano(), group, out[:2])
+		got := ""
+		for i, o := range out[:2] {
+			if o.Err != nil {
+				t.Fatalf("pair with %s through %s: %v", c.other, f.id, o.Err)
+			}
+			if i > 0 {
+				got += " | "
+			}
+			got += fmt.Sprintf("%v %d %d %v", o.Result.Allowed, o.Result.Limit, o.Result.Remaining, o.Result.Override)
+		}
+		if got != c.want {
+			t.Fatalf("RL.CHECK api pair api %s through %s = %s; want %s", c.other, f.id, got, c.want)
 		}
 	}
 	g.assertSameState()
