@@ -79,6 +79,11 @@ func (c *Client) GetPolicy(ctx context.Context, name string) (p PolicyInfo, ok b
 	if err != nil {
 		return p, false, err
 	}
+	return p, true, decodePolicy(v, &p)
+}
+
+// decodePolicy reads RL.POLICY GET's fields (a map, or pairs in RESP2) into p.
+func decodePolicy(v any, p *PolicyInfo) error {
 	seen := false
 	if !eachField(v, func(f string, val any) {
 		n, _ := asInt(val)
@@ -99,10 +104,10 @@ func (c *Client) GetPolicy(ctx context.Context, name string) (p PolicyInfo, ok b
 			p.Source, _ = val.(string)
 		}
 	}) || !seen {
-		return p, false, errReply("RL.POLICY GET", v)
+		return errReply("RL.POLICY GET", v)
 	}
 	p.Limit = limitOf(p.Algorithm, p.Count, p.Period)
-	return p, true, nil
+	return nil
 }
 
 // DeletePolicy deletes a policy defined by SetPolicy (RL.POLICY DEL) and reports whether it
@@ -226,6 +231,11 @@ func (c *Client) GetOverride(ctx context.Context, policy, subject string) (o Ove
 	if err != nil {
 		return o, false, err
 	}
+	return o, true, decodeOverride(v, &o)
+}
+
+// decodeOverride reads RL.OVERRIDE GET's fields (a map, or pairs in RESP2) into o.
+func decodeOverride(v any, o *Override) error {
 	var algo string
 	var count, period, ttl int64
 	if !eachField(v, func(f string, val any) {
@@ -244,10 +254,10 @@ func (c *Client) GetOverride(ctx context.Context, policy, subject string) (o Ove
 			ttl = n
 		}
 	}) || o.Mode == "" {
-		return o, false, errReply("RL.OVERRIDE GET", v)
+		return errReply("RL.OVERRIDE GET", v)
 	}
 	o.fill(algo, count, period, ttl)
-	return o, true, nil
+	return nil
 }
 
 // fill sets o's limit and TTL from the fields of a reply.
@@ -297,6 +307,12 @@ func (c *Client) ListOverrides(ctx context.Context, policy string, cursor uint64
 	if err != nil {
 		return nil, 0, err
 	}
+	return decodeOverrideList(v)
+}
+
+// decodeOverrideList reads RL.OVERRIDE LIST's reply: [cursor, [[subject, mode, algorithm,
+// count, period_ns, ttl_ms] …]].
+func decodeOverrideList(v any) ([]SubjectOverride, uint64, error) {
 	x, ok := v.([]any)
 	if !ok || len(x) != 2 {
 		return nil, 0, errReply("RL.OVERRIDE LIST", v)
