@@ -116,7 +116,7 @@ func scrapeRuns(b base) []runSpec {
 func checkRuns(b base) []runSpec {
 	var runs []runSpec
 	for _, depth := range []int{1, 16} {
-		for _, name := range []string{"sluice-token", "sluice-check"} {
+		for _, name := range []string{"sluice-token", "sluice-check", "sluice-check-ovr"} {
 			if b.wants(name) {
 				runs = append(runs, b.spec(groupCheck, name, depth))
 			}

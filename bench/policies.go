@@ -1,15 +1,64 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/sluice-rl/sluice/internal/resp"
 )
 
 // benchPolicy is the policy the sluice-check scenario decides under: a
 // token bucket of the workload's rate and capacity, read by the server
 // from a rules file (--policies) that bench writes.
 const benchPolicy = "bench"
+
+// preloadOverrides returns a scenario setup that gives every every-th of
+// the run's keys (with prefix) an override of benchPolicy with the
+// workload's own parameters, sent in pipelined batches on one connection;
+// every reply must be OK.
+func preloadOverrides(prefix string, every int) func(srv *server, w workload, keys int) error {
+	return func(srv *server, w workload, keys int) error {
+		conn, err := srv.dial(10*time.Second, false)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(5 * time.Minute))
+		r := bufio.NewReaderSize(conn, 64<<10)
+		var req []byte
+		var key []byte
+		pending := 0
+		flush := func() error {
+			if _, err := conn.Write(req); err != nil {
+				return err
+			}
+			for ; pending > 0; pending-- {
+				var v resp.Value
+				if err := resp.Read(r, &v); err != nil {
+					return err
+				}
+				if v.Kind != '+' || string(v.Text) != "OK" {
+					return fmt.Errorf("RL.OVERRIDE SET: %s", v.String())
+				}
+			}
+			req = req[:0]
+			return nil
+		}
+		for k := 0; k < keys; k += every {
+			key = appendKey(key[:0], prefix, uint64(k))
+			req = resp.AppendCommand(req, "RL.OVERRIDE", "SET", benchPolicy, string(key), "TOKEN", w.rate+"/s", itoa(w.capacity))
+			if pending++; pending == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return flush()
+	}
+}
 
 // writeBenchPolicy writes the rules file of benchPolicy into dir, with the
 // workload's rate (tokens per second, a plain number as -rate takes it)

@@ -186,6 +186,7 @@ func (rep *report) ratios() []ratio {
 			scraped("sluice-token-metrics", "sluice-token", func(r *result) float64 { return r.figs().srvPerM }), "", nil, nil},
 		{"sluice RL.CHECK (TOKEN policy) ÷ RL.TOKEN, throughput", check("sluice-check", "sluice-token"),
 			"≥ 0.9 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 0.9 }},
+		{"sluice RL.CHECK, 1 subject in 10 overridden ÷ none, throughput", check("sluice-check-ovr", "sluice-check"), "", nil, nil},
 		{"sluice RL.TOKEN over TLS ÷ plaintext, throughput", sec("sluice-token-tls", "sluice-token"), "", nil, nil},
 		{"sluice RL.TOKEN as an ACL user with a key pattern ÷ the default user, throughput", sec("sluice-token-acl", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN (one node), throughput", tput("group-token", "sluice-token"), "", nil, nil},

@@ -56,6 +56,11 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	if err != nil {
 		return nil, err
 	}
+	if spec.sc.setup != nil {
+		if err := spec.sc.setup(srv, spec.w, int(spec.keys)); err != nil {
+			return nil, fmt.Errorf("%s: setting up the server: %w", spec.sc.label, err)
+		}
+	}
 	defer srv.stop()
 	res.version = srv.version()
 

@@ -44,6 +44,9 @@ type scenario struct {
 	// check validates one reply: allowed is 1 or 0 for a decision, -1 for
 	// other commands; problem is empty when the reply is right.
 	check func(w workload, v *resp.Value) (allowed int8, problem string)
+	// setup, if set, prepares a fresh server before the run (after it
+	// starts, before the RSS baseline): for the run's keys keys.
+	setup func(srv *server, w workload, keys int) error
 }
 
 var scenarios = []*scenario{
@@ -75,6 +78,18 @@ var scenarios = []*scenario{
 			return []string{"RL.CHECK", benchPolicy, "$KEY", itoa(w.cost)}
 		},
 		check: checkDecision,
+	},
+	// The same, with one subject in ten overridden (RL.OVERRIDE, the
+	// policy's own parameters, so that every answer stays the same): each
+	// decision then also looks up its subject's override.
+	{
+		name: "sluice-check-ovr", label: "sluice RL.CHECK, 1 in 10 overridden", server: "sluice-policies", algo: "token",
+		prefix: "po:", keysPer: 1,
+		args: func(w workload, _ string) []string {
+			return []string{"RL.CHECK", benchPolicy, "$KEY", itoa(w.cost)}
+		},
+		check: checkDecision,
+		setup: preloadOverrides("po:", 10),
 	},
 	// The same decisions with the append-only log on (a fresh directory
 	// per server), at two appendfsync policies.

@@ -50,3 +50,37 @@ func TestACLKeyPatternsReachPolicyStateKeys(t *testing.T) {
 		}
 	})
 }
+
+// TestACLKeyPatternsReachOverrideKeys: RL.OVERRIDE names no key either; it
+// reaches ovr:<policy>:<subject>, and a user limited to tenant A's
+// overrides may set, read, list and delete those only.
+func TestACLKeyPatternsReachOverrideKeys(t *testing.T) {
+	ts := startServer(t, testConfig{})
+	admin := ts.client(t, proto(2))
+	do(t, admin, "RL.POLICY", "SET", "free", "TOKEN", "1/h", 10)
+	do(t, admin, "RL.OVERRIDE", "SET", "free", "tenant-b:1", "DENY")
+	do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~ovr:free:tenant-a:*", "~pol:*:tenant-a:*", "+@policy", "+@connection")
+	a := asUser(t, ts, "a", "pa")
+	do(t, a, "RL.OVERRIDE", "SET", "free", "tenant-a:1", "UNLIMITED")
+	if got := ints(t, do(t, a, "RL.CHECK", "free", "tenant-a:1")); got != "[1 10 10 0 0]" {
+		t.Fatalf("RL.CHECK of its own overridden subject = %s", got)
+	}
+	const keyDenied = "NOPERM this user has no permissions to access one of the keys used as arguments"
+	for _, cmd := range [][]any{
+		{"RL.OVERRIDE", "SET", "free", "tenant-b:1", "UNLIMITED"},
+		{"RL.OVERRIDE", "GET", "free", "tenant-b:1"},
+		{"RL.OVERRIDE", "DEL", "free", "tenant-b:1"},
+		{"RL.OVERRIDE", "LIST", "free"}, // the whole policy's overrides
+	} {
+		if got := doErr(t, a, cmd...); got != keyDenied {
+			t.Errorf("%v = %q; want %q", cmd, got, keyDenied)
+		}
+	}
+	// Tenant B's override is untouched.
+	if got := ints(t, do(t, admin, "RL.CHECK", "free", "tenant-b:1")); got != "[0 10 0 -1 0]" {
+		t.Errorf("tenant B's subject after the refusals = %s; want its DENY", got)
+	}
+	if got := fmt.Sprint(do(t, a, "RL.OVERRIDE", "DEL", "free", "tenant-a:1")); got != "1" {
+		t.Errorf("RL.OVERRIDE DEL of its own = %s; want 1", got)
+	}
+}

@@ -94,6 +94,9 @@ func cmdRLReset(s *session, args [][]byte) {
 // for a string, its PTTL as Redis gives it (-1 without a TTL). A string's
 // Expire is one ms past Redis's expiry millisecond (compat.Key.Expire).
 func infoTTL(info *algorithms.KeyInfo, now int64) int64 {
+	if info.Algo == algorithms.Override && info.Expire == math.MaxInt64 {
+		return -1 // an override without EXPIRE
+	}
 	if info.Algo != algorithms.String {
 		return ceilMillis(info.Expire - now)
 	}

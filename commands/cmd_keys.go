@@ -110,6 +110,19 @@ const (
 	scanMaxBytes = 1 << 20
 )
 
+// parseScanCount reads SCAN's COUNT (and RL.OVERRIDE LIST's): a positive
+// integer, capped at scanMaxCount.
+func parseScanCount(arg []byte) (int, error) {
+	v, ok := parseInt(arg)
+	if !ok {
+		return 0, errNotInteger
+	}
+	if v < 1 {
+		return 0, errSyntax
+	}
+	return int(min(v, scanMaxCount)), nil
+}
+
 // cmdScan: SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 func cmdScan(s *session, args [][]byte) {
 	// arguments
@@ -133,16 +146,10 @@ func cmdScan(s *session, args [][]byte) {
 				pattern = nil
 			}
 		case equalFold(args[i], "count"):
-			v, ok := parseInt(args[i+1])
-			if !ok {
-				s.writeError(errNotInteger)
+			if count, err = parseScanCount(args[i+1]); err != nil {
+				s.writeError(err)
 				return
 			}
-			if v < 1 {
-				s.writeError(errSyntax)
-				return
-			}
-			count = int(min(v, scanMaxCount))
 		case equalFold(args[i], "type"):
 			typ = string(args[i+1])
 		default:

@@ -40,6 +40,14 @@ func usageOf(key []byte, ki algorithms.KeyInfo) int64 {
 	words := int64(1) // header
 	switch ki.Algo {
 	case algorithms.Token, algorithms.Leaky, algorithms.Throttle:
+	case algorithms.Override: // the expiry is its first state word; UNLIMITED and DENY keep two
+		words += 2
+		for _, f := range ki.Fields {
+			if f.Name == "period_ns" && f.Value != 0 {
+				words++
+			}
+		}
+		return (words+(int64(len(key))+7)/8)*8 + indexBytesPerKey
 	default:
 		words++ // expiry
 	}

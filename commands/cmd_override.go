@@ -96,6 +96,10 @@ func (s *session) overrideKey(name, subject []byte, access acl.Access) ([]byte, 
 // The policy must exist (a rules file's or a command's) and be one
 // RL.CHECK decides.
 func (s *session) overrideSet(name, subject []byte, spec [][]byte) {
+	if err := policy.CheckName(string(name)); err != nil {
+		s.writeError(err)
+		return
+	}
 	p := s.h.cfg.Policies.Policy(name)
 	if p == nil {
 		s.writeError(policy.NoSuchPolicy(string(name)))
@@ -266,16 +270,11 @@ func (s *session) overrideList(name []byte, args [][]byte) {
 			s.writeError(errSyntax)
 			return
 		}
-		v, ok := parseInt(args[1])
-		if !ok {
-			s.writeError(errNotInteger)
+		var err error
+		if count, err = parseScanCount(args[1]); err != nil {
+			s.writeError(err)
 			return
 		}
-		if v < 1 {
-			s.writeError(errSyntax)
-			return
-		}
-		count = int(min(v, scanMaxCount))
 	}
 	prefix := policy.AppendOverrideKey(nil, string(name), nil)
 	if err := s.derivedKeyError(policy.AppendOverridePattern(nil, string(name)), acl.Read); err != nil {

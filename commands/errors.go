@@ -79,7 +79,7 @@ var (
 	errNoOverrides         = replyError("this key space keeps no overrides")
 	errEmptySubject        = replyError("the subject must not be empty")
 	errOverrideConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies, so they take no override")
-	errWrongTypeOverride   = replyError("WRONGTYPE the override's key holds another kind of value")
+	errWrongTypeOverride   = codeError("WRONGTYPE Operation against a key holding the wrong kind of value")
 
 	// The arguments of the decisions (args.go, cmd_throttle.go).
 	errRateNotPositive = replyError("rate must be positive")

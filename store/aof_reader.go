@@ -101,12 +101,7 @@ func (st *Store) LoadAOF(path string, opt AOFLoadOptions) (AOFLoad, error) {
 		tmp.Flush(0)
 		return out, &AOFError{Path: path, Offset: aofHeaderLen + tmp.sidecarAt, Reason: err.Error()}
 	}
-	for i := range st.shards {
-		sh := &st.shards[i]
-		sh.Lock()
-		sh.Replace(&tmp.shards[i])
-		sh.Unlock()
-	}
+	st.takeShards(tmp)
 	return out, nil
 }
 

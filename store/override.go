@@ -75,15 +75,6 @@ func (st *Store) overrideLocked(key []byte, h uint64, now int64) (algorithms.Ove
 	return algorithms.OverrideOf(e.State)
 }
 
-// lookupOverride is overrideLocked taking the key's shard's lock itself.
-func (st *Store) lookupOverride(key []byte, now int64) (algorithms.OverrideKind, algorithms.Limit) {
-	h := xxhash.Sum64(key)
-	sh := &st.shards[h&st.mask]
-	sh.Lock()
-	defer sh.Unlock()
-	return st.overrideLocked(key, h, now)
-}
-
 // namesOverride reports whether any of reqs names an override key.
 func namesOverride(reqs []algorithms.Request) bool {
 	for i := range reqs {
@@ -126,13 +117,12 @@ func pseudoOutcome(req *algorithms.Request, o *algorithms.Outcome) {
 }
 
 // decideOverrides is Decide for a batch that names override keys in a
-// store that holds overrides: each named override is looked up (its
-// shard's lock held for the lookup alone), and the batch is decided with
-// the requests rewritten (a copy: reqs stays as the caller made it).
-// Outcomes decided by an override's limit say so (Result.Override).
+// store that holds overrides: the named overrides are looked up (resolveRun)
+// and the batch is decided with the requests rewritten (a copy: reqs stays
+// as the caller made it). Outcomes decided by an override's limit say so
+// (Result.Override).
 func (st *Store) decideOverrides(now int64, reqs []algorithms.Request, out []algorithms.Outcome, together bool) {
 	var small [runLen]algorithms.Request
-	var kinds [runLen]algorithms.OverrideKind
 	var cp []algorithms.Request
 	if len(reqs) <= runLen {
 		cp = small[:len(reqs)]
@@ -140,31 +130,68 @@ func (st *Store) decideOverrides(now int64, reqs []algorithms.Request, out []alg
 		cp = make([]algorithms.Request, len(reqs))
 	}
 	copy(cp, reqs)
-	var limited []int32
-	for i := range cp {
-		if cp[i].Override == nil {
-			continue
-		}
-		kind, l := st.lookupOverride(cp[i].Override, now)
-		if resolve(&cp[i], kind, l) && kind == algorithms.OverrideLimit {
-			if i < runLen {
-				kinds[i] = kind
-			} else {
-				limited = append(limited, int32(i))
-			}
-		}
+	var few [runLen]int32
+	limited := few[:0]
+	for i := 0; i < len(cp); i += runLen {
+		limited = st.resolveRun(now, cp[i:min(i+runLen, len(cp))], int32(i), limited)
 	}
 	st.decideAll(now, cp, out, together)
-	for i := range min(len(cp), runLen) {
-		if kinds[i] == algorithms.OverrideLimit && out[i].Err == nil {
-			out[i].Result.Override = algorithms.OverrideLimit
-		}
-	}
 	for _, i := range limited {
 		if out[i].Err == nil {
 			out[i].Result.Override = algorithms.OverrideLimit
 		}
 	}
+}
+
+// resolveRun rewrites the requests of run (at most runLen, the first at
+// index base of the batch) that name a live override, and appends to
+// limited the batch indexes of those an override's limit decides. Each
+// shard the override keys fall in is locked once, for its lookups, which
+// are prefetched together so that their cache misses overlap (as
+// decideShard does for the decisions); no two shards are held at once.
+func (st *Store) resolveRun(now int64, run []algorithms.Request, base int32, limited []int32) []int32 {
+	var hs [runLen]uint64
+	var sis [runLen]uint32
+	var idx [runLen]uint8
+	n := 0
+	for i := range run {
+		if k := run[i].Override; k != nil {
+			h := xxhash.Sum64(k)
+			hs[n], sis[n], idx[n] = h, uint32(h&st.mask), uint8(i)
+			n++
+		}
+	}
+	var done [runLen]bool
+	for a := 0; a < n; a++ {
+		if done[a] {
+			continue
+		}
+		sh := &st.shards[sis[a]]
+		var shs [runLen]*shard.Shard
+		var ghs [runLen]uint64
+		var who [runLen]uint8
+		m := 0
+		for b := a; b < n; b++ {
+			if !done[b] && sis[b] == sis[a] {
+				done[b] = true
+				shs[m], ghs[m], who[m] = sh, hs[b], idx[b]
+				m++
+			}
+		}
+		sh.Lock()
+		if m > 1 {
+			shard.Prefetch(shs[:m], ghs[:m])
+		}
+		for j := range m {
+			req := &run[who[j]]
+			kind, l := st.overrideLocked(req.Override, ghs[j], now)
+			if resolve(req, kind, l) && kind == algorithms.OverrideLimit {
+				limited = append(limited, base+int32(who[j]))
+			}
+		}
+		sh.Unlock()
+	}
+	return limited
 }
 
 // resolveLocked rewrites, in place, the requests of reqs that name a live

@@ -303,6 +303,13 @@ func (st *Store) Restore(r io.Reader) error {
 		tmp.Flush(0)
 		return &SnapshotError{Offset: tmp.sidecarAt, Reason: err.Error()}
 	}
+	st.takeShards(tmp)
+	return nil
+}
+
+// takeShards swaps tmp's entries in, one shard at a time, with what they
+// mean for the decisions (an override makes Decide look overrides up).
+func (st *Store) takeShards(tmp *Store) {
 	if tmp.hasOverrides.Load() {
 		st.hasOverrides.Store(true)
 	}
@@ -312,7 +319,6 @@ func (st *Store) Restore(r io.Reader) error {
 		sh.Replace(&tmp.shards[i])
 		sh.Unlock()
 	}
-	return nil
 }
 
 func (st *Store) load(r io.Reader) error {

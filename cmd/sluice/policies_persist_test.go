@@ -105,3 +105,47 @@ func TestCommandPoliciesSurviveKillNineWithTheAppendOnlyLog(t *testing.T) {
 		t.Fatalf("after kill -9 and a restart: %q; want %q", got, want)
 	}
 }
+
+// overridesAfterRestart sets overrides, restarts the server with args
+// (stop stops the first process) and checks that a restarted RL.CHECK
+// decides with them, the one deleted included.
+func overridesAfterRestart(t *testing.T, args []string, stop func(p *proc, rdb *redis.Client)) {
+	p := start(t, args...)
+	rdb := client(t, p)
+	mustDo(t, rdb, "RL.POLICY", "SET", "free", "FIXED", "5", "1h")
+	mustDo(t, rdb, "RL.OVERRIDE", "SET", "free", "abc", "UNLIMITED")
+	mustDo(t, rdb, "RL.OVERRIDE", "SET", "free", "evil", "DENY", "EXPIRE", "1h")
+	mustDo(t, rdb, "RL.OVERRIDE", "SET", "free", "vip", "FIXED", "50", "1h")
+	mustDo(t, rdb, "RL.OVERRIDE", "SET", "free", "gone", "DENY")
+	mustDo(t, rdb, "RL.OVERRIDE", "DEL", "free", "gone")
+	mustDo(t, rdb, "RL.CHECK", "free", "vip", 10)
+	stop(p, rdb)
+
+	q := start(t, args...)
+	rdb = client(t, q)
+	for _, c := range []struct{ subject, want string }{
+		{"abc", "[1 5 5 0]"}, {"evil", "[0 5 0 -1]"}, {"vip", "[1 50 39 0]"}, {"gone", "[1 5 4 0]"},
+	} {
+		v := mustDo(t, rdb, "RL.CHECK", "free", c.subject).([]any)
+		if got := fmt.Sprint(v[:4]); got != c.want {
+			t.Errorf("after the restart RL.CHECK free %s = %v; want %s …", c.subject, v, c.want)
+		}
+	}
+	if ttl := mustDo(t, rdb, "TTL", "ovr:free:evil").(int64); ttl < 3500 || ttl > 3600 {
+		t.Errorf("after the restart TTL ovr:free:evil = %d; want its hour, less the test's seconds", ttl)
+	}
+}
+
+func TestOverridesSurviveARestartFromTheSnapshot(t *testing.T) {
+	overridesAfterRestart(t, []string{"--dir", t.TempDir(), "--save", "0"}, func(p *proc, rdb *redis.Client) {
+		rdb.Do(context.Background(), "SHUTDOWN", "SAVE") // no reply: the server exits
+		if code := p.exitCode(t); code != exitOK {
+			t.Fatalf("exit code %d", code)
+		}
+	})
+}
+
+func TestOverridesSurviveKillNineWithTheAppendOnlyLog(t *testing.T) {
+	args := []string{"--dir", t.TempDir(), "--save", "0", "--appendonly", "yes", "--appendfsync", "always"}
+	overridesAfterRestart(t, args, func(p *proc, _ *redis.Client) { p.killed(t) })
+}
