@@ -201,7 +201,7 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		return
 	}
 	res, err := l.decide(r.Context(), policy, key, n)
-	l.breaker.report(err == nil)
+	l.breaker.report(err == nil || refused(err))
 	if err != nil {
 		l.failures.Add(1)
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -241,6 +241,14 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 }
 
 var errBreakerOpen = errors.New("httplimit: circuit breaker open")
+
+// refused reports whether err is sluice refusing this request (an unknown policy, a key of
+// another type, a bad argument) rather than failing to decide: sluice answered, so the breaker
+// does not count it against sluice. The request still fails as OnError says.
+func refused(err error) bool {
+	var se *client.ServerError
+	return errors.As(err, &se) && (se.Kind == client.ErrNoSuchPolicy || se.Kind == client.ErrWrongType || se.Kind == client.ErrServer)
+}
 
 func btoi(b bool) int {
 	if b {

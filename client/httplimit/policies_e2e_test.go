@@ -127,3 +127,29 @@ func TestMiddlewareChoosesThePolicyPerRequest(t *testing.T) {
 		t.Fatalf("stats %+v", s)
 	}
 }
+
+// A policy the server does not know is a refusal of those requests, not an outage: they fail
+// as OnError says, but the breaker stays closed and the other keys are still decided.
+func TestAnUnknownPolicyDoesNotOpenTheBreaker(t *testing.T) {
+	_, rdb := frozenServer(t)
+	c := policyClient(t, rdb)
+	l, ts := serve(t, c, Options{Key: Header("X-API-Key"), OnError: FailClosed, Timeout: time.Second,
+		Breaker: Breaker{Failures: 2, Cooldown: time.Hour},
+		PolicyOf: func(r *http.Request, key string) (string, error) {
+			if key == "gold1" {
+				return "gold", nil
+			}
+			return "pro", nil
+		}})
+	for i := 0; i < 5; i++ {
+		if resp := get(t, ts.URL, "X-API-Key", "gold1"); resp.StatusCode != 503 {
+			t.Fatalf("unknown tier, request %d: %d; want 503", i+1, resp.StatusCode)
+		}
+	}
+	if resp := get(t, ts.URL, "X-API-Key", "p1"); resp.StatusCode != 200 || resp.Header.Get("RateLimit") == "" {
+		t.Fatalf("a pro key after the unknown tier's failures: %d %v; want decided and admitted", resp.StatusCode, resp.Header)
+	}
+	if s := l.Stats(); s.Failures != 5 || s.Skipped != 0 || s.Trips != 0 || s.Breaker != BreakerClosed {
+		t.Fatalf("stats %+v; want 5 failures and the breaker closed", s)
+	}
+}
