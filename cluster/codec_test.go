@@ -34,6 +34,36 @@ func sampleOps() []op {
 		{code: opDecide, req: algorithms.Request{Key: []byte("w"), N: 1,
 			Limit: algorithms.Limit{Algo: algorithms.Fixed, Count: 5, Period: 60e9}}},
 		{code: opACL, argv: [][]byte{[]byte("setuser"), []byte("tenant-a"), []byte(">p\x00w"), []byte("~tenant-a:*")}},
+		{code: opDecide, req: algorithms.Request{Key: []byte("pol:free:token:u"), N: 1, Override: []byte("ovr:free:u"),
+			Limit: algorithms.Limit{Algo: algorithms.Token, Count: 20, Period: 100e6}}},
+		{code: opOverride, argv: [][]byte{[]byte("ovr:free:u"), make([]byte, 24)}},
+	}
+}
+
+// TestDecisionNamingAnOverrideEncodesAsBeforePlusItsKey: a decision that
+// names no override encodes exactly as it always has (the log's older
+// entries decode unchanged); one that does is opCheck on the wire, the same
+// fields and then the override key, and decodes back to an opDecide.
+func TestDecisionNamingAnOverrideEncodesAsBeforePlusItsKey(t *testing.T) {
+	plain := op{code: opDecide, req: algorithms.Request{Key: []byte("pol:free:token:u"), N: 1,
+		Limit: algorithms.Limit{Algo: algorithms.Token, Count: 20, Period: 100e6}}}
+	want := []byte{byte(opDecide), 0, byte(algorithms.Token), 40, 0x80, 0x84, 0xaf, 0x5f, 2, 16}
+	want = append(append(want, "pol:free:token:u"...), 0)
+	if got := appendOp(nil, &plain); !bytes.Equal(got, want) {
+		t.Fatalf("a plain decision encodes as %x; want %x", got, want)
+	}
+	named := plain
+	named.req.Override = []byte("ovr:free:u")
+	got := appendOp(nil, &named)
+	if got[0] != byte(opCheck) || !bytes.Equal(got[1:len(want)], want[1:]) || !bytes.Equal(got[len(want):], append([]byte{10}, "ovr:free:u"...)) {
+		t.Fatalf("a decision naming an override encodes as %x", got)
+	}
+	_, ops, err := decodeBatch(appendBatch(nil, 1, []op{named, plain}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops[0].code != opDecide || string(ops[0].req.Override) != "ovr:free:u" || ops[1].code != opDecide || ops[1].req.Override != nil {
+		t.Fatalf("decoded as %+v and %+v", ops[0], ops[1])
 	}
 }
 
@@ -63,6 +93,9 @@ func TestResultsRoundTrip(t *testing.T) {
 		{exec: true, reply: execReply(t, compat.RateLimitRedisGetSHA1)},
 		{exec: true, reply: execReply(t, compat.UluleIncrSHA1, "x", "1")},
 		{acl: true, n: 2, index: 1<<40 + 7},
+		{out: algorithms.Outcome{Result: algorithms.Result{Allowed: true, Override: algorithms.OverrideUnlimited, Limit: 20, Remaining: 20}}},
+		{out: algorithms.Outcome{Result: algorithms.Result{Override: algorithms.OverrideDeny, Limit: 20, RetryAfter: -1}}},
+		{out: algorithms.Outcome{Result: algorithms.Result{Allowed: true, Override: algorithms.OverrideLimit, Limit: 200, Remaining: 7}}},
 	}
 	got, err := decodeResults(appendResults(nil, rs))
 	if err != nil {

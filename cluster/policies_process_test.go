@@ -63,8 +63,32 @@ func TestProcessGroupDecidesPoliciesFromTheSameRulesFile(t *testing.T) {
 	if _, err := ps[2].do("RL.POLICY", "SET", "api", "TOKEN", "1/h", "10"); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("RL.POLICY SET of the file's policy = %v; want read-only", err)
 	}
-	// A follower snapshots, is killed and restarts: the policy comes back
-	// from its snapshot.
+	// Overrides set through a follower go through the log too: every node
+	// decides the overridden subjects with them, on the one state.
+	for _, args := range [][]any{
+		{"RL.OVERRIDE", "SET", "api", "vip", "FIXED", "50", "1h"},
+		{"RL.OVERRIDE", "SET", "api", "evil", "DENY"},
+		{"RL.OVERRIDE", "SET", "api", "ops", "UNLIMITED"},
+	} {
+		if _, err := ps[2].do(args...); err != nil {
+			t.Fatalf("%v through a follower: %v", args, err)
+		}
+	}
+	for i, p := range ps {
+		for _, c := range []struct{ subject, want string }{
+			{"vip", fmt.Sprintf("[1 50 %d 0]", 49-i)}, {"evil", "[0 5 0 -1]"}, {"ops", "[1 5 5 0]"},
+		} {
+			v, err := p.do("RL.CHECK", "api", c.subject)
+			if err != nil {
+				t.Fatalf("RL.CHECK api %s through %s: %v", c.subject, p.id, err)
+			}
+			if got := fmt.Sprint(v.([]any)[:4]); got != c.want {
+				t.Fatalf("RL.CHECK api %s through %s = %s; want %s", c.subject, p.id, got, c.want)
+			}
+		}
+	}
+	// A follower snapshots, is killed and restarts: the policy and the
+	// overrides come back from its snapshot.
 	if _, err := ps[2].do("RAFT.SNAPSHOT"); err != nil {
 		t.Fatalf("RAFT.SNAPSHOT: %v", err)
 	}
@@ -75,6 +99,17 @@ func TestProcessGroupDecidesPoliciesFromTheSameRulesFile(t *testing.T) {
 		v, err := ps[2].do("RL.POLICY", "GET", "other")
 		return err == nil && strings.Contains(strings.ToLower(fmt.Sprint(v)), "token")
 	})
+	// RL.OVERRIDE LIST reads the node's own replica: the restarted one has them.
+	waitFor(t, 10*time.Second, func() bool {
+		v, err := ps[2].do("RL.OVERRIDE", "LIST", "api", "0", "COUNT", "1000")
+		return err == nil && len(v.([]any)[1].([]any)) == 3
+	})
+	if v, err := ps[0].do("RL.OVERRIDE", "DEL", "api", "evil"); err != nil || fmt.Sprint(v) != "1" {
+		t.Fatalf("RL.OVERRIDE DEL through the leader = %v, %v; want 1", v, err)
+	}
+	if v, err := ps[2].do("RL.CHECK", "api", "evil"); err != nil || fmt.Sprint(v.([]any)[:3]) != "[1 5 4]" {
+		t.Fatalf("RL.CHECK api evil through the restarted follower after the DEL = %v, %v; want the policy's", v, err)
+	}
 	// RL.POLICY DEL on another follower removes it everywhere.
 	if v, err := ps[1].do("RL.POLICY", "DEL", "other"); err != nil || fmt.Sprint(v) != "1" {
 		t.Fatalf("RL.POLICY DEL through a follower = %v, %v; want 1", v, err)

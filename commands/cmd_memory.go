@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"math"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -33,15 +34,18 @@ func init() {
 const indexBytesPerKey = 16
 
 // usageOf estimates the bytes key's record takes from its state: a header
-// word, the expiry (unless it is the state's first word), the state words
+// word, the expiry (unless it is the state's first word or there is none), the state words
 // up to the last non-zero one, the variable part's length word and its
 // words, and the key padded to a word; plus the index's share.
 func usageOf(key []byte, ki algorithms.KeyInfo) int64 {
 	words := int64(1) // header
 	switch ki.Algo {
-	case algorithms.Token, algorithms.Leaky, algorithms.Throttle:
-	case algorithms.Override: // the expiry is its first state word; UNLIMITED and DENY keep two
-		words += 2
+	case algorithms.Token, algorithms.Leaky, algorithms.Throttle: // the expiry is the first state word
+	case algorithms.Override: // one word for UNLIMITED and DENY, two for a limit; the expiry if any
+		words++
+		if ki.Expire != math.MaxInt64 {
+			words++
+		}
 		for _, f := range ki.Fields {
 			if f.Name == "period_ns" && f.Value != 0 {
 				words++
@@ -49,7 +53,9 @@ func usageOf(key []byte, ki algorithms.KeyInfo) int64 {
 		}
 		return (words+(int64(len(key))+7)/8)*8 + indexBytesPerKey
 	default:
-		words++ // expiry
+		if ki.Expire != math.MaxInt64 { // a record that never expires keeps no expiry word
+			words++
+		}
 	}
 	var state, ext int64
 	for _, f := range ki.Fields {

@@ -146,18 +146,18 @@ func TestE2EOverrideExpires(t *testing.T) {
 		t.Fatalf("EXISTS of an expired override = %v; want 0", v)
 	}
 	// RL.INFO says -1 for no expiry, as PTTL does; MEMORY USAGE counts the
-	// record as laid out: header, two words (the expiry is the first), and
-	// the 16-byte key, plus the index's share.
+	// record as laid out: header, one word (two for a limit; no expiry word
+	// without EXPIRE), and the 16-byte key, plus the index's share.
 	info := fmt.Sprint(do(t, rdb, "RL.INFO", "ovr:free:forever"))
 	if !strings.Contains(info, "ttl_ms -1") {
 		t.Fatalf("RL.INFO of an override without EXPIRE = %s; want ttl_ms -1", info)
 	}
-	if n := do(t, rdb, "MEMORY", "USAGE", "ovr:free:forever"); n != int64(5*8+16) {
-		t.Fatalf("MEMORY USAGE of an UNLIMITED override with a 16-byte key = %v; want 56", n)
+	if n := do(t, rdb, "MEMORY", "USAGE", "ovr:free:forever"); n != int64(4*8+16) {
+		t.Fatalf("MEMORY USAGE of an UNLIMITED override with a 16-byte key = %v; want 48", n)
 	}
 	do(t, rdb, "RL.OVERRIDE", "SET", "free", "limited", "FIXED", "5", "1m")
-	if n := do(t, rdb, "MEMORY", "USAGE", "ovr:free:limited"); n != int64(6*8+16) {
-		t.Fatalf("MEMORY USAGE of a limit override with a 16-byte key = %v; want 64", n)
+	if n := do(t, rdb, "MEMORY", "USAGE", "ovr:free:limited"); n != int64(5*8+16) {
+		t.Fatalf("MEMORY USAGE of a limit override with a 16-byte key = %v; want 56", n)
 	}
 	get := do(t, rdb, "RL.OVERRIDE", "GET", "free", "forever")
 	if got := fmt.Sprint(get); got != "[policy free subject forever mode unlimited algorithm <nil> count 0 period_ns 0 ttl_ms -1]" {

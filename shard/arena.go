@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"math"
 	"math/bits"
 	"strconv"
 	"unsafe"
@@ -14,8 +15,11 @@ import (
 //	word 0   header: algo (bits 0-7), number of state words kept (8-9),
 //	         has-ext (10), free (11), depleted (12), expire-is-state[0] (13),
 //	         pinned (14: not to be evicted while room is made for it),
+//	         never-expires (15: Expire is math.MaxInt64, not stored),
 //	         key length in bytes, or a free record's size in words (16-47)
-//	         expire, unless it equals state[0] (a token bucket's TAT is its expiry)
+//	         expire, unless it equals state[0] (a token bucket's TAT is its
+//	         expiry) or the record never expires (an override or a string
+//	         without a TTL)
 //	         state[0..n): the state words up to the last non-zero one
 //	         ext length (low 32 bits) and room (high 32), then room words,
 //	         the first length of them Ext's, if Ext is not empty
@@ -50,11 +54,14 @@ const (
 	hdrDepleted = 1 << 12
 	hdrExpS0    = 1 << 13
 	hdrPinned   = 1 << 14
+	hdrNoExp    = 1 << 15
 	hdrLenShift = 16
 	hdrLenMask  = 1<<32 - 1
 	// hdrLayout are the header bits that, with the ext room, decide where a
 	// record's parts lie.
-	hdrLayout = hdrNState | hdrExt | hdrExpS0 | hdrLenMask<<hdrLenShift
+	hdrLayout = hdrNState | hdrExt | hdrExpS0 | hdrNoExp | hdrLenMask<<hdrLenShift
+	// hdrNoExpWord: the record stores no expiry word of its own.
+	hdrNoExpWord = hdrExpS0 | hdrNoExp
 )
 
 // maxKey is the longest key a record can hold.
@@ -93,9 +100,12 @@ func layoutExt(keyLen int, e *Entry, extLen, extCap int) layout {
 	}
 	h := uint64(e.Algo) | uint64(lay.nState)<<8 | uint64(keyLen)<<hdrLenShift
 	off := 1
-	if lay.nState > 0 && e.Expire == e.State[0] {
+	switch {
+	case lay.nState > 0 && e.Expire == e.State[0]:
 		h |= hdrExpS0
-	} else {
+	case e.Expire == math.MaxInt64:
+		h |= hdrNoExp
+	default:
 		off++
 	}
 	off += lay.nState
@@ -151,7 +161,7 @@ func (a *arena) size(l uint32) int {
 func (a *arena) live(c []uint64, w int, h uint64) layout {
 	lay := layout{header: h, nState: int(h & hdrNState >> 8), keyLen: int(h >> hdrLenShift & hdrLenMask)}
 	off := 1 + lay.nState
-	if h&hdrExpS0 == 0 {
+	if h&hdrNoExpWord == 0 {
 		off++
 	}
 	if h&hdrExt != 0 {
@@ -176,7 +186,7 @@ func keyAt(c []uint64, w int, h uint64) []byte {
 		return []byte{}
 	}
 	off := w + 2 + int(h&hdrNState>>8)
-	if h&hdrExpS0 != 0 {
+	if h&hdrNoExpWord != 0 {
 		off--
 	}
 	if h&hdrExt != 0 {
@@ -212,7 +222,7 @@ func (a *arena) entryInto(l uint32, e *Entry) {
 	e.Algo = algoOf(h)
 	e.Depleted = h&hdrDepleted != 0
 	i := w + 1
-	if h&hdrExpS0 == 0 {
+	if h&hdrNoExpWord == 0 {
 		e.Expire = int64(c[i])
 		i++
 	}
@@ -222,6 +232,8 @@ func (a *arena) entryInto(l uint32, e *Entry) {
 	}
 	if h&hdrExpS0 != 0 {
 		e.Expire = e.State[0]
+	} else if h&hdrNoExp != 0 {
+		e.Expire = math.MaxInt64
 	}
 	if h&hdrExt != 0 {
 		n, capacity := int(uint32(c[i])), int(c[i]>>32)
@@ -246,6 +258,9 @@ func (a *arena) unpin(l uint32) {
 // rest.
 func (a *arena) expire(l uint32) int64 {
 	c, w := a.at(l)
+	if c[w]&hdrNoExp != 0 {
+		return math.MaxInt64
+	}
 	return int64(c[w+1]) // state[0] when it is the expiry, else the expiry word
 }
 
@@ -265,7 +280,7 @@ func (a *arena) write(l uint32, key []byte, e *Entry, lay layout) {
 func (a *arena) writeEntry(rec []uint64, e *Entry, lay layout) int {
 	rec[0] = lay.header
 	i := 1
-	if lay.header&hdrExpS0 == 0 {
+	if lay.header&hdrNoExpWord == 0 {
 		rec[i] = uint64(e.Expire)
 		i++
 	}

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -139,3 +140,32 @@ func TestRandomOperationsKeepInvariants(t *testing.T) {
 }
 
 func uint8Of(n int) algorithms.Algo { return algorithms.Algo(n) }
+
+// TestRecordThatNeverExpiresKeepsNoExpiryWord: an entry whose Expire is
+// math.MaxInt64 (an override or a string without a TTL) is stored without
+// an expiry word, one word less than the same entry with an expiry, and
+// reads back, expiry included, and is never swept.
+func TestRecordThatNeverExpiresKeepsNoExpiryWord(t *testing.T) {
+	var s Shard
+	key := []byte("ovr:quota:client:0000001") // 24 bytes: 3 words
+	forever := Entry{Algo: algorithms.Override, Expire: math.MaxInt64, State: [3]int64{2}, Depleted: true}
+	timed := forever
+	timed.Expire = 1_000
+	if a, b := layoutOf(len(key), &forever, 0).size, layoutOf(len(key), &timed, 0).size; a != 5 || b != 6 {
+		t.Fatalf("records of %d and %d words; want 5 (header, state, key) and 6", a, b)
+	}
+	for i, e := range []Entry{forever, timed, {Algo: algorithms.Override, Expire: math.MaxInt64, State: [3]int64{math.MaxInt64, 7}}} {
+		k := append(key[:len(key):len(key)], byte('a'+i))
+		ref, _ := s.Find(k, 0)
+		if err := s.Commit(ref, k, &e, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := s.Find(k, 0); got.Expire != e.Expire || got.State != e.State || got.Algo != e.Algo || got.Depleted != e.Depleted {
+			t.Fatalf("entry %d read back as %+v; want %+v", i, got, e)
+		}
+	}
+	s.Sweep(math.MaxInt64-1, 1<<20)
+	if n := s.Len(math.MaxInt64 - 1); n != 2 {
+		t.Fatalf("after a sweep at the end of time %d entries; want the 2 that never expire", n)
+	}
+}

@@ -37,7 +37,7 @@ func fields(e shard.Entry) []algorithms.Field {
 		return []algorithms.Field{one("count", s.Count), one("capacity", int64(len(s.Ring))),
 			{Name: "entries_ns", List: s.Entries(make([]int64, 0, s.Count))}}
 	case algorithms.Override:
-		kind, l := algorithms.OverrideOf(e.State)
+		kind, l := algorithms.OverrideOf(overrideWords(&e))
 		return []algorithms.Field{one("kind", int64(kind)), one("algo", int64(l.Algo)), one("count", l.Count),
 			one("period_ns", l.Period)}
 	case algorithms.Concurrency:

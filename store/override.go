@@ -11,15 +11,17 @@ import (
 // Overrides (RL.OVERRIDE) are entries of their own kind,
 // algorithms.Override, under keys the edge derives (ovr:<policy>:<subject>):
 //
-//	State = the three packed words (algorithms/override.go); State[0] is
-//	        the expiry, so the record keeps it once
-//	Expire = State[0] (math.MaxInt64: never)
+//	State = the packed words after the expiry (algorithms/override.go):
+//	        kind|algo|count, and the period (0 for UNLIMITED and DENY)
+//	Expire = the first packed word, the expiry (math.MaxInt64: never; the
+//	        record then stores no expiry word)
 //	Depleted = true: an override is never evicted (forgetting one would
 //	        hand a denied subject its policy's limit)
 //
-// A record is 24 bytes for UNLIMITED and DENY and 32 for a limit, plus the
-// key padded to a word, plus the index's slot: millions fit, and they
-// snapshot, log, expire, replicate and SCAN as every entry does.
+// A record is 16 bytes for UNLIMITED and DENY and 24 for a limit, 8 more
+// with EXPIRE, plus the key padded to a word, plus the index's slot:
+// millions fit, and they snapshot, log, expire, replicate and SCAN as every
+// entry does.
 //
 // A request that names an override key (algorithms.Request.Override: an
 // RL.CHECK) is decided with the override when one is live at the decision:
@@ -46,7 +48,7 @@ func (st *Store) SetOverride(now int64, key []byte, w [3]int64) (bool, error) {
 	if cur.Algo != algorithms.None && cur.Algo != algorithms.Override {
 		return false, ErrWrongType
 	}
-	e := shard.Entry{Algo: algorithms.Override, Expire: w[0], State: w, Depleted: true}
+	e := shard.Entry{Algo: algorithms.Override, Expire: w[0], State: [3]int64{w[1], w[2]}, Depleted: true}
 	if err := sh.Commit(ref, key, &e, now); err != nil {
 		return false, err
 	}
@@ -72,8 +74,11 @@ func (st *Store) overrideLocked(key []byte, h uint64, now int64) (algorithms.Ove
 	if e.Algo != algorithms.Override {
 		return algorithms.OverrideNone, algorithms.Limit{}
 	}
-	return algorithms.OverrideOf(e.State)
+	return algorithms.OverrideOf(overrideWords(&e))
 }
+
+// overrideWords returns the packed words of the override entry e.
+func overrideWords(e *shard.Entry) [3]int64 { return [3]int64{e.Expire, e.State[0], e.State[1]} }
 
 // namesOverride reports whether any of reqs names an override key.
 func namesOverride(reqs []algorithms.Request) bool {
@@ -246,5 +251,5 @@ func (st *Store) LocalOverride(now int64, key []byte) (w [3]int64, ok bool) {
 	if e.Algo != algorithms.Override {
 		return w, false
 	}
-	return e.State, true
+	return overrideWords(&e), true
 }
