@@ -18,9 +18,9 @@ import (
 // context.DeadlineExceeded rather than sleeping in vain.
 //
 // With a leaky bucket (Leaky, or a Policy whose policy or subject override is LEAKY) the
-// decision is normally admitted with a delay, the caller's place in the
-// queue: Wait sleeps exactly that delay before it returns, so that admitted work leaves at the
-// bucket's rate, first come first served. If ctx ends during that sleep, Wait gives the units
+// decision is normally admitted with a delay, the caller's place in the queue: Wait sleeps
+// exactly that delay before it returns, so that admitted work leaves at the bucket's rate,
+// first come first served. If ctx ends during that sleep, Wait gives the units
 // back (a best-effort refund) and returns ctx's error. For consumers that share a bucket, give
 // it one place more than there are consumers (Leaky(key, rate, consumers+1)): a consumer that
 // acts and asks again at once holds two places for an instant, and with fewer places the
