@@ -9,9 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"time"
-
-	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
 )
 
 // The RLS comparison: one-descriptor ShouldRateLimit calls, the way Envoy's
@@ -29,6 +26,7 @@ type rlsOptions struct {
 	conns        int
 	dur          time.Duration
 	keys         uint64
+	gen          string // the load generator: rlsGenLean or rlsGenGRPC
 }
 
 func (r *rlsOptions) flags(fs *flag.FlagSet) {
@@ -38,6 +36,7 @@ func (r *rlsOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&r.conns, "rls-conns", 4, "RLS comparison: HTTP/2 connections the callers share")
 	fs.DurationVar(&r.dur, "rls-d", 0, "RLS comparison: measured time per round (default 3s)")
 	fs.Uint64Var(&r.keys, "rls-keys", 65536, "RLS comparison: distinct client addresses")
+	fs.StringVar(&r.gen, "rls-gen", rlsGenLean, "RLS comparison: the load generator, lean (raw HTTP/2 frames) or grpc (grpc-go's client)")
 }
 
 func (r *rlsOptions) check() error {
@@ -52,6 +51,8 @@ func (r *rlsOptions) check() error {
 		return fmt.Errorf("-rls-d %v: want at most %v", r.dur, maxDuration)
 	case r.keys < 1 || r.keys > 1<<24:
 		return fmt.Errorf("-rls-keys %d: want 1 to %d", r.keys, 1<<24)
+	case r.gen != rlsGenLean && r.gen != rlsGenGRPC:
+		return fmt.Errorf("-rls-gen %q: want %s or %s", r.gen, rlsGenLean, rlsGenGRPC)
 	}
 	if r.dur == 0 {
 		r.dur = 3 * time.Second
@@ -171,20 +172,17 @@ func runRLS(ctx context.Context, o *options, log io.Writer) (*rlsReport, error) 
 // measureRLS drives one service for a warmup and the measured time, and
 // reads the CPU its processes and the generator used meanwhile.
 func measureRLS(srv *rlsServer, o *options) (*result, error) {
-	conns, err := dialRLS(srv.addr, o.rls.conns)
+	reqs := rlsRequests(o.rls.keys)
+	tr, err := dialRLSGen(o.rls.gen, srv.addr, o.rls.conns, reqs)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
+	defer tr.close()
 	res := &result{dbsize: -1}
 	l := &rlsLoad{callers: o.rls.callers, conns: o.rls.conns, keys: o.rls.keys}
 	var cpu0, gen0 time.Duration
 	var cpuErr error
-	res.t, res.elapsed = driveRLS(l, conns, o.warmup, o.rls.dur, func() {
+	res.t, res.elapsed = driveRLS(l, tr, len(reqs), o.warmup, o.rls.dur, func() {
 		cpu0, cpuErr = srv.cpu()
 		gen0, _ = selfCPU()
 	})
@@ -196,10 +194,6 @@ func measureRLS(srv *rlsServer, o *options) (*result, error) {
 	gen1, _ := selfCPU()
 	res.genCPU = gen1 - gen0
 	return res, nil
-}
-
-func rlsClient(conn *grpc.ClientConn) rlsv3.RateLimitServiceClient {
-	return rlsv3.NewRateLimitServiceClient(conn)
 }
 
 // gitCommit is the tree's commit, with "+changes" when it has uncommitted

@@ -46,6 +46,9 @@ func TestCheckRLS(t *testing.T) {
 	}
 }
 
+// Both load generators against sluice's gRPC front end: every answer is
+// checked (the rule's limit, OK, what is left). The exact count of calls
+// is checked against a grpc-go server (rlslean_test.go).
 func TestRLSLoadAgainstSluice(t *testing.T) {
 	tg := sluiceTarget(t)
 	rules, err := writeRLSRules(tg.dir)
@@ -57,22 +60,24 @@ func TestRLSLoadAgainstSluice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.stop()
-	o := &options{warmup: 100 * time.Millisecond, rls: rlsOptions{callers: 8, conns: 2, dur: 300 * time.Millisecond, keys: 1000}}
-	res, err := measureRLS(srv, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.t.errors != 0 || res.t.ok == 0 || res.t.allowed != res.t.ok || !res.cpuKnown || res.srvCPU <= 0 {
-		t.Fatalf("run: ok %d allowed %d errors %d (%v), server CPU %v (known %v)",
-			res.t.ok, res.t.allowed, res.t.errors, res.t.sortedProblems(), res.srvCPU, res.cpuKnown)
-	}
-	if f := res.figs(); f.ops <= 0 || f.p99 <= 0 {
-		t.Fatalf("figures %+v", f)
+	for _, gen := range []string{rlsGenLean, rlsGenGRPC} {
+		o := &options{warmup: 100 * time.Millisecond, rls: rlsOptions{callers: 8, conns: 2, dur: 300 * time.Millisecond, keys: 1000, gen: gen}}
+		res, err := measureRLS(srv, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.t.errors != 0 || res.t.ok == 0 || res.t.allowed != res.t.ok || !res.cpuKnown || res.srvCPU <= 0 {
+			t.Fatalf("%s: ok %d allowed %d errors %d (%v), server CPU %v (known %v)",
+				gen, res.t.ok, res.t.allowed, res.t.errors, res.t.sortedProblems(), res.srvCPU, res.cpuKnown)
+		}
+		if f := res.figs(); f.ops <= 0 || f.p99 <= 0 {
+			t.Fatalf("%s: figures %+v", gen, f)
+		}
 	}
 }
 
 func TestRLSFlags(t *testing.T) {
-	for _, bad := range [][]string{{"-rls", "maybe"}, {"-rls-c", "0"}, {"-rls-c", "4", "-rls-conns", "5"}, {"-rls-keys", "0"}} {
+	for _, bad := range [][]string{{"-rls", "maybe"}, {"-rls-c", "0"}, {"-rls-c", "4", "-rls-conns", "5"}, {"-rls-keys", "0"}, {"-rls-gen", "ghz"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
@@ -81,7 +86,7 @@ func TestRLSFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !o.rls.wanted(o.plan) || o.rls.dur != 3*time.Second {
+	if !o.rls.wanted(o.plan) || o.rls.dur != 3*time.Second || o.rls.gen != rlsGenLean {
 		t.Fatalf("-rls only: %+v", o.rls)
 	}
 	for plan, want := range map[string]bool{"quick": true, "full": true, "custom": false} {

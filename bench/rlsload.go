@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -11,15 +10,14 @@ import (
 
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
-// The gRPC load generator: closed-loop callers of
+// The RLS load generator: closed-loop callers of
 // envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit, as Envoy
 // makes them (one unary call per request, one descriptor, many calls in
 // flight on a few HTTP/2 connections). Each caller sends a call, waits for
-// the answer, checks it, records its latency, and sends the next.
+// the answer, checks it, records its latency, and sends the next. The
+// calls go out through an rlsTransport (rlstransports.go).
 
 // rlsDomain and rlsRules are the rules both services load: one fixed window
 // per client address, high enough that the load stays within it.
@@ -38,27 +36,26 @@ type rlsLoad struct {
 
 // rlsCaller is one closed loop.
 type rlsCaller struct {
-	l      *rlsLoad
-	client rlsv3.RateLimitServiceClient
-	rng    *rand.Rand
-	t      tally
-	reqs   []*rlsv3.RateLimitRequest // prebuilt, one per key slot
+	l    *rlsLoad
+	do   rlsCall
+	rng  *rand.Rand
+	t    tally
+	keys int
 }
 
-// dialRLS opens conns connections to addr.
-func dialRLS(addr string, conns int) ([]*grpc.ClientConn, error) {
-	var out []*grpc.ClientConn
-	for i := 0; i < conns; i++ {
-		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			for _, o := range out {
-				o.Close()
-			}
-			return nil, err
-		}
-		out = append(out, c)
+// rlsCall makes the call for prebuilt request number k and returns the
+// decoded answer, valid until the next call.
+type rlsCall func(k int) (*rlsv3.RateLimitResponse, error)
+
+// rlsRequests are a run's calls: the same pseudo-random set of client
+// addresses for every run, at most 65536 of them.
+func rlsRequests(keys uint64) []*rlsv3.RateLimitRequest {
+	reqs := make([]*rlsv3.RateLimitRequest, min(keys, 65536))
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range reqs {
+		reqs[i] = rlsRequest(rng.Uint64N(keys))
 	}
-	return out, nil
+	return reqs
 }
 
 // rlsRequest is the call for client address number k.
@@ -95,12 +92,10 @@ func checkRLS(resp *rlsv3.RateLimitResponse) (allowed bool, problem string) {
 func (c *rlsCaller) run() {
 	c.t = tally{hist: newHistogram(), problems: map[string]*problem{}}
 	for c.l.phase.Load() != phaseStop {
-		req := c.reqs[c.rng.IntN(len(c.reqs))]
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		k := c.rng.IntN(c.keys)
 		start := time.Now()
-		resp, err := c.client.ShouldRateLimit(ctx, req)
+		resp, err := c.do(k)
 		lat := time.Since(start)
-		cancel()
 		if c.l.phase.Load() != phaseMeasure {
 			continue
 		}
@@ -123,22 +118,18 @@ func (c *rlsCaller) run() {
 	}
 }
 
-// driveRLS runs the callers against conns: warmup, then d measured. mark
-// is called when the measured part starts; the measured wall time is
-// returned with the merged tally.
-func driveRLS(l *rlsLoad, conns []*grpc.ClientConn, warmup, d time.Duration, mark func()) (*tally, time.Duration) {
-	// The calls' keys: the same pseudo-random set for every run.
-	slots := int(min(l.keys, 65536))
-	reqs := make([]*rlsv3.RateLimitRequest, slots)
-	rng := rand.New(rand.NewPCG(7, 11))
-	for i := range reqs {
-		reqs[i] = rlsRequest(rng.Uint64N(l.keys))
-	}
+// rlsStopWait is how long the callers get to finish their last calls after
+// the measured time before their connections are closed under them.
+const rlsStopWait = 15 * time.Second
+
+// driveRLS runs the callers over tr with nreqs prebuilt requests: warmup,
+// then d measured. mark is called when the measured part starts; the
+// measured wall time is returned with the merged tally.
+func driveRLS(l *rlsLoad, tr rlsTransport, nreqs int, warmup, d time.Duration, mark func()) (*tally, time.Duration) {
 	callers := make([]*rlsCaller, l.callers)
 	var wg sync.WaitGroup
 	for i := range callers {
-		c := &rlsCaller{l: l, client: rlsv3.NewRateLimitServiceClient(conns[i%len(conns)]),
-			rng: rand.New(rand.NewPCG(uint64(i)+1, 3)), reqs: reqs}
+		c := &rlsCaller{l: l, do: tr.caller(i), rng: rand.New(rand.NewPCG(uint64(i)+1, 3)), keys: nreqs}
 		callers[i] = c
 		wg.Add(1)
 		go func() { defer wg.Done(); c.run() }()
@@ -150,7 +141,14 @@ func driveRLS(l *rlsLoad, conns []*grpc.ClientConn, warmup, d time.Duration, mar
 	time.Sleep(d)
 	l.phase.Store(phaseStop)
 	elapsed := time.Since(start)
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(rlsStopWait):
+		tr.close() // a call that never got an answer
+		<-done
+	}
 	total := &tally{hist: newHistogram(), problems: map[string]*problem{}}
 	for _, c := range callers {
 		total.merge(&c.t)

@@ -50,8 +50,8 @@ func (rep *rlsReport) errorCount() int64 {
 }
 
 func (rep *rlsReport) printText(w io.Writer) {
-	fmt.Fprintf(w, "\nEnvoy RLS v3, one descriptor per call, %d concurrent calls on %d connections, %d rounds of %v:\n",
-		rep.opts.callers, rep.opts.conns, rep.rounds, rep.opts.dur)
+	fmt.Fprintf(w, "\nEnvoy RLS v3, one descriptor per call, %d concurrent calls on %d connections (%s generator), %d rounds of %v:\n",
+		rep.opts.callers, rep.opts.conns, rep.opts.gen, rep.rounds, rep.opts.dur)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(rlsColumns, "\t"))
 	for _, name := range []string{rlsSluice, rlsEnvoy} {
@@ -95,12 +95,12 @@ func (rep *rlsReport) markdown() string {
 	fmt.Fprintf(&b, "```\n%s\n```\n\n", rep.argv)
 	fmt.Fprintf(&b, "Each round starts a fresh sluice (`--policies` with one rule, `--grpc-bind`) and then a fresh Redis and "+
 		"envoyproxy/ratelimit on the same rule, and drives each with %d closed-loop callers sharing %d HTTP/2 connections "+
-		"(grpc-go): one `ShouldRateLimit` call per request, one descriptor (`remote_address`, one of %d addresses; the rule "+
+		"(%s): one `ShouldRateLimit` call per request, one descriptor (`remote_address`, one of %d addresses; the rule "+
 		"allows 1,000,000 a minute, so every call is answered OK with the limit and what is left, and every answer is checked). "+
 		"Latency is a call's round trip. `srv CPU s/M` is the CPU seconds of the service's processes (sluice; ratelimit and Redis "+
 		"together) per million calls, `gen CPU s/M` the load generator's. Figures are the medians of the rounds (max: the largest). "+
 		"Both services use fixed windows, envoyproxy/ratelimit's only algorithm.\n\n",
-		rep.opts.callers, rep.opts.conns, rep.opts.keys)
+		rep.opts.callers, rep.opts.conns, rlsGenText(rep.opts.gen), rep.opts.keys)
 	for _, n := range rep.notes {
 		fmt.Fprintf(&b, "> %s\n\n", n)
 	}
@@ -135,4 +135,12 @@ func (rep *rlsReport) writeMarkdown(path string) error {
 		return err
 	}
 	return os.WriteFile(path, spliceBlock(old, rlsBegin, rlsEnd, rep.markdown()), 0o644)
+}
+
+// rlsGenText describes a load generator for the report.
+func rlsGenText(gen string) string {
+	if gen == rlsGenGRPC {
+		return "grpc-go's client, `-rls-gen grpc`"
+	}
+	return "the lean generator: raw HTTP/2 frames, each request encoded once before the run, every answer decoded; `-rls-gen lean`"
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 
 	"github.com/sluice-rl/sluice/bench/internal/proc"
@@ -164,7 +165,7 @@ func waitRLS(ctx context.Context, srv *rlsServer, p *server) error {
 func probeRLS(ctx context.Context, conn *grpc.ClientConn) error {
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	resp, err := rlsClient(conn).ShouldRateLimit(cctx, rlsRequest(0))
+	resp, err := rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(cctx, rlsRequest(0))
 	if err != nil {
 		return err
 	}

@@ -203,8 +203,10 @@ func (c *Client) Log(ctx context.Context, key string, limit int64, window time.D
 }
 
 // Check decides n units for subject under the server's named policy (RL.CHECK policy subject
-// n): the policy's limit, or the subject's override. Result.Policy is the policy; with named
-// replies Mode, Quota, Window and WouldDeny are set too. An unknown policy is ErrNoSuchPolicy.
+// n): the policy's limit, or the subject's override (SetOverride). An UNLIMITED override admits
+// and counts nothing; a DENY override refuses with RetryAfter Never. Result.Policy is the
+// policy; with named replies Mode (ModeUnlimited, ModeDeny …), Quota, Window and WouldDeny are
+// set too. An unknown policy is ErrNoSuchPolicy.
 func (c *Client) Check(ctx context.Context, policy, subject string, n int64) (Result, error) {
 	return c.Decide(ctx, Policy(policy, subject), n)
 }

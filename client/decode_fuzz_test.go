@@ -16,7 +16,40 @@ type replyGen struct{ b []byte }
 
 var fieldNames = []string{fAllowed, fLimit, fRemaining, fRetryAfter, fResetAfter, fPolicy, fMode,
 	fQuota, fWindow, fWouldDeny, fDenied, fResults, fCode, fStatuses, fDurReset, "algorithm",
-	"ttl_ms", "entries_ns", "leases", "OK", "OVER_LIMIT", "x"}
+	"ttl_ms", "entries_ns", "leases", "OK", "OVER_LIMIT", "x",
+	"name", "count", "period_ns", "shadow", "source", "unlimited", "deny", "TOKEN", "FIXED", "0"}
+
+// field returns the byte that replyGen reads as fieldNames' name.
+func field(name string) byte {
+	for i, n := range fieldNames {
+		if n == name {
+			return byte(i)
+		}
+	}
+	panic(name)
+}
+
+// i64 is replyGen's encoding of the int64 n.
+func i64(n int64) []byte { return binary.LittleEndian.AppendUint64([]byte{1}, uint64(n)) }
+
+// policySeeds are replies of RL.POLICY GET, RL.OVERRIDE GET and RL.OVERRIDE LIST.
+func policySeeds() [][]byte {
+	str := func(name string) []byte { return []byte{3, field(name)} }
+	cat := func(parts ...[]byte) []byte {
+		var b []byte
+		for _, p := range parts {
+			b = append(b, p...)
+		}
+		return b
+	}
+	return [][]byte{
+		cat([]byte{5, 4, field("name")}, str("x"), []byte{field("algorithm")}, str("TOKEN"),
+			[]byte{field("count"), 0, 20, field("period_ns")}, i64(100_000_000)),
+		cat([]byte{5, 5, field("mode")}, str("limit"), []byte{field("algorithm")}, str("FIXED"),
+			[]byte{field("count"), 0, 5, field("period_ns")}, i64(60_000_000_000), []byte{field("ttl_ms"), 0, 100}),
+		cat([]byte{4, 2}, str("0"), []byte{4, 1, 4, 6}, str("x"), str("deny"), []byte{7, 0, 0, 0, 0, 0, 0xff}),
+	}
+}
 
 func (g *replyGen) byte() byte {
 	if len(g.b) == 0 {
@@ -75,6 +108,9 @@ func FuzzDecodeReplies(f *testing.F) {
 	f.Add([]byte{5, 5, 0, 2, 1, 1, 0, 20, 2, 0, 5, 3, 0, 4, 0, 100})
 	f.Add([]byte{4, 3, 0, 0, 0, 255, 4, 1, 4, 5, 0, 1, 0, 2, 0, 1, 0, 0, 0, 9})
 	f.Add([]byte{4, 2, 0, 2, 4, 1, 4, 4, 0, 1, 0, 100, 0, 99, 0, 10})
+	for _, seed := range policySeeds() {
+		f.Add(seed)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v := (&replyGen{b: data}).value(0)
 		var r Result
@@ -97,6 +133,21 @@ func FuzzDecodeReplies(f *testing.F) {
 		decodeThrottle(v, &r)
 		var info Info
 		decodeInfo(v, &info)
+		var pol PolicyInfo
+		if err := decodePolicy(v, &pol); err != nil && !errors.Is(err, ErrUnexpectedReply) {
+			t.Fatalf("decodePolicy error %v is not ErrUnexpectedReply", err)
+		}
+		var o Override
+		if err := decodeOverride(v, &o); err == nil && (o.Mode == "" || o.TTL < 0) {
+			t.Fatalf("override %+v from %#v", o, v)
+		}
+		if list, _, err := decodeOverrideList(v); err == nil {
+			for _, it := range list {
+				if it.Mode == "" || it.TTL < 0 {
+					t.Fatalf("listed override %+v from %#v", it, v)
+				}
+			}
+		}
 	})
 }
 

@@ -234,3 +234,26 @@ func TestRetryableIsOnlyWhatIsSafeUnlessAsked(t *testing.T) {
 		}
 	}
 }
+
+// The fuzz seeds of the policy replies decode to what they stand for.
+func TestDecodePolicyAndOverrideReplies(t *testing.T) {
+	seeds := policySeeds()
+	var p PolicyInfo
+	if err := decodePolicy((&replyGen{b: seeds[0]}).value(0), &p); err != nil || p.Name != "x" ||
+		p.Limit != Token("", Per(1, 100*time.Millisecond), 20) || p.Limit.Window() != 2*time.Second {
+		t.Fatalf("decodePolicy = %+v, %v", p, err)
+	}
+	var o Override
+	if err := decodeOverride((&replyGen{b: seeds[1]}).value(0), &o); err != nil || o.Mode != OverrideLimit ||
+		o.Limit != Fixed("", 5, time.Minute) || o.TTL != 100*time.Millisecond {
+		t.Fatalf("decodeOverride = %+v, %v", o, err)
+	}
+	list, next, err := decodeOverrideList((&replyGen{b: seeds[2]}).value(0))
+	if err != nil || next != 0 || len(list) != 1 || list[0].Subject != "x" || list[0].Mode != OverrideDeny ||
+		list[0].TTL != 0 || list[0].Limit.Algorithm() != 0 {
+		t.Fatalf("decodeOverrideList = %+v, %d, %v", list, next, err)
+	}
+	if err := decodeOverride([]any{"mode"}, &o); !errors.Is(err, ErrUnexpectedReply) {
+		t.Fatalf("decodeOverride of a bad reply: %v", err)
+	}
+}

@@ -123,3 +123,17 @@ func TestRetryOutlastsClusterDownUntilALeaderExists(t *testing.T) {
 	}
 	t.Logf("admitted after %d backoffs", sleeps.Load())
 }
+
+func TestUnknownPolicyMatchesErrNoSuchPolicy(t *testing.T) {
+	srv := debugServer(t)
+	protocols(t, srv, func(t *testing.T, c *Client, rdb *redis.Client) {
+		_, err := c.Check(context.Background(), "no-such-policy", "u1", 1)
+		if !errors.Is(err, ErrNoSuchPolicy) || err.Error() != "ERR no such policy 'no-such-policy'" {
+			t.Fatalf("Check of an unknown policy: err = %v; want ErrNoSuchPolicy", err)
+		}
+		_, err = c.CheckAll(context.Background(), 1, Policy("no-such-policy", "u1"), Policy("other", "u1"))
+		if !errors.Is(err, ErrNoSuchPolicy) {
+			t.Fatalf("CheckAll naming unknown policies: err = %v; want ErrNoSuchPolicy", err)
+		}
+	})
+}

@@ -17,9 +17,10 @@ import (
 // denied decision's RetryAfter would pass, Wait returns at once with an error that matches
 // context.DeadlineExceeded rather than sleeping in vain.
 //
-// With a leaky bucket the decision is normally admitted with a delay, the caller's place in the
-// queue: Wait sleeps exactly that delay before it returns, so that admitted work leaves at the
-// bucket's rate, first come first served. If ctx ends during that sleep, Wait gives the units
+// With a leaky bucket (Leaky, or a Policy whose policy or subject override is LEAKY) the
+// decision is normally admitted with a delay, the caller's place in the queue: Wait sleeps
+// exactly that delay before it returns, so that admitted work leaves at the bucket's rate,
+// first come first served. If ctx ends during that sleep, Wait gives the units
 // back (a best-effort refund) and returns ctx's error. For consumers that share a bucket, give
 // it one place more than there are consumers (Leaky(key, rate, consumers+1)): a consumer that
 // acts and asks again at once holds two places for an instant, and with fewer places the
@@ -33,7 +34,9 @@ func (c *Client) Wait(ctx context.Context, l Limit, n int64) (Result, error) {
 			return r, err
 		}
 		if r.Allowed {
-			if l.algo == AlgoLeaky && r.RetryAfter > 0 {
+			// Only a leaky bucket admits with a delay: an explicit one, or a policy's or an
+			// override's (the client does not know a policy's algorithm; the others say 0).
+			if (l.algo == AlgoLeaky || l.algo == AlgoPolicy) && r.RetryAfter > 0 {
 				if err := c.sleep(ctx, r.RetryAfter); err != nil {
 					c.refund(ctx, l, n)
 					return r, err

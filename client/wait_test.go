@@ -182,3 +182,39 @@ func TestWaitGivesTheQueuedPlaceBackWhenCancelled(t *testing.T) {
 	r, err := c.Decide(context.Background(), lim, 0)
 	want(t, "peek after the refund", r, err, true, 3, 2, 1000*ms, 1000*ms)
 }
+
+// Under a LEAKY policy, or a subject's LEAKY override, Wait sleeps the granted delay as it does
+// for an explicit leaky bucket; under a DENY override it stops at once.
+func TestWaitUnderPoliciesSleepsALeakyDelayAndStopsOnDeny(t *testing.T) {
+	srv := debugServer(t)
+	rdb := srv.Client(2)
+	clockSet(t, rdb, t0ms)
+	rec := &recordingSleep{}
+	c := New(rdb, WithSleep(rec.Sleep))
+	ctx := context.Background()
+	if err := c.SetPolicy(ctx, "jobs", Leaky("", PerSecond(1), 3), PolicyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetPolicy(ctx, "api", Token("", PerSecond(10), 10), PolicyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetOverride(ctx, "api", "batch", OwnLimit(Leaky("", PerSecond(2), 3))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetOverride(ctx, "api", "banned", Deny()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []Limit{Policy("jobs", "seller"), Policy("api", "batch")} {
+		for i := 0; i < 3; i++ {
+			if r, err := c.Wait(ctx, l, 1); err != nil || !r.Allowed {
+				t.Fatalf("Wait(%s) #%d = %+v, %v", l.PolicyName(), i+1, r, err)
+			}
+		}
+	}
+	if fmt.Sprint(rec.sleeps) != "[1s 2s 500ms 1s]" {
+		t.Fatalf("Wait slept %v; want [1s 2s 500ms 1s]: each queue's delays", rec.sleeps)
+	}
+	if r, err := c.Wait(ctx, Policy("api", "banned"), 1); !errors.Is(err, ErrNeverAdmitted) || !r.Never() {
+		t.Fatalf("Wait under a DENY override = %+v, %v; want ErrNeverAdmitted", r, err)
+	}
+}

@@ -82,8 +82,8 @@ type result struct {
 	info  algorithms.KeyInfo // opInfo
 	exec  bool               // opExec: the answer is reply
 	reply compat.Reply       // opExec
-	acl   bool               // opACL: n is DELUSER's count, index the entry's
-	index uint64             // opACL: the log index the change was applied at
+	acl   bool               // opACL, opPolicy, opOverride: n is the count, index the entry's
+	index uint64             // opACL, opPolicy, opOverride: the log index the change was applied at
 }
 
 // appendBatch encodes ops with the timestamp now.
@@ -339,10 +339,11 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 //
 //	results = count:uvarint result*
 //	result  = 0:u8 allowed:u8 limit:varint remaining:varint retry:varint reset:varint n:varint
+//	                                     (allowed: the deciding override's kind<<1 | 1 if admitted)
 //	        | 1:u8 error:bytes
 //	        | 2:u8 algo:u8 expire:varint nfields:uvarint field*      (RL.INFO)
 //	        | 3:u8 reply:bytes                                        (exec: compat.Reply.AppendBinary)
-//	        | 4:u8 n:varint index:uvarint                             (acl: a change of the users)
+//	        | 4:u8 n:varint index:uvarint                             (a change of the users, the policies or an override)
 //	field   = name:bytes value:varint flags:u8 [len:uvarint value:varint*]   (flags: 1 list, 2 pairs)
 func appendResults(b []byte, rs []result) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs)))

@@ -11,14 +11,27 @@ import (
 // every node decides with the override in force at the decision's index.
 
 // SetOverride stores the packed override words w under key through the
-// log, and returns whether the key held no live override before.
+// log, and returns whether the key held no live override before. It
+// returns once this node has applied it too (or after aclApplyWait, with a
+// warning), as a policy change does: the client's next RL.OVERRIDE LIST
+// here, or RL.CHECK's named reply (its quota is read from this node's
+// replica), sees it.
 func (n *Node) SetOverride(now int64, key []byte, w [3]int64) (bool, error) {
 	var words [24]byte
 	for i, v := range w {
 		binary.LittleEndian.PutUint64(words[8*i:], uint64(v))
 	}
-	v, err := n.one(now, op{code: opOverride, argv: [][]byte{key, words[:]}})
-	return v == 1, err
+	rs, err := n.submit(now, []op{{code: opOverride, argv: [][]byte{key, words[:]}}})
+	if err != nil {
+		return false, err
+	}
+	if len(rs) != 1 {
+		return false, errUnknown("the leader's reply was short")
+	}
+	if rs[0].out.Err == nil && !n.waitApplied(rs[0].index, aclApplyWait) {
+		n.log.Warn("raft: an override is applied on the leader but not yet here", "index", rs[0].index)
+	}
+	return rs[0].n == 1, rs[0].out.Err
 }
 
 // applyOverride carries out an opOverride op. Called from Apply (raft's
@@ -37,6 +50,9 @@ func (f *stateMachine) applyOverride(at int64, o *op, r *result) {
 		r.n = 1
 	}
 	r.out.Err = err
+	if err == nil { // the entry's index, for SetOverride's wait (as applyPolicy's)
+		r.acl, r.index = true, f.applying
+	}
 }
 
 // LocalOverride reads key's override from this node's replica at the

@@ -26,7 +26,7 @@ const (
 	FailClosed
 )
 
-// Options configure a Limiter. Key, OnError, and one of Limit and Policy are required.
+// Options configure a Limiter. Key, OnError, and one of Limit, Policy and PolicyOf are required.
 type Options struct {
 	// Key returns a request's key (RemoteIP(), Header("X-API-Key"), User …).
 	Key KeyFunc
@@ -37,7 +37,13 @@ type Options struct {
 	// limits, tiers and overrides then live in sluice. Give the client named replies
 	// (client.NamedReplies) for the policy's quota in RateLimit-Policy and its mode.
 	Policy string
-	// Name is the policy's name in the response fields (default: Policy, or "default").
+	// PolicyOf chooses each request's server policy instead of one Policy for all (the tier of
+	// an API key): it gets the request and its key, and the key is checked under the policy it
+	// returns. An error refuses the request with ForbiddenStatus and a problem whose detail is
+	// the error's text (the unknown key of a quota table); no decision is asked for.
+	PolicyOf func(r *http.Request, key string) (string, error)
+	// Name is the policy's name in the response fields (default: the policy checked, or
+	// "default" for a Limit).
 	Name string
 	// Cost returns a request's cost in units (default 1).
 	Cost func(*http.Request) int64
@@ -103,19 +109,16 @@ func New(c *client.Client, o Options) (*Limiter, error) {
 		return nil, errors.New("httplimit: Options.Key is required")
 	case o.OnError != FailOpen && o.OnError != FailClosed:
 		return nil, errors.New("httplimit: Options.OnError must be FailOpen or FailClosed")
-	case (o.Policy == "") == (o.Limit.Algorithm() == 0):
-		return nil, errors.New("httplimit: give one of Options.Limit and Options.Policy")
+	case btoi(o.Policy != "")+btoi(o.PolicyOf != nil)+btoi(o.Limit.Algorithm() != 0) != 1:
+		return nil, errors.New("httplimit: give one of Options.Limit, Options.Policy and Options.PolicyOf")
 	case o.Limit.Algorithm() == client.AlgoPolicy:
 		return nil, errors.New("httplimit: a policy goes in Options.Policy")
-	case o.Policy == "" && !o.Limit.Valid():
+	case o.Limit.Algorithm() != 0 && !o.Limit.Valid():
 		return nil, fmt.Errorf("httplimit: invalid Options.Limit (%v, quota %d, rate %v, window %v)",
 			o.Limit.Algorithm(), o.Limit.Quota(), o.Limit.Rate(), o.Limit.Window())
 	}
-	if o.Name == "" {
-		o.Name = o.Policy
-		if o.Name == "" {
-			o.Name = "default"
-		}
+	if o.Name == "" && o.Limit.Algorithm() != 0 {
+		o.Name = "default"
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Millisecond
@@ -175,6 +178,19 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		l.o.NoKey.ServeHTTP(w, r)
 		return
 	}
+	policy := l.o.Policy
+	if l.o.PolicyOf != nil {
+		if policy, err = l.o.PolicyOf(r, key); err != nil || policy == "" {
+			l.forbidden.Add(1)
+			detail := "no rate-limit policy for this client"
+			if err != nil {
+				detail = err.Error()
+			}
+			status := l.o.ForbiddenStatus
+			WriteProblem(w, Problem{Type: "about:blank", Status: status, Title: http.StatusText(status), Detail: detail})
+			return
+		}
+	}
 	n := int64(1)
 	if l.o.Cost != nil {
 		n = l.o.Cost(r)
@@ -184,8 +200,8 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		l.fail(w, r, next, errBreakerOpen)
 		return
 	}
-	res, err := l.decide(r.Context(), key, n)
-	l.breaker.report(err == nil)
+	res, err := l.decide(r.Context(), policy, key, n)
+	l.breaker.report(err == nil || refused(err))
 	if err != nil {
 		l.failures.Add(1)
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -195,8 +211,16 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 		l.fail(w, r, next, err)
 		return
 	}
+	if res.Mode == client.ModeUnlimited { // an UNLIMITED override: not limited, so no fields
+		l.allowed.Add(1)
+		next.ServeHTTP(w, r)
+		return
+	}
 	d := Decision{Name: l.o.Name, Quota: l.o.Limit.Quota(), Window: l.o.Limit.Window(), Result: res}
-	if l.o.Policy != "" {
+	if d.Name == "" {
+		d.Name = policy
+	}
+	if policy != "" {
 		d.Quota, d.Window = res.Quota, res.Window
 		if d.Quota == 0 { // a positional reply: the policy's limit is what we know
 			d.Quota = res.Limit
@@ -218,6 +242,21 @@ func (l *Limiter) serve(w http.ResponseWriter, r *http.Request, next http.Handle
 
 var errBreakerOpen = errors.New("httplimit: circuit breaker open")
 
+// refused reports whether err is sluice refusing this request (an unknown policy, a key of
+// another type, a bad argument) rather than failing to decide: sluice answered, so the breaker
+// does not count it against sluice. The request still fails as OnError says.
+func refused(err error) bool {
+	var se *client.ServerError
+	return errors.As(err, &se) && (se.Kind == client.ErrNoSuchPolicy || se.Kind == client.ErrWrongType || se.Kind == client.ErrServer)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // isTimeout reports whether err is a context's deadline or a network timeout.
 func isTimeout(err error) bool {
 	var ne net.Error
@@ -228,12 +267,12 @@ func isTimeout(err error) bool {
 // calls at their context's deadline by itself (ContextTimeoutEnabled unset), the call runs in a
 // goroutine of its own that is abandoned at the deadline: it ends at go-redis's ReadTimeout, and
 // the breaker keeps such calls few.
-func (l *Limiter) decide(ctx context.Context, key string, n int64) (client.Result, error) {
+func (l *Limiter) decide(ctx context.Context, policy, key string, n int64) (client.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
 	defer cancel()
 	call := func(ctx context.Context) (client.Result, error) {
-		if l.o.Policy != "" {
-			return l.c.Check(ctx, l.o.Policy, key, n)
+		if policy != "" {
+			return l.c.Check(ctx, policy, key, n)
 		}
 		return l.c.Decide(ctx, l.o.Limit.WithKey(l.o.Limit.Key()+key), n)
 	}

@@ -245,6 +245,7 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 		"no OnError":      {Key: User, Limit: lim},
 		"neither":         {Key: User, OnError: FailOpen},
 		"both":            {Key: User, OnError: FailOpen, Limit: lim, Policy: "free"},
+		"policy and func": {Key: User, OnError: FailOpen, Policy: "free", PolicyOf: func(*http.Request, string) (string, error) { return "free", nil }},
 		"invalid limit":   {Key: User, OnError: FailOpen, Limit: client.Token("k:", client.PerSecond(0), 1)},
 		"policy as limit": {Key: User, OnError: FailOpen, Limit: client.Policy("free", "")},
 	} {

@@ -2,7 +2,8 @@
 // call to sluice: one for the user, one for the route (all users together) and one for the
 // whole API. A request is admitted only if all three admit it, and then it is counted in all
 // three; if any refuses, nothing is counted anywhere, so a refused request never uses up
-// another limit (RL.ALL).
+// another limit (RL.ALL). With -policies the limits are server policies checked with one
+// RL.CHECK instead, so that operators change them in sluice without redeploying the gateway.
 //
 //	go run ./examples/gateway -addr 127.0.0.1:6380 -listen 127.0.0.1:8080
 //	curl -i -H 'X-User: alice' http://127.0.0.1:8080/orders
@@ -43,9 +44,10 @@ type limits struct {
 
 // gateway holds the limits and decides for each request.
 type gateway struct {
-	c   *client.Client
-	l   limits
-	log *slog.Logger
+	c        *client.Client
+	l        limits
+	policies bool
+	log      *slog.Logger
 }
 
 // run serves until ctx ends; ready, if not nil, receives the address once it listens.
@@ -60,12 +62,18 @@ func run(ctx context.Context, args []string, out io.Writer, ready chan<- string)
 	fs.DurationVar(&l.routeWin, "route-window", time.Minute, "")
 	fs.Int64Var(&l.global, "global", 1000, "requests per -global-window for the whole API (a token bucket)")
 	fs.DurationVar(&l.globalWin, "global-window", time.Second, "")
+	policies := fs.Bool("policies", false, "define the limits as server policies and check them with RL.CHECK")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: *addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 	defer rdb.Close()
-	g := &gateway{c: client.New(rdb), l: l, log: slog.New(slog.NewTextHandler(out, nil))}
+	g := &gateway{c: client.New(rdb), l: l, policies: *policies, log: slog.New(slog.NewTextHandler(out, nil))}
+	if g.policies {
+		if err := g.definePolicies(ctx); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
@@ -87,6 +95,29 @@ func run(ctx context.Context, args []string, out io.Writer, ready chan<- string)
 
 // backend stands for the services behind the gateway.
 func backend(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "%s served\n", r.URL.Path) }
+
+// policyNames are the server policies of the user's, the route's and the global limit.
+var policyNames = [...]string{"gw-user", "gw-route", "gw-global"}
+
+// definePolicies puts the three limits in sluice as policies (RL.POLICY SET), replacing those
+// of an earlier run.
+func (g *gateway) definePolicies(ctx context.Context) error {
+	for i, l := range g.limits("", "") {
+		if err := g.c.SetPolicy(ctx, policyNames[i], l, client.PolicyOptions{Description: "examples/gateway"}); err != nil {
+			return fmt.Errorf("RL.POLICY SET %s: %w", policyNames[i], err)
+		}
+	}
+	return nil
+}
+
+// limits are the user's, the route's and the global limit, on their keys.
+func (g *gateway) limits(user, route string) []client.Limit {
+	return []client.Limit{
+		client.Token("gw:user:"+user, client.Per(g.l.user, g.l.userWin), g.l.user),
+		client.Sliding("gw:route:"+route, g.l.route, g.l.routeWin),
+		client.Token("gw:global", client.Per(g.l.global, g.l.globalWin), g.l.global),
+	}
+}
 
 // handler applies the three limits in front of next.
 func (g *gateway) handler(next http.Handler) http.Handler {
@@ -122,13 +153,16 @@ func (g *gateway) handler(next http.Handler) http.Handler {
 
 // decide takes one request from the user's, the route's and the global limit at once.
 func (g *gateway) decide(ctx context.Context, user, route string) ([]httplimit.Decision, error) {
+	var res client.AllResult
+	var err error
 	names := []string{"user", "route", "global"}
-	lims := []client.Limit{
-		client.Token("gw:user:"+user, client.Per(g.l.user, g.l.userWin), g.l.user),
-		client.Sliding("gw:route:"+route, g.l.route, g.l.routeWin),
-		client.Token("gw:global", client.Per(g.l.global, g.l.globalWin), g.l.global),
+	lims := g.limits(user, route)
+	if g.policies {
+		res, err = g.c.CheckAll(ctx, 1, client.Policy(policyNames[0], user), client.Policy(policyNames[1], route),
+			client.Policy(policyNames[2], "all"))
+	} else {
+		res, err = g.c.All(ctx, 1, lims...)
 	}
-	res, err := g.c.All(ctx, 1, lims...)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluice-rl/sluice/client"
 	"github.com/sluice-rl/sluice/client/httplimit"
 	"github.com/sluice-rl/sluice/client/sluicetest"
 )
@@ -63,13 +65,13 @@ func call(t *testing.T, base, user, path string) reply {
 	return r
 }
 
-// The user's limit (3 an hour here), the route's (5 an hour, all users) and the global one
+// testGateway: the user's limit (3 an hour here), the route's (5 an hour, all users) and the global one
 // (7 an hour) in one atomic call: the refusal names the limit that refused, and a refused
 // request is counted nowhere.
-func TestGatewayAppliesThreeLimitsAtomically(t *testing.T) {
+func testGateway(t *testing.T, args ...string) *sluicetest.Server {
 	srv := sluicetest.Start(t)
-	base, _ := startGateway(t, srv, "-user", "3", "-user-window", "1h", "-route", "5", "-route-window", "1h",
-		"-global", "7", "-global-window", "1h")
+	base, _ := startGateway(t, srv, append([]string{"-user", "3", "-user-window", "1h", "-route", "5", "-route-window", "1h",
+		"-global", "7", "-global-window", "1h"}, args...)...)
 	expect := func(user, path string, status int, violated string) reply {
 		t.Helper()
 		r := call(t, base, user, path)
@@ -97,5 +99,31 @@ func TestGatewayAppliesThreeLimitsAtomically(t *testing.T) {
 	expect("dave", "/users", 429, "global")
 	if r := call(t, base, "", "/orders"); r.status != 401 {
 		t.Fatalf("no user: %d", r.status)
+	}
+	return srv
+}
+
+func TestGatewayAppliesThreeLimitsAtomically(t *testing.T) {
+	srv := testGateway(t)
+	if n, err := srv.Client(2).Exists(context.Background(), "gw:user:alice").Result(); err != nil || n != 1 {
+		t.Fatalf("EXISTS gw:user:alice = %d, %v; want the explicit limit's key", n, err)
+	}
+}
+
+// With -policies the same three limits are server policies, decided by one RL.CHECK of three
+// pairs, with the same outcomes.
+func TestGatewayWithPolicies(t *testing.T) {
+	srv := testGateway(t, "-policies")
+	c := client.New(srv.Client(2))
+	ctx := context.Background()
+	p, ok, err := c.GetPolicy(ctx, "gw-route")
+	if err != nil || !ok || p.Limit != client.Sliding("", 5, time.Hour) {
+		t.Fatalf("RL.POLICY GET gw-route = %+v, %v, %v; want SLIDING 5 1h", p, ok, err)
+	}
+	if n, err := srv.Client(2).Exists(ctx, "gw:user:alice").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS gw:user:alice = %d, %v; want no explicit limit's key", n, err)
+	}
+	if r, err := c.Check(ctx, "gw-user", "alice", 0); err != nil || r.Remaining != 0 || r.Limit != 3 {
+		t.Fatalf("RL.CHECK gw-user alice 0 = %+v, %v; want alice's 3 used up under the policy", r, err)
 	}
 }

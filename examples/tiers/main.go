@@ -1,17 +1,25 @@
-// Command tiers is an API whose clients present an API key and get the limit of their tier:
-// free or pro, each a token bucket per key in sluice; an override gives one key a limit of its
-// own in place of its tier's; internal clients are not limited at all; a prohibited key and a
-// key the table does not know get 403, and a request without a key 401. Every limited
-// response, admitted or not, carries the RateLimit and RateLimit-Policy fields (and, with -x,
-// the X-RateLimit trio); a refused one gets 429 with Retry-After and a problem naming the tier.
+// Command tiers is an API whose clients present an API key and get the limit of their tier,
+// with the limits kept in sluice as server policies and overrides:
 //
-// Free keys fail closed when sluice cannot decide (503: the free tier is what abuse comes
-// through) and pro keys fail open (a paying client is served through a limiter outage); either
-// way a decision takes at most -timeout.
+//   - the tiers are the policies free and pro (RL.POLICY SET free TOKEN …), a token bucket per
+//     key that holds the tier's quota and refills it over -window;
+//   - an internal key is in the pro tier with an UNLIMITED override (RL.OVERRIDE SET pro <key>
+//     UNLIMITED): never limited, served without rate-limit fields;
+//   - a prohibited key is in the free tier with a DENY override: 403;
+//   - -override gives one key a quota of its own in its tier (RL.OVERRIDE SET free <key> TOKEN …).
+//
+// One middleware serves every key: it checks each request under the policy of its key's tier
+// (httplimit.Options.PolicyOf), so an operator changes a tier's limit or a key's override in
+// sluice (redis-cli RL.POLICY SET, RL.OVERRIDE SET/DEL) and the next request sees it, with no
+// redeploy. A key the table does not know gets 403, a request without a key 401. Limited
+// responses, admitted or not, carry RateLimit and RateLimit-Policy (and with -x the X-RateLimit
+// trio); a refused one gets 429 with Retry-After and a problem naming the tier. When sluice
+// cannot decide within -timeout, requests fail as -on-error says (503 when closed).
 //
 //	go run ./examples/tiers -addr 127.0.0.1:6380 -listen 127.0.0.1:8081 \
 //	    -key k-free=free -key k-pro=pro -key k-ops=internal -key k-gone=deny -override k-big=100
 //	curl -i -H 'X-API-Key: k-free' http://127.0.0.1:8081/things
+//	redis-cli -p 6380 RL.OVERRIDE SET free k-free DENY     # k-free now gets 403
 package main
 
 import (
@@ -42,12 +50,12 @@ func main() {
 	}
 }
 
-// The tiers a key can be in.
+// The tiers a key can be given with -key.
 const (
-	tierFree     = "free"
-	tierPro      = "pro"
-	tierInternal = "internal" // not limited
-	tierDeny     = "deny"     // refused with 403
+	tierFree     = "free"     // the policy free
+	tierPro      = "pro"      // the policy pro
+	tierInternal = "internal" // pro, with an UNLIMITED override
+	tierDeny     = "deny"     // free, with a DENY override
 )
 
 // pairs is a repeatable name=value flag.
@@ -71,6 +79,7 @@ type config struct {
 	free, pro int64
 	window    time.Duration
 	timeout   time.Duration
+	onError   string
 	x         bool
 }
 
@@ -82,19 +91,30 @@ func run(ctx context.Context, args []string, out io.Writer, ready chan<- string)
 	addr := fs.String("addr", "127.0.0.1:6380", "sluice's address")
 	listen := fs.String("listen", "127.0.0.1:8081", "the API's address")
 	fs.Var(cfg.keys, "key", "an API key and its tier: key=free|pro|internal|deny (repeatable)")
-	fs.Var(cfg.overrides, "override", "an API key and its own quota per -window: key=N (repeatable; the key need not be in a tier)")
+	fs.Var(cfg.overrides, "override", "an API key and its own quota per -window in its tier: key=N (repeatable; a key not in -key is free)")
 	fs.Int64Var(&cfg.free, "free", 60, "requests per -window for each free key")
 	fs.Int64Var(&cfg.pro, "pro", 600, "requests per -window for each pro key")
 	fs.DurationVar(&cfg.window, "window", time.Minute, "the tiers' window: a key may burst its whole quota, which refills over it")
 	fs.DurationVar(&cfg.timeout, "timeout", 5*time.Millisecond, "the longest a decision may take")
+	fs.StringVar(&cfg.onError, "on-error", "closed", "without a decision: closed (503) or open (serve)")
 	fs.BoolVar(&cfg.x, "x", false, "add X-RateLimit-Limit, -Remaining and -Reset (seconds until the reset)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: *addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	// Named replies carry each check's quota and window (RateLimit-Policy) and its mode
+	// (an UNLIMITED override is served without fields).
+	rdb := redis.NewClient(&redis.Options{Addr: *addr, MaxRetries: -1, ContextTimeoutEnabled: true, OnConnect: client.NamedReplies})
 	defer rdb.Close()
-	h, err := newAPI(client.New(rdb), cfg, http.HandlerFunc(things))
+	c := client.New(rdb)
+	a, err := newAPI(cfg)
 	if err != nil {
+		return err
+	}
+	h, err := a.handler(c, cfg, http.HandlerFunc(things))
+	if err != nil {
+		return err
+	}
+	if err := a.define(ctx, c, cfg); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", *listen)
@@ -119,82 +139,91 @@ func run(ctx context.Context, args []string, out io.Writer, ready chan<- string)
 // things stands for the API itself.
 func things(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "%s served\n", r.URL.Path) }
 
-// api sends each request to its key's limiter.
+// api is the key table: each key's policy, and the overrides to set in sluice.
 type api struct {
-	keys     map[string]string       // API key → tier
-	limiters map[string]http.Handler // tier name, or "override:<key>" → next behind its limiter
-	next     http.Handler
+	policy    map[string]string // API key → the policy it is checked under
+	overrides map[string]client.Override
 }
 
-// newAPI builds one limiter per tier and one per override, all sharing c.
-func newAPI(c *client.Client, cfg config, next http.Handler) (*api, error) {
-	a := &api{keys: map[string]string{}, limiters: map[string]http.Handler{}, next: next}
+// newAPI reads the key table and the overrides of cfg.
+func newAPI(cfg config) (*api, error) {
+	a := &api{policy: map[string]string{}, overrides: map[string]client.Override{}}
 	for k, tier := range cfg.keys {
 		switch tier {
-		case tierFree, tierPro, tierInternal, tierDeny:
-			a.keys[k] = tier
+		case tierFree, tierPro:
+			a.policy[k] = tier
+		case tierInternal:
+			a.policy[k], a.overrides[k] = tierPro, client.Unlimited()
+		case tierDeny:
+			a.policy[k], a.overrides[k] = tierFree, client.Deny()
 		default:
 			return nil, fmt.Errorf("-key %s=%s: the tiers are free, pro, internal and deny", k, tier)
 		}
-	}
-	headers := httplimit.HeaderOptions{}
-	if cfg.x {
-		headers.XRateLimit = httplimit.XRateLimitResetSeconds
-	}
-	add := func(name, prefix string, quota int64, onError httplimit.ErrorMode) error {
-		l, err := httplimit.New(c, httplimit.Options{
-			Key:     httplimit.Header("X-API-Key"),
-			Limit:   client.Token(prefix, client.Per(quota, cfg.window), quota),
-			Name:    name,
-			OnError: onError,
-			Timeout: cfg.timeout,
-			Headers: headers,
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		a.limiters[name] = l.Handler(next)
-		return nil
-	}
-	if err := add(tierFree, "tier:free:", cfg.free, httplimit.FailClosed); err != nil {
-		return nil, err
-	}
-	if err := add(tierPro, "tier:pro:", cfg.pro, httplimit.FailOpen); err != nil {
-		return nil, err
 	}
 	for k, v := range cfg.overrides {
 		quota, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || quota <= 0 {
 			return nil, fmt.Errorf("-override %s=%s: the quota is a positive integer", k, v)
 		}
-		// The override's own bucket: its key is not a tier's, so a change of quota starts afresh.
-		name := "override:" + k
-		if err := add(name, "override:"+v+":", quota, httplimit.FailOpen); err != nil {
-			return nil, err
+		if _, ok := a.policy[k]; !ok {
+			a.policy[k] = tierFree
 		}
-		a.keys[k] = name
+		a.overrides[k] = client.OwnLimit(client.Token("", client.Per(quota, cfg.window), quota))
 	}
 	return a, nil
 }
 
-func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key := r.Header.Get("X-API-Key")
-	if key == "" {
-		w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
-		httplimit.WriteProblem(w, httplimit.Problem{Type: "about:blank", Status: http.StatusUnauthorized,
-			Title: http.StatusText(http.StatusUnauthorized), Detail: "no X-API-Key"})
-		return
+// define puts the tiers in sluice as policies and the keys' exceptions as overrides, replacing
+// those of an earlier run. An operator may change both while the API runs.
+func (a *api) define(ctx context.Context, c *client.Client, cfg config) error {
+	for tier, quota := range map[string]int64{tierFree: cfg.free, tierPro: cfg.pro} {
+		l := client.Token("", client.Per(quota, cfg.window), quota)
+		if err := c.SetPolicy(ctx, tier, l, client.PolicyOptions{Description: "examples/tiers: the " + tier + " tier"}); err != nil {
+			return fmt.Errorf("RL.POLICY SET %s: %w", tier, err)
+		}
 	}
-	tier, known := a.keys[key]
-	switch {
-	case !known:
-		httplimit.WriteProblem(w, httplimit.Problem{Type: "about:blank", Status: http.StatusForbidden,
-			Title: http.StatusText(http.StatusForbidden), Detail: "unknown API key"})
-	case tier == tierDeny:
-		httplimit.WriteForbidden(w, http.StatusForbidden, httplimit.Decision{Name: tierDeny})
-	case tier == tierInternal:
-		a.next.ServeHTTP(w, r)
+	for k, o := range a.overrides {
+		if err := c.SetOverride(ctx, a.policy[k], k, o); err != nil {
+			return fmt.Errorf("RL.OVERRIDE SET %s %s: %w", a.policy[k], k, err)
+		}
+	}
+	return nil
+}
+
+// errUnknownKey refuses a key the table does not have (403).
+var errUnknownKey = errors.New("unknown API key")
+
+// handler returns next behind one limiter that checks each key under its tier's policy.
+func (a *api) handler(c *client.Client, cfg config, next http.Handler) (http.Handler, error) {
+	o := httplimit.Options{
+		Key: httplimit.Header("X-API-Key"),
+		PolicyOf: func(_ *http.Request, key string) (string, error) {
+			if p, ok := a.policy[key]; ok {
+				return p, nil
+			}
+			return "", errUnknownKey
+		},
+		Timeout: cfg.timeout,
+		NoKey: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("WWW-Authenticate", `ApiKey header="X-API-Key"`)
+			httplimit.WriteProblem(w, httplimit.Problem{Type: "about:blank", Status: http.StatusUnauthorized,
+				Title: http.StatusText(http.StatusUnauthorized), Detail: "no X-API-Key"})
+		}),
+	}
+	switch cfg.onError {
+	case "closed":
+		o.OnError = httplimit.FailClosed
+	case "open":
+		o.OnError = httplimit.FailOpen
 	default:
-		a.limiters[tier].ServeHTTP(w, r)
+		return nil, fmt.Errorf("-on-error %s: closed or open", cfg.onError)
 	}
+	if cfg.x {
+		o.Headers.XRateLimit = httplimit.XRateLimitResetSeconds
+	}
+	l, err := httplimit.New(c, o)
+	if err != nil {
+		return nil, err
+	}
+	return l.Handler(next), nil
 }
