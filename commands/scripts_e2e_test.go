@@ -251,6 +251,12 @@ func BenchmarkCmdEvalshaSpring(b *testing.B) {
 	})
 }
 
+func BenchmarkCmdEvalshaRedisRate(b *testing.B) {
+	benchPipeline(b, func(i int) []string {
+		return []string{"EVALSHA", compat.AllowNSHA1v911, "1", "rate:" + key(i), "100000", "1000", "1", "1"}
+	})
+}
+
 func BenchmarkCmdGet(b *testing.B) {
 	benchPipeline(b, func(i int) []string { return []string{"GET", key(i)} })
 }

@@ -42,6 +42,12 @@ type Call struct {
 	ReadOnly bool
 	// Reply is the script's reply, set by Run.
 	Reply Reply
+
+	// The decimal string of TIME's seconds at the last Run that made it
+	// (timeLen 0: none yet): the calls of a batch share their instant.
+	timeSec int64
+	timeLen uint8
+	timeBuf [20]byte
 }
 
 // run is the state of one Run: the call, the script's SHA1 for its error
@@ -96,8 +102,11 @@ func (t ltype) String() string {
 // lval is a Lua value: nil, a number or a string (which aliases ARGV).
 type lval struct {
 	t ltype
-	f float64
-	s []byte
+	// numOK is set for a string whose tonumber is known to be f (TIME's
+	// seconds), so that arithmetic on it need not read s again.
+	numOK bool
+	f     float64
+	s     []byte
 }
 
 func num(f float64) lval { return lval{t: tNum, f: f} }
@@ -125,6 +134,9 @@ func (v lval) number() (float64, bool) {
 	case tNum:
 		return v.f, true
 	case tStr:
+		if v.numOK {
+			return v.f, true
+		}
 		return str2d(v.s)
 	}
 	return 0, false
@@ -192,6 +204,18 @@ func (r *run) checkNumber(line, n int, fn string, v lval) (float64, bool) {
 	}
 	r.luaFail(line, "bad argument #"+strconv.Itoa(n)+" to '"+fn+"' (number expected, got "+v.t.String()+")")
 	return 0, false
+}
+
+// timeSeconds is the string redis.call('TIME')[1] returns at the
+// decision's instant (the unix seconds), which aliases c's buffer until
+// the next Run.
+func (r *run) timeSeconds() lval {
+	sec, _ := r.timeNow()
+	c := r.c
+	if c.timeLen == 0 || c.timeSec != sec {
+		c.timeSec, c.timeLen = sec, uint8(len(strconv.AppendInt(c.timeBuf[:0], sec, 10)))
+	}
+	return lval{t: tStr, numOK: true, f: float64(sec), s: c.timeBuf[:c.timeLen]}
 }
 
 // timeNow is what redis.call('TIME') returns at the decision's instant:

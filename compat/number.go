@@ -21,6 +21,63 @@ import (
 // base 16; with glibc's strtod, which reads hexadecimal itself, that retry
 // never turns a failure into a success, so it is left out.
 func str2d(s []byte) (f float64, ok bool) {
+	if f, ok := str2dShort(s); ok {
+		return f, true
+	}
+	return str2dExact(s)
+}
+
+// maxShortDigits is how many digits str2dShort reads: their integer is below
+// 2⁵³, so a float64 holds it exactly.
+const maxShortDigits = 15
+
+// str2dShort is str2d for the strings the libraries send nearly always: an
+// optional '-', then at most maxShortDigits digits with at most one '.'
+// among them, and nothing else. ok is false for any other string, which
+// str2dExact then reads. Its result is bit for bit str2dExact's: the digits
+// make an integer m < 2⁵³, held exactly, and m/10^k with k ≤ 15 is one
+// correctly rounded IEEE division of two exact numbers, which is the
+// correctly rounded value of the decimal, as strtod's.
+func str2dShort(s []byte) (float64, bool) {
+	i, neg := 0, false
+	if len(s) > 0 && s[0] == '-' {
+		i, neg = 1, true
+	}
+	if n := len(s) - i; n == 0 || n > maxShortDigits+1 {
+		return 0, false
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(s); i++ {
+		switch c := s[i]; {
+		case isDigit(c):
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if digits == 0 || digits > maxShortDigits {
+		return 0, false
+	}
+	f := float64(m)
+	if frac > 0 {
+		f /= pow10[frac]
+	}
+	if neg {
+		f = -f // "-0" is -0, as strtod's sign
+	}
+	return f, true
+}
+
+// str2dExact is str2d for every string: glibc's strtod, then the checks
+// that tonumber makes.
+func str2dExact(s []byte) (f float64, ok bool) {
 	for i, c := range s {
 		if c == 0 {
 			s = s[:i]

@@ -91,7 +91,10 @@ func TestNumberFormatsMatchRedis(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	nums := append([]float64(nil), interestingFloats...)
 	for i := 0; i < 2000; i++ {
-		switch i % 4 {
+		switch i % 5 {
+		case 4: // an integer of 1 to 18 digits, either sign
+			n := float64(rng.Int64N(int64(math.Pow(10, float64(1+rng.IntN(18))))))
+			nums = append(nums, n*float64(1-2*rng.IntN(2)))
 		case 0:
 			nums = append(nums, math.Float64frombits(rng.Uint64()))
 		case 1:
@@ -140,6 +143,28 @@ return r`
 		}
 		if got, want := luaInt(f), res[3*i+2].(int64); got != want {
 			t.Errorf("return %s = %d natively, %d in Redis", args[i], got, want)
+		}
+	}
+}
+
+// TestAppendGOfIntegersIsTheGeneralFormat: the integers that appendG
+// prints as integers (at most prec digits) print as strconv's %g, the
+// format TestNumberFormatsMatchRedis holds to Redis, and the others (more
+// digits, -0, fractions) are left to it.
+func TestAppendGOfIntegersIsTheGeneralFormat(t *testing.T) {
+	nums := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, -2.5, 1e13, 1e14 - 1, 1e14, 1e14 + 1, -(1e14 - 1), -1e14,
+		1e16, 1e17 - 1, 1e17, -(1e17 - 1), 1<<53 + 2, 99999999999999.5, 1e300, math.MaxInt64}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := 0; i < 100_000; i++ {
+		n := float64(rng.Int64N(int64(math.Pow(10, float64(1+rng.IntN(18))))))
+		nums = append(nums, n, -n)
+	}
+	for _, prec := range []int{14, 17} {
+		for _, f := range nums {
+			got := string(appendG(nil, f, prec))
+			if want := strconv.FormatFloat(f, 'g', prec, 64); got != want {
+				t.Fatalf("appendG(%v, %d) = %s; %%.%dg is %s", f, prec, got, prec, want)
+			}
 		}
 	}
 }
@@ -194,6 +219,81 @@ func FuzzStr2d(f *testing.F) {
 	})
 }
 
+// shortNumbers are strings at the edges of str2dShort's grammar.
+var shortNumbers = []string{
+	"0", "-0", "0.0", "-0.0", "1", "-1", "5.", ".5", "-.5", ".", "-", "-.", "", "1.2.3", "--1", "+1",
+	"999999999999999", "9999999999999999", "-999999999999999", "99999999999999.9", ".999999999999999",
+	"0.000000000000001", "0.0000000000000001", "1772366400", "1772366400123", "0.1", "0.3", "2.675",
+	"123456789012345", "1234567890123456", "900719925474099", "1e3", " 1", "1 ", "1\x00",
+}
+
+// TestStr2dShortIsExact holds str2dShort, bit for bit, to the exact parser
+// on every string it reads: short numbers at its edges and random strings
+// of digits, dots and minus signs.
+func TestStr2dShortIsExact(t *testing.T) {
+	check := func(s string) {
+		f, ok := str2dShort([]byte(s))
+		if !ok {
+			return
+		}
+		g, okExact := str2dExact([]byte(s))
+		if !okExact || math.Float64bits(f) != math.Float64bits(g) {
+			t.Fatalf("str2dShort(%q) = %v (%#x); the exact parser reads %v (%#x), %v",
+				s, f, math.Float64bits(f), g, math.Float64bits(g), okExact)
+		}
+	}
+	read := 0
+	for _, s := range shortNumbers {
+		check(s)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	b := make([]byte, 0, 18)
+	for i := 0; i < 300_000; i++ {
+		b = b[:0]
+		if rng.IntN(4) == 0 {
+			b = append(b, '-')
+		}
+		n := 1 + rng.IntN(17)
+		dot := rng.IntN(n + 1)
+		for j := 0; j < n; j++ {
+			if j == dot && rng.IntN(8) != 0 {
+				b = append(b, '.')
+			}
+			b = append(b, "0123456789"[rng.IntN(10)])
+		}
+		if _, ok := str2dShort(b); ok {
+			read++
+		}
+		check(string(b))
+	}
+	if read < 100_000 {
+		t.Fatalf("str2dShort read only %d of the random strings; the test covers too little", read)
+	}
+	for _, s := range []string{"1e3", " 1", "1 ", "+1", "0x10", "1\x00", "9999999999999999", "inf"} {
+		if _, ok := str2dShort([]byte(s)); ok {
+			t.Errorf("str2dShort(%q) reads it; it must leave it to the exact parser", s)
+		}
+	}
+}
+
+// FuzzStr2dShort checks that whatever str2dShort reads, the exact parser
+// reads to the same bits.
+func FuzzStr2dShort(f *testing.F) {
+	for _, s := range shortNumbers {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, ok := str2dShort(b)
+		if !ok {
+			return
+		}
+		w, okExact := str2dExact(b)
+		if !okExact || math.Float64bits(v) != math.Float64bits(w) {
+			t.Fatalf("str2dShort(%q) = %v; the exact parser reads %v, %v", b, v, w, okExact)
+		}
+	})
+}
+
 func errorsIsRange(err error) bool {
 	ne, ok := err.(*strconv.NumError)
 	return ok && ne.Err == strconv.ErrRange
@@ -204,5 +304,27 @@ func BenchmarkStr2d(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		str2d(in[i%len(in)])
+	}
+}
+
+// BenchmarkStr2dSpringArgs reads the arguments Spring's script converts
+// on every call (replenishRate, burstCapacity, requestedTokens, TIME's
+// seconds).
+func BenchmarkStr2dSpringArgs(b *testing.B) {
+	in := [][]byte{[]byte("1000"), []byte("100000"), []byte("1"), []byte("1772366400")}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		str2d(in[i%len(in)])
+	}
+}
+
+// BenchmarkAppendToString formats what redis_rate's scripts return with
+// tostring: its constant -1, a whole number of seconds and a fraction.
+func BenchmarkAppendToString(b *testing.B) {
+	in := []float64{-1, 60, 0.099999904632568}
+	var buf [32]byte
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		appendToString(buf[:0], in[i%len(in)])
 	}
 }

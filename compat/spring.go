@@ -1,9 +1,6 @@
 package compat
 
-import (
-	"math"
-	"strconv"
-)
+import "math"
 
 // Spring Cloud Gateway's RedisRateLimiter: request_rate_limiter.lua, a token
 // bucket in two keys (tokens, last refill in whole seconds), refilled at
@@ -70,18 +67,14 @@ func runSpring(r *run, t *springText) {
 	rate := tonumber(r.arg(1))
 	capacity := tonumber(r.arg(2))
 	var now lval // a number, or TIME's seconds as a string
-	var sec int64
-	var secBuf [20]byte
 	switch t.now {
 	case nowArg:
 		now = tonumber(r.arg(3))
 	case nowTime:
-		sec, _ = r.timeNow()
-		now = lval{t: tStr, s: strconv.AppendInt(secBuf[:0], sec, 10)}
+		now = r.timeSeconds()
 	case nowArgOrTime:
 		if now = tonumber(r.arg(3)); now.t == tNil {
-			sec, _ = r.timeNow()
-			now = lval{t: tStr, s: strconv.AppendInt(secBuf[:0], sec, 10)}
+			now = r.timeSeconds()
 		}
 	}
 	requested := tonumber(r.arg(4))
@@ -129,10 +122,7 @@ func runSpring(r *run, t *springText) {
 		if !r.set(t.setTokens, 1, NumberValue(newTokens), num(newTokens), num(ttl), true, false, ErrExpireSetex) {
 			return
 		}
-		stamp := IntValue(sec)
-		if now.t == tNum {
-			stamp = NumberValue(now.f)
-		}
+		stamp := NumberValue(now.f) // a number, or TIME's seconds (an Int)
 		if !r.set(t.setStamp, 2, stamp, now, num(ttl), true, false, ErrExpireSetex) {
 			return
 		}

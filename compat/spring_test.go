@@ -163,6 +163,64 @@ func TestSpringUnmodifiedTextReadsTIME(t *testing.T) {
 	}
 }
 
+// TestSpringTimeWithOneCallAcrossSeconds: one Call reused for every run,
+// as a batch of script calls reuses it, reads TIME's seconds afresh when
+// the instant enters another second: the replies and the keys are those
+// of a new Call for each run, at instants across many seconds and back.
+func TestSpringTimeWithOneCallAcrossSeconds(t *testing.T) {
+	for _, sha := range []string{SpringSHA1v306, SpringSHA1v430} {
+		s := Known.Lookup([]byte(sha))
+		reused := &Call{Keys: make([]Key, 2), Argv: [][]byte{[]byte("2"), []byte("4"), {}, []byte("1")}}
+		keys := []*Key{{}, {}}
+		rng := rand.New(rand.NewPCG(7, 8))
+		now := t0
+		for i := 0; i < 2000; i++ {
+			now += rng.Int64N(int64(1500*time.Millisecond)) - int64(300*time.Millisecond)
+			want := play(s, now, keys, "2", "4", "", "1")
+			reused.Now = now
+			s.Run(reused)
+			if got := reused.Reply.String(); got != want {
+				t.Fatalf("%s step %d at %d: the reused Call answers %s; a new one %s", sha, i, now, got, want)
+			}
+			for j := range reused.Keys {
+				if reused.Keys[j].Written {
+					reused.Keys[j].Written = false
+				}
+				if got, want := valueString(&reused.Keys[j], now), valueString(keys[j], now); got != want {
+					t.Fatalf("%s step %d: key %d is %s with the reused Call, %s with new ones", sha, i, j+1, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestTimeSecondsIsTheDecimalOfTheInstant: TIME's seconds as a script
+// sees them, from one Call reused at instants across many seconds (and
+// before 1970), are the decimal string of the instant's unix seconds and
+// convert to that number.
+func TestTimeSecondsIsTheDecimalOfTheInstant(t *testing.T) {
+	c := &Call{}
+	r := run{c: c}
+	rng := rand.New(rand.NewPCG(9, 10))
+	now := t0
+	for i := 0; i < 5000; i++ {
+		switch i {
+		case 2500:
+			now = -int64(3 * time.Second / 2)
+		case 4000:
+			now = 0
+		}
+		now += rng.Int64N(int64(1500*time.Millisecond)) - int64(300*time.Millisecond)
+		c.Now = now
+		v := r.timeSeconds()
+		sec := time.Unix(0, now).Unix()
+		f, ok := v.number()
+		if v.t != tStr || string(v.s) != itoa(sec) || !ok || f != float64(sec) {
+			t.Fatalf("TIME's seconds at %d = %s %q (number %v, %v); want the string %d", now, v.t, v.s, f, ok, sec)
+		}
+	}
+}
+
 func BenchmarkSpring(b *testing.B) {
 	s := Known.Lookup([]byte(SpringSHA1v430))
 	c := &Call{Keys: make([]Key, 2), Argv: [][]byte{[]byte("10"), []byte("20"), {}, []byte("1")}}

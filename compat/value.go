@@ -175,6 +175,11 @@ func appendG(dst []byte, f float64, prec int) []byte {
 		}
 		return append(dst, "nan"...)
 	}
+	if f == math.Trunc(f) && math.Abs(f) < pow10[prec] && !(f == 0 && math.Signbit(f)) {
+		// An integer of at most prec digits: %g prints its digits, no
+		// exponent, no point ("-0" aside, which takes the general path).
+		return strconv.AppendInt(dst, int64(f), 10)
+	}
 	// Go's 'g' with an explicit precision matches C's %g: the same switch to
 	// an exponent (exponent < -4 or ≥ precision), trailing zeros removed, and
 	// at least two exponent digits.

@@ -196,6 +196,21 @@ func keyAt(c []uint64, w int, h uint64) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&c[off])), n)
 }
 
+// keyLastWord returns the index in c of the last word of the key of the
+// record at w whose header is h (the header's own index for an empty key,
+// or for a record with an Ext, whose key's place needs one more load).
+func keyLastWord(c []uint64, w int, h uint64) int {
+	n := int(h >> hdrLenShift & hdrLenMask)
+	if n == 0 || h&(hdrExt|hdrFree) != 0 {
+		return w
+	}
+	off := w + 2 + int(h&hdrNState>>8)
+	if h&hdrNoExpWord != 0 {
+		off--
+	}
+	return off + (n-1)/8
+}
+
 // keyIs reports whether the live record at l holds key.
 func (a *arena) keyIs(l uint32, key []byte) bool {
 	c, w := a.at(l)

@@ -166,6 +166,15 @@ func Prefetch(shards []*Shard, hs []uint64) {
 			sink += c[w]
 		}
 	}
+	// Then the key's last word, which lies in the record's next cache
+	// line when the record straddles one (a 30-byte key and two words of
+	// state do): the lookup compares the whole key.
+	for k, h := range hs {
+		if v := vs[k]; v != 0 && slotTag(v) == uint32(h>>32) {
+			c, w := shards[k].arena.at(slotLoc(v))
+			sink += c[keyLastWord(c, w, c[w])]
+		}
+	}
 	if len(hs) > 0 {
 		shards[0].sink = sink // keeps the compiler from dropping the loads
 	}

@@ -40,6 +40,7 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 	}
 	locks := st.lockAll(set)
 	defer st.unlockAll(locks) // open-coded; no lock survives a panic
+	st.prefetch(hs[:min(len(keys), execFew)])
 	lg := st.aof.Load()
 	var buf [256]byte
 	items := st.execLocked(now, op, keys, hs[:min(len(keys), execFew)], c, buf[:0], lg != nil)
@@ -55,24 +56,39 @@ func (st *Store) Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call) {
 // until the last op is carried out; each op is all or nothing on its own
 // (execLocked), and one that fails leaves the others. What they stored is
 // appended to the append-only log, if any, as one frame. It allocates
-// nothing for a batch naming at most 64 keys.
+// nothing for a batch naming at most 64 keys. Before the first op, the
+// index slots and records of those keys are loaded together (prefetch):
+// with many keys, waiting for each lookup's cache misses in turn was most
+// of a batch's time.
 func (st *Store) ExecBatch(now int64, ops []compat.TxOp, c *compat.Call) {
-	var small [64]uint32
+	// Each key is hashed once: the hashes of a batch's first 64 keys are
+	// kept for execLocked.
+	var small [batchFew]uint32
+	var hashes [batchFew]uint64
 	set := small[:0]
 	for i := range ops {
 		for _, k := range ops[i].Keys {
-			set = append(set, uint32(xxhash.Sum64(k)&st.mask))
+			h := xxhash.Sum64(k)
+			if len(set) < batchFew {
+				hashes[len(set)] = h
+			}
+			set = append(set, uint32(h&st.mask))
 		}
 	}
+	nkeys := len(set)
 	locks := st.lockAll(set)
 	defer st.unlockAll(locks) // open-coded; no lock survives a panic
+	st.prefetch(hashes[:min(nkeys, batchFew)])
 	lg := st.aof.Load()
 	var buf [1024]byte
 	items := buf[:0]
+	next := 0 // the index of ops[i]'s first key among the batch's keys
 	for i := range ops {
 		op := &ops[i]
 		c.Argv = op.Argv
-		items = st.execLocked(now, op.Op, op.Keys, nil, c, items, lg != nil)
+		hs := hashes[min(next, batchFew):min(next+len(op.Keys), batchFew)]
+		next += len(op.Keys)
+		items = st.execLocked(now, op.Op, op.Keys, hs, c, items, lg != nil)
 		op.Reply = c.Reply
 	}
 	c.Argv = nil
@@ -81,9 +97,27 @@ func (st *Store) ExecBatch(now int64, ops []compat.TxOp, c *compat.Call) {
 	}
 }
 
+// prefetch loads the index slots and records of the keys whose hashes are
+// hs, shard.PrefetchMax at a time, so that the cache misses of a batch's
+// lookups overlap instead of coming one after another. It requires that
+// the keys' shards are locked.
+func (st *Store) prefetch(hs []uint64) {
+	var shs [shard.PrefetchMax]*shard.Shard
+	for k0 := 0; k0 < len(hs); k0 += shard.PrefetchMax {
+		part := hs[k0:min(k0+shard.PrefetchMax, len(hs))]
+		for k, h := range part {
+			shs[k] = &st.shards[h&st.mask]
+		}
+		shard.Prefetch(shs[:len(part)], part)
+	}
+}
+
 // execFew is how many keys' hashes, places and old states execLocked keeps
 // on the stack (every supported script names one or two keys).
 const execFew = 4
+
+// batchFew is how many keys' hashes ExecBatch keeps on the stack.
+const batchFew = 64
 
 // execLocked carries out op on keys at now and leaves the reply in
 // c.Reply: it loads each key (a key that holds a limiter's state is
@@ -104,13 +138,17 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 	// Commit looks the key up again if the shard changed since.
 	var refs [execFew]shard.Ref
 	var olds [execFew]shard.Entry
+	var hashes [execFew]uint64
 	for i, k := range keys {
 		var e shard.Entry
 		if i < execFew {
-			h := xxhash.Sum64(k)
+			var h uint64
 			if i < len(hs) {
 				h = hs[i]
+			} else {
+				h = xxhash.Sum64(k)
 			}
+			hashes[i] = h
 			refs[i] = st.shards[h&st.mask].FindInto(k, h, now, &e)
 			olds[i] = e
 		} else {
@@ -127,11 +165,12 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 		if !setsKey(ck, now) {
 			continue
 		}
-		sh := st.shardOf(k)
+		var sh *shard.Shard
 		var ref shard.Ref
 		if i < execFew {
-			ref = refs[i]
+			sh, ref = &st.shards[hashes[i]&st.mask], refs[i]
 		} else {
+			sh = st.shardOf(k)
 			ref, _ = sh.Find(k, now)
 		}
 		e := shard.Entry{Algo: algorithms.String, Expire: ck.Expire, State: ck.Value.Pack(), Depleted: true}

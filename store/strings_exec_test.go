@@ -86,6 +86,51 @@ func TestExecBatchRunsInOrderAsOneAOFFrame(t *testing.T) {
 	}
 }
 
+// TestExecBatchOfManyKeysMatchesOneByOne: a batch naming more keys than
+// ExecBatch keeps hashes for (one-key and two-key calls, keys named again
+// later, a call whose keys straddle the 64th) gives the replies and leaves
+// the keys that the same calls give one Exec at a time.
+func TestExecBatchOfManyKeysMatchesOneByOne(t *testing.T) {
+	spring := script(compat.SpringSHA1v430)
+	incr := script(compat.UluleIncrSHA1)
+	var ops []compat.TxOp
+	b := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i := range s {
+			out[i] = []byte(s[i])
+		}
+		return out
+	}
+	ops = append(ops, compat.TxOp{Op: incr, Keys: b("u:0"), Argv: b("1", "60000")})
+	for i := 0; i < 60; i++ {
+		id := fmt.Sprint(i % 23)
+		ops = append(ops, compat.TxOp{Op: spring, Keys: b("rl.{"+id+"}.tokens", "rl.{"+id+"}.timestamp"),
+			Argv: b("10", "20", "", "3")})
+		if i%7 == 0 {
+			ops = append(ops, compat.TxOp{Op: incr, Keys: b("u:" + fmt.Sprint(i%3)), Argv: b("1", "60000")})
+		}
+	}
+	batch, single := New(8), New(8)
+	var c compat.Call
+	batch.ExecBatch(t0, ops, &c)
+	for i := range ops {
+		c.Argv = ops[i].Argv
+		single.Exec(t0, ops[i].Op, ops[i].Keys, &c)
+		if got, want := ops[i].Reply.String(), c.Reply.String(); got != want {
+			t.Fatalf("call %d in the batch = %s; one at a time %s", i, got, want)
+		}
+	}
+	for i := range ops {
+		for _, k := range ops[i].Keys {
+			got := exec(batch, t0, compat.Op{Cmd: compat.CmdGet}, []string{string(k)})
+			want := exec(single, t0, compat.Op{Cmd: compat.CmdGet}, []string{string(k)})
+			if got != want {
+				t.Fatalf("GET %s after the batch = %s; one at a time %s", k, got, want)
+			}
+		}
+	}
+}
+
 // BenchmarkExecBatchSpring is a batch of 16 calls of Spring's script on
 // 16 buckets (two keys each), the way a pipeline of EVALSHA reaches the
 // store.
@@ -105,6 +150,41 @@ func BenchmarkExecBatchSpring(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i += len(ops) {
 		st.ExecBatch(t0+int64(i), ops, &c)
+	}
+}
+
+// BenchmarkExecBatchSpring100kKeys is BenchmarkExecBatchSpring over
+// 100,000 buckets (200,000 keys, far more than the caches hold), 16 random
+// buckets a batch, as a server's pipelines of EVALSHA reach the store.
+func BenchmarkExecBatchSpring100kKeys(b *testing.B) {
+	st := New(4)
+	spring := script(compat.SpringSHA1v430)
+	const nbuckets = 100_000
+	all := make([]compat.TxOp, nbuckets)
+	argv := [][]byte{[]byte("1000"), []byte("100000"), []byte(""), []byte("1")}
+	for i := range all {
+		id := fmt.Sprintf("%08d", i)
+		all[i] = compat.TxOp{Op: spring, Argv: argv,
+			Keys: [][]byte{[]byte("rl.{" + id + "}.tokens"), []byte("rl.{" + id + "}.timestamp")}}
+	}
+	var c compat.Call
+	for i := 0; i < nbuckets; i += 16 {
+		st.ExecBatch(t0, all[i:min(i+16, nbuckets)], &c)
+	}
+	batch := make([]compat.TxOp, 16)
+	x := uint64(88172645463325252)
+	now := t0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += len(batch) {
+		for j := range batch {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			batch[j] = all[x%nbuckets]
+		}
+		now += 1000
+		st.ExecBatch(now, batch, &c)
 	}
 }
 
