@@ -211,15 +211,12 @@ func BenchmarkCheckBatch100kKeys(b *testing.B) {
 			for i := 0; i < nkeys; i += 16 {
 				st.Decide(now, reqs[i:min(i+16, nkeys)], out)
 			}
-			x := uint64(88172645463325252)
+			x := xorshift(88172645463325252)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i += len(batch) {
 				for j := range batch {
-					x ^= x << 13
-					x ^= x >> 7
-					x ^= x << 17
-					batch[j] = reqs[x%nkeys]
+					batch[j] = reqs[x.next()%nkeys]
 				}
 				now += 1000
 				st.Decide(now, batch, out)

@@ -276,15 +276,12 @@ func benchScaleWith(b *testing.B, nkeys, shards, deciders int) {
 		reqs[0].Key = keys[i]
 		st.Decide(now, reqs[:1], out[:1])
 	}
-	x := uint64(88172645463325252)
+	x := xorshift(88172645463325252)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i += len(reqs) {
 		for j := range reqs {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			reqs[j].Key = keys[x%uint64(nkeys)]
+			reqs[j].Key = keys[x.next()%uint64(nkeys)]
 		}
 		now += 1000
 		st.Decide(now, reqs, out)
@@ -321,7 +318,7 @@ func BenchmarkParallelBatch100kKeys(b *testing.B) {
 			reqs[i] = token("", 100*time.Millisecond, 100, 1)
 		}
 		out := make([]algorithms.Outcome, len(reqs))
-		x := 88172645463325252 + seed.Add(1)*0x9E3779B97F4A7C15
+		x := xorshift(88172645463325252 + seed.Add(1)*0x9E3779B97F4A7C15)
 		now := t0
 		for {
 			for j := range reqs {
@@ -331,10 +328,7 @@ func BenchmarkParallelBatch100kKeys(b *testing.B) {
 					}
 					return
 				}
-				x ^= x << 13
-				x ^= x >> 7
-				x ^= x << 17
-				reqs[j].Key = keys[x%nkeys]
+				reqs[j].Key = keys[x.next()%nkeys]
 			}
 			now += 1000
 			st.Decide(now, reqs, out)
@@ -365,4 +359,17 @@ func TestBatchDecidesLikeOneByOne(t *testing.T) {
 			}
 		}
 	}
+}
+
+// xorshift is the benchmarks' cheap source of random keys (Marsaglia's
+// xorshift64).
+type xorshift uint64
+
+func (x *xorshift) next() uint64 {
+	v := uint64(*x)
+	v ^= v << 13
+	v ^= v >> 7
+	v ^= v << 17
+	*x = xorshift(v)
+	return v
 }

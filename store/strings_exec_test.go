@@ -172,16 +172,13 @@ func BenchmarkExecBatchSpring100kKeys(b *testing.B) {
 		st.ExecBatch(t0, all[i:min(i+16, nbuckets)], &c)
 	}
 	batch := make([]compat.TxOp, 16)
-	x := uint64(88172645463325252)
+	x := xorshift(88172645463325252)
 	now := t0
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i += len(batch) {
 		for j := range batch {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			batch[j] = all[x%nbuckets]
+			batch[j] = all[x.next()%nbuckets]
 		}
 		now += 1000
 		st.ExecBatch(now, batch, &c)
