@@ -13,7 +13,7 @@ import (
 // RL.OVERRIDE: one subject's exception to a named policy — its own limit,
 // UNLIMITED or DENY — which RL.CHECK decides with instead of the policy's
 // limit. An override is an entry of the key space (kind rl-override) under
-// ovr:<policy>:<subject> (policy.AppendOverrideKey): 24 to 32 bytes plus
+// ovr:<policy>:<subject> (policy.AppendOverrideKey): 16 to 32 bytes plus
 // the key, so millions fit; it expires, snapshots, logs and replicates as
 // every entry does, and SCAN, TYPE, DEL and the ACL key patterns see it.
 

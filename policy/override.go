@@ -57,18 +57,19 @@ func (o *Override) Validate() error {
 	return nil
 }
 
-// Pack returns o as three words, the layout of the store's entry state
-// (algorithms/override.go reads it back for the decisions):
+// Pack returns o as three words (algorithms/override.go reads them back
+// for the decisions):
 //
 //	w[0] = the expiry (unix ns), math.MaxInt64 for an override that never
-//	       expires. It equals the entry's Expire, so a store that omits an
-//	       expiry word equal to state[0] keeps it once.
-//	w[1] = kind | algo<<8 | count<<16 (count < 2^47, so w[1] > 0)
+//	       expires: the store entry's Expire
+//	w[1] = kind | algo<<8 | count<<16 (count < 2^47, so w[1] > 0): the
+//	       entry's first state word
 //	w[2] = period (ns); 0 for UNLIMITED and DENY, so trailing-zero
-//	       trimming keeps those to two words.
+//	       trimming keeps those to one state word
 //
-// A stored entry is header + these words + the key: 32 bytes plus the key
-// for a limit, 24 for UNLIMITED and DENY. Pack validates o first.
+// A stored entry without an expiry is a header and its state words plus
+// the key: 24 bytes plus the key for a limit, 16 for UNLIMITED and DENY;
+// an expiry adds a word (store/override.go). Pack validates o first.
 func (o *Override) Pack() (w [3]int64, err error) {
 	if err := o.Validate(); err != nil {
 		return w, err
