@@ -130,18 +130,32 @@ func (n *Node) ReplicateACL(now int64, argv [][]byte) (int64, error) {
 		ops = append(ops, op{code: opACL, argv: [][]byte{[]byte(aclSeed), n.cfg.ACL.Encode()}})
 	}
 	ops = append(ops, op{code: opACL, argv: argv})
-	rs, err := n.submit(now, ops)
+	last, err := n.submitHere(now, ops, "an ACL change")
 	if err != nil {
 		return 0, err
 	}
+	return last.n, last.out.Err
+}
+
+// submitHere submits ops, whose last one's result carries the index of its
+// entry (acl results), and returns that result once this node has applied
+// the entry too (or after aclApplyWait, with a warning naming what): a
+// change made through a follower is then in force there when the client
+// gets its reply. The error is the submission's; the change's own is in
+// the result.
+func (n *Node) submitHere(now int64, ops []op, what string) (result, error) {
+	rs, err := n.submit(now, ops)
+	if err != nil {
+		return result{}, err
+	}
 	if len(rs) != len(ops) {
-		return 0, errUnknown("the leader's reply was short")
+		return result{}, errUnknown("the leader's reply was short")
 	}
 	last := rs[len(rs)-1]
 	if last.out.Err == nil && !n.waitApplied(last.index, aclApplyWait) {
-		n.log.Warn("raft: an ACL change is applied on the leader but not yet here", "index", last.index)
+		n.log.Warn("raft: "+what+" is applied on the leader but not yet here", "index", last.index)
 	}
-	return last.n, last.out.Err
+	return last, nil
 }
 
 // waitApplied waits up to d for this node's FSM to apply the entry at

@@ -21,17 +21,11 @@ func (n *Node) SetOverride(now int64, key []byte, w [3]int64) (bool, error) {
 	for i, v := range w {
 		binary.LittleEndian.PutUint64(words[8*i:], uint64(v))
 	}
-	rs, err := n.submit(now, []op{{code: opOverride, argv: [][]byte{key, words[:]}}})
+	r, err := n.submitHere(now, []op{{code: opOverride, argv: [][]byte{key, words[:]}}}, "an override")
 	if err != nil {
 		return false, err
 	}
-	if len(rs) != 1 {
-		return false, errUnknown("the leader's reply was short")
-	}
-	if rs[0].out.Err == nil && !n.waitApplied(rs[0].index, aclApplyWait) {
-		n.log.Warn("raft: an override is applied on the leader but not yet here", "index", rs[0].index)
-	}
-	return rs[0].n == 1, rs[0].out.Err
+	return r.n == 1, r.out.Err
 }
 
 // applyOverride carries out an opOverride op. Called from Apply (raft's

@@ -124,17 +124,11 @@ func (n *Node) ReplicatePolicy(now int64, argv [][]byte) (int64, error) {
 	if n.cfg.Policies == nil {
 		return 0, errNoPolicies
 	}
-	rs, err := n.submit(now, []op{{code: opPolicy, argv: argv}})
+	r, err := n.submitHere(now, []op{{code: opPolicy, argv: argv}}, "a policy change")
 	if err != nil {
 		return 0, err
 	}
-	if len(rs) != 1 {
-		return 0, errUnknown("the leader's reply was short")
-	}
-	if rs[0].out.Err == nil && !n.waitApplied(rs[0].index, aclApplyWait) {
-		n.log.Warn("raft: a policy change is applied on the leader but not yet here", "index", rs[0].index)
-	}
-	return rs[0].n, rs[0].out.Err
+	return r.n, r.out.Err
 }
 
 // rulesWord is the first word of the change by which a leader publishes

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"strings"
 
@@ -96,7 +97,8 @@ func (s *session) overrideKey(name, subject []byte, access acl.Access) ([]byte, 
 // The policy must exist (a rules file's or a command's) and be one
 // RL.CHECK decides.
 func (s *session) overrideSet(name, subject []byte, spec [][]byte) {
-	if err := policy.CheckName(string(name)); err != nil {
+	key, err := s.overrideKey(name, subject, acl.Write)
+	if err != nil {
 		s.writeError(err)
 		return
 	}
@@ -111,11 +113,6 @@ func (s *session) overrideSet(name, subject []byte, spec [][]byte) {
 	}
 	now := s.conn.Now()
 	o, err := s.parseOverrideSpec(spec, now)
-	if err != nil {
-		s.writeError(err)
-		return
-	}
-	key, err := s.overrideKey(name, subject, acl.Write)
 	if err != nil {
 		s.writeError(err)
 		return
@@ -160,22 +157,23 @@ func (s *session) overrideGet(name, subject []byte) {
 		s.writeError(errWrongTypeOverride)
 		return
 	}
-	var w [3]int64
-	w[0] = info.Expire
-	for _, f := range info.Fields {
+	o := policy.Override{Expire: info.Expire}
+	if o.Expire == math.MaxInt64 {
+		o.Expire = 0
+	}
+	for _, f := range info.Fields { // store/info.go's fields of an override
 		switch f.Name {
 		case "kind":
-			w[1] |= f.Value
+			o.Kind = policy.OverrideKind(f.Value)
 		case "algo":
-			w[1] |= f.Value << 8
+			o.Limit.Algo = algorithms.Algo(f.Value)
 		case "count":
-			w[1] |= f.Value << 16
+			o.Limit.Count = f.Value
 		case "period_ns":
-			w[2] = f.Value
+			o.Limit.Period = f.Value
 		}
 	}
-	o, err := policy.UnpackOverride(w)
-	if err != nil {
+	if err := o.Validate(); err != nil {
 		s.writeError(err)
 		return
 	}

@@ -268,6 +268,12 @@ func (s *Server) StopListening() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deaf = true
+	s.closeListenersLocked()
+}
+
+// closeListenersLocked takes every listening socket out of listening at
+// once (refuseNew) and closes its listener. It requires s.mu.
+func (s *Server) closeListenersLocked() {
 	for i, ln := range s.lns {
 		refuseNew(s.socks[i])
 		ln.Close()
@@ -280,10 +286,7 @@ func (s *Server) StopListening() {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
-	for i, ln := range s.lns {
-		refuseNew(s.socks[i])
-		ln.Close()
-	}
+	s.closeListenersLocked()
 	for _, c := range s.conns {
 		c.kill() // the batch in hand completes
 	}

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"math"
-
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/shard"
@@ -66,15 +64,23 @@ func (st *Store) noteEntry(e *shard.Entry) {
 	}
 }
 
-// overrideLocked returns the override live at now under key, whose shard
-// must be locked: its kind (OverrideNone if there is none) and limit.
+// overrideLocked returns the override live at now under key (hash h),
+// whose shard must be locked: its kind (OverrideNone if there is none) and
+// limit.
 func (st *Store) overrideLocked(key []byte, h uint64, now int64) (algorithms.OverrideKind, algorithms.Limit) {
+	w, _ := st.wordsLocked(key, h, now) // no override: words OverrideOf reads as none
+	return algorithms.OverrideOf(w)
+}
+
+// wordsLocked returns the packed words of the override live at now under
+// key (hash h), whose shard must be locked; ok is false if there is none.
+func (st *Store) wordsLocked(key []byte, h uint64, now int64) (w [3]int64, ok bool) {
 	var e shard.Entry
 	st.shards[h&st.mask].FindInto(key, h, now, &e)
 	if e.Algo != algorithms.Override {
-		return algorithms.OverrideNone, algorithms.Limit{}
+		return w, false
 	}
-	return algorithms.OverrideOf(overrideWords(&e))
+	return overrideWords(&e), true
 }
 
 // overrideWords returns the packed words of the override entry e.
@@ -141,6 +147,12 @@ func (st *Store) decideOverrides(now int64, reqs []algorithms.Request, out []alg
 		limited = st.resolveRun(now, cp[i:min(i+runLen, len(cp))], int32(i), limited)
 	}
 	st.decideAll(now, cp, out, together)
+	markLimited(out, limited)
+}
+
+// markLimited says on the outcomes at indexes limited, those of requests
+// an override's limit decided, that it did (apply cannot tell).
+func markLimited(out []algorithms.Outcome, limited []int32) {
 	for _, i := range limited {
 		if out[i].Err == nil {
 			out[i].Result.Override = algorithms.OverrideLimit
@@ -235,10 +247,6 @@ func replaces(req *algorithms.Request, e *shard.Entry) bool {
 	return false
 }
 
-// noTTL is the Expire of an entry without one (an override or a string
-// written without a TTL).
-const noTTL = math.MaxInt64
-
 // LocalOverride returns the words of the override live under key at now;
 // ok is false if there is none.
 func (st *Store) LocalOverride(now int64, key []byte) (w [3]int64, ok bool) {
@@ -246,10 +254,5 @@ func (st *Store) LocalOverride(now int64, key []byte) (w [3]int64, ok bool) {
 	sh := &st.shards[h&st.mask]
 	sh.Lock()
 	defer sh.Unlock()
-	var e shard.Entry
-	sh.FindInto(key, h, now, &e)
-	if e.Algo != algorithms.Override {
-		return w, false
-	}
-	return overrideWords(&e), true
+	return st.wordsLocked(key, h, now)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/compat"
 	"github.com/sluice-rl/sluice/shard"
 )
 
@@ -110,7 +111,7 @@ func (st *Store) TTL(now int64, key []byte) (int64, error) {
 	case algorithms.String:
 		return stringTTL(&e, now), nil
 	case algorithms.Override:
-		if e.Expire == noTTL {
+		if e.Expire == compat.NoExpire {
 			return NoTTL, nil
 		}
 	}

@@ -113,13 +113,7 @@ func (st *Store) Transact(now int64, watches []algorithms.Watch, reqs []algorith
 	if overrides {
 		reqs = slices.Clone(reqs)
 		limited = st.resolveLocked(now, reqs)
-		defer func() {
-			for _, i := range limited {
-				if out[i].Err == nil {
-					out[i].Result.Override = algorithms.OverrideLimit
-				}
-			}
-		}()
+		defer func() { markLimited(out, limited) }()
 	}
 	var c compat.Call
 	next := 0
