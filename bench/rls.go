@@ -102,10 +102,12 @@ func runRLS(ctx context.Context, o *options, log io.Writer) (*rlsReport, error) 
 		return nil, err
 	}
 	rep.commit = gitCommit(root)
-	fmt.Fprintln(log, "bench: building ./cmd/sluice from", root)
-	sluiceBin, err := buildSluice(ctx, root, tmp)
+	sluiceBin, err := sluiceBinary(ctx, o, tmp, log)
 	if err != nil {
 		return nil, err
+	}
+	if o.sluiceBin != "" {
+		rep.notes = append(rep.notes, "sluice: the binary "+sluiceBin+" (-sluice-bin), not built from this tree.")
 	}
 	rulesDir, err := writeRLSRules(tmp)
 	if err != nil {

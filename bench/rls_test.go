@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -167,5 +168,23 @@ func TestRLSSkipsEnvoyRatelimitItCannotBuild(t *testing.T) {
 		if strings.Contains(out, "throughput") && strings.Contains(out, "×") {
 			t.Errorf("ratios without the other side:\n%s", out)
 		}
+	}
+}
+
+// TestRLSStartsThePrebuiltBinary: the RLS comparison starts -sluice-bin, as
+// the other plans do, instead of building the tree's, and its report says so.
+func TestRLSStartsThePrebuiltBinary(t *testing.T) {
+	bin := sluiceTarget(t).bin
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-rls", "only", "-sluice-bin", bin, "-ratelimit-bin", filepath.Join(t.TempDir(), "none"),
+		"-rounds", "1", "-rls-d", "200ms", "-rls-c", "4", "-rls-conns", "1", "-warmup", "0s"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "bench: starting "+bin) || strings.Contains(stderr.String(), "building ./cmd/sluice") {
+		t.Errorf("stderr does not say it starts the binary given:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "sluice gRPC") {
+		t.Errorf("stdout lacks sluice's row:\n%s", stdout.String())
 	}
 }
