@@ -78,7 +78,7 @@ func newFixtureDeciding(t *testing.T, cfg Config, dec Decider, paths ...string) 
 		dec = f.st
 	}
 	f.svc = New(cfg, dec, f.reg, f.clock)
-	f.start(ServerOptions{Reflection: true})
+	f.start(ServerOptions{Reflection: true, StreamWorkers: DefaultStreamWorkers})
 	return f
 }
 

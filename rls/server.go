@@ -22,7 +22,21 @@ const ServiceName = "envoy.service.ratelimit.v3.RateLimitService"
 type ServerOptions struct {
 	// Reflection serves the gRPC reflection service (grpcurl, grpcui).
 	Reflection bool
+	// StreamWorkers is how many goroutines wait to serve calls (grpc-go's
+	// NumStreamWorkers); a call that finds them all busy gets a goroutine
+	// of its own. 0: every call gets a new goroutine, grpc-go's default.
+	// A new goroutine starts on a 2 KiB stack that a call's path through
+	// grpc-go and the store outgrows, and copying the stack as it grows
+	// was a fifth of the server's CPU per call (bench/RESULTS.md, "Envoy
+	// RLS v3"); a waiting worker keeps the stack it grew.
+	StreamWorkers int
 }
+
+// DefaultStreamWorkers is --grpc-stream-workers' default: the 50
+// concurrent calls of make bench's RLS comparison find a waiting worker.
+// Many more workers cost more than they save at that concurrency: each
+// worker's stack is shrunk again by the collector while it waits.
+const DefaultStreamWorkers = 64
 
 // Server is the gRPC front end: the rate limit service, the standard
 // health service (grpc.health.v1) and, optionally, reflection.
@@ -35,9 +49,13 @@ type Server struct {
 // (Envoy's gRPC keepalive default is off; a faster pinger is told to back
 // off with GOAWAY, as grpc-go does).
 func NewServer(svc *Service, opts ServerOptions) *Server {
-	g := grpc.NewServer(
+	o := []grpc.ServerOption{
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	}
+	if opts.StreamWorkers > 0 {
+		o = append(o, grpc.NumStreamWorkers(uint32(opts.StreamWorkers)))
+	}
+	g := grpc.NewServer(o...)
 	rlsv3.RegisterRateLimitServiceServer(g, svc)
 	h := health.NewServer()
 	for _, name := range []string{"", ServiceName, "ratelimit"} {

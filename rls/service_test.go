@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/store"
 )
 
 const (
@@ -284,5 +288,57 @@ func TestKeyspaceErrorsBecomeStatusCodes(t *testing.T) {
 		if status.Code(err) != c.code || status.Convert(err).Message() != c.text {
 			t.Errorf("%q: %v; want %v with the keyspace's text", c.text, err, c.code)
 		}
+	}
+}
+
+// TestCallsBeyondTheStreamWorkersAreServed: with fewer waiting workers than
+// calls in flight, and with none (a goroutine per call), every call is
+// answered and counted exactly once.
+func TestCallsBeyondTheStreamWorkersAreServed(t *testing.T) {
+	for _, workers := range []int{0, 2, DefaultStreamWorkers} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			f := &fixture{t: t, st: store.New(4), reg: policy.NewRegistry(), clock: newTestClock(t0)}
+			rs, err := policy.Load([]string{filepath.Join("testdata", "rules/api.yaml")}, policy.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.reg.SetRules(rs)
+			f.svc = New(Config{}, f.st, f.reg, f.clock)
+			f.start(ServerOptions{StreamWorkers: workers})
+			const callers, calls = 40, 6 // the rule allows 5 a minute per address
+			var wg sync.WaitGroup
+			oks := make([]int, callers)
+			errs := make(chan error, callers)
+			for c := 0; c < callers; c++ {
+				wg.Add(1)
+				go func(c int) {
+					defer wg.Done()
+					addr := fmt.Sprintf("192.0.2.%d", c)
+					for i := 0; i < calls; i++ {
+						resp, err := f.try(request("api", 0, desc("remote_address", addr)))
+						if err != nil {
+							errs <- err
+							return
+						}
+						if resp.GetOverallCode() == ok {
+							oks[c]++
+						}
+					}
+				}(c)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			for c, n := range oks {
+				if n != 5 {
+					t.Errorf("caller %d: %d calls OK; want 5 of %d", c, n, calls)
+				}
+			}
+			if got := f.svc.Stats().Calls; got != callers*calls {
+				t.Errorf("Stats().Calls = %d; want %d", got, callers*calls)
+			}
+		})
 	}
 }

@@ -54,6 +54,8 @@ type config struct {
 	grpcBind       string
 	metricsBind    string // Prometheus /metrics, /healthz, /readyz (empty: off)
 	grpcReflection bool
+	grpcWorkers    int        // grpc-stream-workers
+	gcHeapFloor    int64      // gc-heap-floor (gcfloor.go)
 	rls            rls.Config // grpc-batch, grpc-unknown-domain, grpc-headers, grpc-count-over-limit
 
 	// TLS, with Redis's option names (tls.go): the Raft port's mutual TLS
@@ -86,6 +88,8 @@ func defaultConfig() config {
 		commands:        commands.DefaultConfig(),
 		cluster:         cluster.DefaultConfig(),
 		rls:             rls.DefaultConfig(),
+		grpcWorkers:     rls.DefaultStreamWorkers,
+		gcHeapFloor:     defaultHeapFloor,
 		tlsReplication:  "no",
 		tlsAuthClients:  "yes",
 	}
@@ -359,6 +363,11 @@ var settings = []setting{
 		func(c *config) string { return c.grpcBind }},
 	{"grpc-reflection", func(c *config, a []string) error { return boolArg(a, &c.grpcReflection) },
 		func(c *config) string { return yesNo(c.grpcReflection) }},
+	{"grpc-stream-workers", func(c *config, a []string) error { return intArg(a, 0, 1<<16, &c.grpcWorkers) },
+		func(c *config) string { return strconv.Itoa(c.grpcWorkers) }},
+	// The collector's heap floor (gcfloor.go).
+	{"gc-heap-floor", func(c *config, a []string) error { return memArg(a, 0, 1<<40, &c.gcHeapFloor) },
+		func(c *config) string { return strconv.FormatInt(c.gcHeapFloor, 10) }},
 	{"grpc-headers", func(c *config, a []string) error { return namedArg(a, &c.rls.Headers, rlsHeaders) },
 		func(c *config) string { return nameOf(c.rls.Headers, rlsHeaders) }},
 	{"grpc-unknown-domain", func(c *config, a []string) error { return namedArg(a, &c.rls.UnknownDomain, rlsUnknownDomains) },

@@ -85,6 +85,7 @@ func run(cfg config) error {
 	level.Set(logLevel(cfg.loglevel))
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
+	defer startHeapFloor(cfg.gcHeapFloor)()
 
 	// One server per directory: its snapshot, or its Raft state.
 	lock, err := store.LockDir(cfg.dir)

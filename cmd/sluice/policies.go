@@ -130,9 +130,9 @@ func startGRPC(log *slog.Logger, cfg config, dec rls.Decider, reg *policy.Regist
 			"grpc_bind", cfg.grpcBind)
 	}
 	svc := rls.New(cfg.rls, dec, reg, clock)
-	srv := rls.NewServer(svc, rls.ServerOptions{Reflection: cfg.grpcReflection})
+	srv := rls.NewServer(svc, rls.ServerOptions{Reflection: cfg.grpcReflection, StreamWorkers: cfg.grpcWorkers})
 	log.Info("Envoy rate limit service (gRPC) ready", "addr", ln.Addr().String(),
-		"reflection", yesNo(cfg.grpcReflection), "headers", nameOf(cfg.rls.Headers, rlsHeaders),
+		"reflection", yesNo(cfg.grpcReflection), "stream_workers", cfg.grpcWorkers, "headers", nameOf(cfg.rls.Headers, rlsHeaders),
 		"batch", nameOf(cfg.rls.Batch, rlsBatches), "unknown_domain", nameOf(cfg.rls.UnknownDomain, rlsUnknownDomains),
 		"count_over_limit", yesNo(cfg.rls.CountOverLimit))
 	go func() { errs <- srv.Serve(ln) }()
