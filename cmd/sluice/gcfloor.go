@@ -5,18 +5,20 @@ package main
 // Go's collector sets its next goal GOGC percent above the live heap. The
 // key space lives in a few large arenas, so a server with few keys has a
 // live heap of a few megabytes, and its goal is then only a few megabytes
-// more: traffic that allocates, such as gRPC calls (about 4 KB a call,
-// from GODEBUG=gctrace=1 under make bench's RLS load), then triggers a collection every few milliseconds. At
-// 97,000 RLS calls a second on one core the server collected 150 times a
-// second and spent 11 % of its CPU in the collector, and more in growing
-// again the goroutine stacks that each collection had shrunk.
+// more. Traffic that allocates, such as gRPC calls (about 4 KB a call,
+// from GODEBUG=gctrace=1 under make bench's RLS load), then triggers a
+// collection every few milliseconds: at 97,000 RLS calls a second on one
+// core the server collected 150 times a second and spent 11 % of its CPU
+// in the collector, and more in growing again the goroutine stacks that
+// each collection had shrunk.
 //
 // The floor keeps the goal at least floor bytes above the live heap: after
-// each collection the percentage is raised to floor/live when that is more
-// than GOGC's. Once the live heap is larger than the floor at GOGC=100 (a
-// large key space), GOGC alone decides, as before. The floor costs at most
-// its size in garbage not yet collected; a server that allocates nothing
-// per request (the RESP commands) barely grows its heap either way.
+// each collection it raises the percentage to the least one that does so
+// (percentFor), when that is more than GOGC's. Once the live heap is
+// larger than the floor (a large key space), GOGC alone decides, as
+// before. The floor costs at most its size in garbage not yet collected; a
+// server that allocates nothing per request (the RESP commands) barely
+// grows its heap either way.
 
 import (
 	"runtime"
@@ -31,9 +33,8 @@ import (
 // (bench/RESULTS.md, "Envoy RLS v3"); 32 MB is where it stopped falling.
 const defaultHeapFloor = 32 << 20
 
-// maxGCPercent bounds the percentage the floor sets, for a live heap so
-// small that floor/live would be absurd (the runtime's minimum heap is 4 MB
-// anyway).
+// maxGCPercent bounds the percentage the floor sets, whatever the floor
+// asked for (a goal of 4 GB over a small heap).
 const maxGCPercent = 100000
 
 // heapFloor keeps the collector's goal at least floor bytes above the live
