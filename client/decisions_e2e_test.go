@@ -29,6 +29,19 @@ func protocols(t *testing.T, srv *sluicetest.Server, f func(t *testing.T, c *Cli
 	}
 }
 
+// namedProtocols is protocols with a client that asks for named replies
+// (OnConnect: NamedReplies) on each connection.
+func namedProtocols(t *testing.T, srv *sluicetest.Server, f func(t *testing.T, c *Client, rdb *redis.Client)) {
+	for _, proto := range []int{2, 3} {
+		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: proto, MaxRetries: -1,
+				DisableIndentity: true, OnConnect: NamedReplies})
+			t.Cleanup(func() { rdb.Close() })
+			f(t, New(rdb), rdb)
+		})
+	}
+}
+
 func clockSet(t *testing.T, rdb *redis.Client, ms int64) {
 	t.Helper()
 	if err := rdb.Do(context.Background(), "DEBUG", "CLOCK", "SET", ms).Err(); err != nil {

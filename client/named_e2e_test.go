@@ -12,12 +12,8 @@ import (
 // field/value array in RESP2 and a map in RESP3, and the typed calls read
 // them as they read positional ones.
 func TestNamedRepliesDecodeInBothProtocols(t *testing.T) {
-	srv := debugServer(t)
-	for _, proto := range []int{2, 3} {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: proto, MaxRetries: -1,
-			DisableIndentity: true, OnConnect: NamedReplies})
-		defer rdb.Close()
-		c := New(rdb)
+	namedProtocols(t, debugServer(t), func(t *testing.T, c *Client, rdb *redis.Client) {
+		proto := rdb.Options().Protocol
 		ctx := context.Background()
 		key := "named" + string(rune('0'+proto))
 		r, err := c.Token(ctx, key, PerSecond(10), 20, 1)
@@ -40,5 +36,5 @@ func TestNamedRepliesDecodeInBothProtocols(t *testing.T) {
 		default:
 			t.Fatalf("RESP%d: raw reply %#v (%T); want a named reply", proto, raw, raw)
 		}
-	}
+	})
 }

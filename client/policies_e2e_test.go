@@ -231,12 +231,8 @@ func TestMatchAppliesARulesFile(t *testing.T) {
 // With named replies a check carries the policy's name, its mode (enforce, shadow, unlimited,
 // deny), its quota and window, and a shadow policy's would-be denial.
 func TestNamedRepliesCarryThePolicysModeQuotaAndWindow(t *testing.T) {
-	srv := debugServer(t)
-	for _, proto := range []int{2, 3} {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, Protocol: proto, MaxRetries: -1,
-			DisableIndentity: true, OnConnect: NamedReplies})
-		defer rdb.Close()
-		c := New(rdb)
+	namedProtocols(t, debugServer(t), func(t *testing.T, c *Client, rdb *redis.Client) {
+		proto := rdb.Options().Protocol
 		ctx := context.Background()
 		if proto == 2 {
 			setPolicies(t, c)
@@ -262,5 +258,5 @@ func TestNamedRepliesCarryThePolicysModeQuotaAndWindow(t *testing.T) {
 				t.Fatalf("RESP%d: Check(free, %s) = %+v, %v; want mode %s, 20 per 2s", proto, tc.subject, r, err, tc.mode)
 			}
 		}
-	}
+	})
 }
