@@ -5,7 +5,7 @@ BIN     := bin/sluice
 PORT    ?= 6380
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build run cluster test deps vet race fuzz soak bench bench-rls clean
+.PHONY: all build run cli cluster test deps vet race fuzz soak bench bench-rls clean
 
 all: build
 
@@ -13,13 +13,24 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/sluice
 
-## run: build and start a server on 127.0.0.1:$(PORT) with the defaults
-run: build
-	./$(BIN) --port $(PORT) --bind 127.0.0.1
+## run: build, install redis-cli where it is missing, and start a server on 127.0.0.1:$(PORT) with the defaults
+## (ARGS: more flags, e.g. make run ARGS='--enable-debug-command yes' for docs/commands.md's examples)
+ARGS ?=
+run: build cli
+	./$(BIN) --port $(PORT) --bind 127.0.0.1 $(ARGS)
+
+## cli: install redis-cli (Debian's redis-tools) where it is missing, to talk to the server
+cli:
+	@if ! command -v redis-cli >/dev/null 2>&1; then \
+		echo "installing redis-tools (redis-cli)"; \
+		{ DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get update -qq && \
+		  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-tools >/dev/null; } || \
+		echo "could not install redis-tools: install redis-cli by hand to try the README's examples"; \
+	fi
 
 ## cluster: build and start a local 3-node replicated group on 127.0.0.1:6381-6383 (Ctrl-C stops it)
 CLUSTER_DIR ?= data/cluster
-cluster: build
+cluster: build cli
 	@mkdir -p $(CLUSTER_DIR)
 	@set -e; trap 'kill $$(jobs -p) 2>/dev/null; wait; echo; echo "cluster stopped (state kept in $(CLUSTER_DIR))"' INT TERM EXIT; \
 	./$(BIN) --port 6382 --node-id n2 --raft-bind 127.0.0.1:7382 --dir $(CLUSTER_DIR)/n2 --join 127.0.0.1:6381 --loglevel warning & \
@@ -44,7 +55,7 @@ deps:
 	fi
 	$(GO) mod download
 
-## vet: go vet over the whole module, and the layering check (.ci/layers: imports follow the README's diagram)
+## vet: go vet over the whole module, and the layering check (.ci/layers: imports follow docs/architecture.md's diagram)
 vet:
 	$(GO) vet ./...
 	.ci/layers

@@ -16,7 +16,7 @@ import (
 )
 
 // A replicated group of sluice processes on 127.0.0.1, each in its own
-// directory under a temporary one, started as the README starts one by
+// directory under a temporary one, started as docs/replication.md starts one by
 // hand: the first node with --bootstrap yes, the others with --join.
 
 const (

@@ -17,7 +17,7 @@ import (
 // The Node.js packages the snippets use, pinned.
 var nodePackages = []string{"ioredis@5.4.1", "redis@4.7.0"}
 
-// snippet is one fenced block of README.md.
+// snippet is one fenced block of docs/client.md.
 type snippet struct {
 	lang, code string
 	line       int
@@ -25,10 +25,13 @@ type snippet struct {
 
 var fence = regexp.MustCompile("(?m)^```([a-z]+)\n")
 
-// docSnippets returns the blocks of lang in README.md.
+// snippetDoc is the document whose "Other languages" snippets the test runs.
+var snippetDoc = filepath.Join("docs", "client.md")
+
+// docSnippets returns the blocks of lang in snippetDoc.
 func docSnippets(t *testing.T, lang string) []snippet {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", snippetDoc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +43,7 @@ func docSnippets(t *testing.T, lang string) []snippet {
 		}
 		end := strings.Index(doc[m[1]:], "```")
 		if end < 0 {
-			t.Fatalf("README.md: an unclosed %s block", lang)
+			t.Fatalf("%s: an unclosed %s block", snippetDoc, lang)
 		}
 		out = append(out, snippet{lang: lang, code: doc[m[1] : m[1]+end], line: strings.Count(doc[:m[0]], "\n") + 1})
 	}
@@ -61,7 +64,7 @@ func runSnippet(t *testing.T, srv *sluicetest.Server, s snippet, env []string, i
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "1 20 19" {
-		t.Errorf("README.md:%d (%s): %v\n%s\nwant \"1 20 19\"", s.line, s.lang, err, out)
+		t.Errorf("%s:%d (%s): %v\n%s\nwant \"1 20 19\"", snippetDoc, s.line, s.lang, err, out)
 	}
 }
 
@@ -104,7 +107,7 @@ func nodeModules(t *testing.T) string {
 	return mods
 }
 
-// The other-language snippets of README.md run as documented against a real
+// The other-language snippets of docs/client.md run as documented against a real
 // sluice: redis-py with execute_command, ioredis with call, node-redis with sendCommand.
 func TestOtherLanguageSnippets(t *testing.T) {
 	srv := sluicetest.Start(t)
@@ -115,7 +118,7 @@ func TestOtherLanguageSnippets(t *testing.T) {
 		}
 		snips := docSnippets(t, "python")
 		if len(snips) != 1 {
-			t.Fatalf("%d python snippets in README.md; want 1", len(snips))
+			t.Fatalf("%d python snippets in %s; want 1", len(snips), snippetDoc)
 		}
 		runSnippet(t, srv, snips[0], nil, py, "-c")
 	})
@@ -127,7 +130,7 @@ func TestOtherLanguageSnippets(t *testing.T) {
 		}
 		snips := docSnippets(t, "js")
 		if len(snips) != 2 {
-			t.Fatalf("%d js snippets in README.md; want 2 (ioredis, node-redis)", len(snips))
+			t.Fatalf("%d js snippets in %s; want 2 (ioredis, node-redis)", len(snips), snippetDoc)
 		}
 		env := []string{"NODE_PATH=" + nodeModules(t)}
 		for _, s := range snips {

@@ -33,27 +33,18 @@ func TestDocsExamples(t *testing.T) {
 	if len(examples) < 80 {
 		t.Fatalf("found %d examples in docs/commands.md; the parser is broken", len(examples))
 	}
-	port := startBinary(t, "--shards", "8", "--enable-debug-command", "yes", "--loglevel", "warning")
+	// The document says how to start the server for its examples: `make run ARGS='…'`.
+	docArgs, ok := makeRunArgs(lines)
+	if !ok {
+		t.Fatal("docs/commands.md does not say, before its first example, how to start the server: `make run ARGS='…'`")
+	}
+	port := startBinary(t, append(append(makeRunFlags(t), docArgs...), "--loglevel", "warning")...)
 	for _, ex := range examples {
 		args, ok := shellWords(ex.cmd)
 		if !ok || len(args) < 3 || args[0] != "redis-cli" || args[1] != "-p" || args[2] != "6380" {
 			t.Fatalf("docs/commands.md:%d: %q is not a redis-cli -p 6380 command", ex.line, ex.cmd)
 		}
-		argv := append([]string{"-p", port, "--no-raw"}, args[3:]...)
-		out, _ := exec.Command(cli, argv...).CombinedOutput()
-		// INFO's text ends its lines with CR LF; the document has plain lines.
-		got := strings.Split(strings.TrimRight(strings.ReplaceAll(string(out), "\r", ""), "\n"), "\n")
-		if len(got) == 1 && got[0] == "" {
-			got = nil
-		}
-		want := ex.output
-		keep := -1 // lines kept before a "..."
-		if n := len(want); n > 0 && want[n-1] == "..." {
-			want, keep = want[:n-1], n-1
-			if len(got) > keep {
-				got = got[:keep]
-			}
-		}
+		got, want, keep := replay(cli, port, args[3:], ex.output)
 		if *updateDocs {
 			if keep >= 0 {
 				got = append(got, "...")
@@ -141,6 +132,84 @@ func shellWords(s string) ([]string, bool) {
 	return words, true
 }
 
+// replay runs redis-cli with args against port and returns its output lines
+// and the documented ones, both cut before the documented "..." line if there
+// is one (keep is then the number of lines kept, else -1).
+func replay(cli, port string, args, documented []string) (got, want []string, keep int) {
+	argv := append([]string{"-p", port, "--no-raw"}, args...)
+	out, _ := exec.Command(cli, argv...).CombinedOutput()
+	// INFO's text ends its lines with CR LF; the document has plain lines.
+	got = strings.Split(strings.TrimRight(strings.ReplaceAll(string(out), "\r", ""), "\n"), "\n")
+	if len(got) == 1 && got[0] == "" {
+		got = nil
+	}
+	want, keep = documented, -1
+	if n := len(want); n > 0 && want[n-1] == "..." {
+		want, keep = want[:n-1], n-1
+		if len(got) > keep {
+			got = got[:keep]
+		}
+	}
+	return got, want, keep
+}
+
+// makeRunFlags returns the flags the Makefile's run target passes to the
+// server, but for the port (startBinary gives its own) and the empty ARGS.
+func makeRunFlags(t *testing.T) []string {
+	t.Helper()
+	text, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recipe, ok := strings.Cut(string(text), "\nrun:")
+	if !ok {
+		t.Fatal("Makefile: no run target")
+	}
+	for _, line := range strings.Split(recipe, "\n")[1:] {
+		if !strings.HasPrefix(line, "\t") {
+			break
+		}
+		words := strings.Fields(line)
+		if len(words) == 0 || words[0] != "./$(BIN)" {
+			continue
+		}
+		var flags []string
+		for i := 1; i < len(words); i++ {
+			switch w := words[i]; {
+			case w == "--port" && i+1 < len(words) && words[i+1] == "$(PORT)":
+				i++
+			case w == "$(ARGS)":
+			case strings.Contains(w, "$("):
+				t.Fatalf("Makefile: run passes %q, which this test cannot reproduce", w)
+			default:
+				flags = append(flags, w)
+			}
+		}
+		return flags
+	}
+	t.Fatal("Makefile: the run target does not start ./$(BIN)")
+	return nil
+}
+
+// makeRunArgs returns the words of the first `make run ARGS='…'` line before
+// the document's first console block.
+func makeRunArgs(lines []string) ([]string, bool) {
+	const prefix = "make run ARGS='"
+	for _, line := range lines {
+		if line == "```console" {
+			break
+		}
+		if i := strings.Index(line, prefix); i >= 0 {
+			value, _, ok := strings.Cut(line[i+len(prefix):], "'")
+			if !ok {
+				return nil, false
+			}
+			return strings.Fields(value), true
+		}
+	}
+	return nil, false
+}
+
 // startBinary builds cmd/sluice, runs it on a free loopback port with args,
 // waits until it answers and returns the port. The process is killed when
 // the test ends.
@@ -163,10 +232,11 @@ func startBinary(t *testing.T, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
@@ -178,6 +248,11 @@ func startBinary(t *testing.T, args ...string) string {
 		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
 			c.Close()
 			return port
+		}
+		select {
+		case <-done:
+			t.Fatalf("sluice %s exited before it listened: %v (its log is above)", strings.Join(cmd.Args[1:], " "), waitErr)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("sluice did not start listening within 10s")

@@ -9,7 +9,7 @@ import (
 	"github.com/sluice-rl/sluice/commands"
 )
 
-// The process's exit codes (README, "Exit codes").
+// The process's exit codes (docs/configuration.md, "Start-up, shutdown and exit codes").
 const (
 	exitOK      = 0 // stopped cleanly: the final state saved, or nothing to save
 	exitFailed  = 1 // could not start
