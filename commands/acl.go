@@ -91,7 +91,12 @@ func aclCategories(cmd *command, sub string) []string {
 		add("dangerous")
 	case cmd.name == "multi" || cmd.name == "exec" || cmd.name == "discard" || cmd.name == "watch" || cmd.name == "unwatch":
 		add("transaction")
-	case strings.HasPrefix(cmd.name, "rl.policy") || strings.HasPrefix(cmd.name, "rl.override") || cmd.name == "rl.check":
+	case cmd.name == "rl.policy" && (sub == "" || sub == "set" || sub == "del" || sub == "reload"):
+		// they change every tenant's limits: @admin @dangerous only (the
+		// flag), as CONFIG SET, so that +@policy does not grant them; the
+		// command itself is outside @policy, or +@policy would grant its
+		// subcommands with it
+	case cmd.name == "rl.policy" || cmd.name == "rl.override" || cmd.name == "rl.check":
 		add("policy")
 	case cmd.name == "rl.match": // decisions under the rules files' domains
 		add("limiter", "policy")
