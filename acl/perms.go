@@ -111,6 +111,27 @@ func (p *Perms) CheckKey(key []byte, access Access) bool {
 	return p.allKeys || p.keyAllowed(key, access)
 }
 
+// CheckKeyPrefix reports whether the user may touch, with this access,
+// every key that begins with prefix: it has allkeys, or a pattern that
+// grants the access ends with a `*` (glob.EndsWithStar) and matches
+// prefix, and so matches every longer key too. It answers for a key of
+// which only the start is known (RL.TOP's truncated keys).
+func (p *Perms) CheckKeyPrefix(prefix []byte, access Access) bool {
+	if p.allKeys {
+		return true
+	}
+	for i := range p.keys {
+		k := &p.keys[i]
+		if k.access&access != access || !glob.EndsWithStar(k.pattern) {
+			continue
+		}
+		if m, decided, _ := glob.Match(k.pattern, prefix, false, glob.MaxStars, glob.StepLimit); m && decided {
+			return true
+		}
+	}
+	return false
+}
+
 // AllowsAll reports whether every command and key is allowed (allcommands
 // allkeys, as the default user): the caller can skip Check.
 func (p *Perms) AllowsAll() bool { return p.fast }

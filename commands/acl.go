@@ -91,7 +91,12 @@ func aclCategories(cmd *command, sub string) []string {
 		add("dangerous")
 	case cmd.name == "multi" || cmd.name == "exec" || cmd.name == "discard" || cmd.name == "watch" || cmd.name == "unwatch":
 		add("transaction")
-	case strings.HasPrefix(cmd.name, "rl.policy") || strings.HasPrefix(cmd.name, "rl.override") || cmd.name == "rl.check":
+	case cmd.name == "rl.policy" && (sub == "" || sub == "set" || sub == "del" || sub == "reload"):
+		// they change every tenant's limits: @admin @dangerous only (the
+		// flag), as CONFIG SET, so that +@policy does not grant them; the
+		// command itself is outside @policy, or +@policy would grant its
+		// subcommands with it
+	case cmd.name == "rl.policy" || cmd.name == "rl.override" || cmd.name == "rl.check":
 		add("policy")
 	case cmd.name == "rl.match": // decisions under the rules files' domains
 		add("limiter", "policy")
@@ -177,9 +182,21 @@ func NewUsers(cfg Config) (*acl.Users, error) {
 // may not run it, logged in the ACL LOG with ctx; nil if it may. It writes
 // nothing and runs no deferred work (MULTI queues with it).
 func (s *session) permError(cmd *command, args [][]byte, ctx acl.Context) error {
+	d, name, object := s.permDenial(cmd, args)
+	if d.Reason == acl.Allowed {
+		return nil
+	}
+	s.logDenial(d.Reason, ctx, object)
+	return errNoPerm(d, name)
+}
+
+// permDenial is the check permError makes, logging nothing: the verdict,
+// the command's full name, and what ACL LOG names (the command, or the key
+// denied).
+func (s *session) permDenial(cmd *command, args [][]byte) (d acl.Denial, name, object string) {
 	p := s.user.Perms()
 	if p.AllowsAll() {
-		return nil
+		return acl.Denial{}, "", ""
 	}
 	ac := cmd.acl
 	if len(cmd.subs) > 0 && len(args) > 1 {
@@ -194,19 +211,17 @@ func (s *session) permError(cmd *command, args [][]byte, ctx acl.Context) error 
 	if policyForm(cmd, args) {
 		argv = args[:1] // its keys are derived: policyKeys checks them
 	}
-	d := p.Check(ac, argv)
+	d = p.Check(ac, argv)
 	if d.Reason == acl.Allowed && !p.AllowsAllKeys() && cmd.group == "scripting" {
 		d = scriptKeysDenial(p, cmd, args)
 	}
-	if d.Reason == acl.Allowed {
-		return nil
+	switch d.Reason {
+	case acl.Allowed:
+		return d, "", ""
+	case acl.DeniedKey:
+		return d, ac.Name, string(args[d.Pos])
 	}
-	object := ac.Name
-	if d.Reason == acl.DeniedKey {
-		object = string(args[d.Pos])
-	}
-	s.logDenial(d.Reason, ctx, object)
-	return errNoPerm(d, ac.Name)
+	return d, ac.Name, ac.Name
 }
 
 // policyForm reports whether args are RL.INFO's or RL.RESET's POLICY form

@@ -420,3 +420,76 @@ func TestACLChecksCommandsQueuedInMulti(t *testing.T) {
 		t.Errorf("ACL LOG = %s; want the FLUSHALL denial in context multi", entry)
 	}
 }
+
+// TestACLExecChecksQueuedCommandsAgain: rules changed on another
+// connection between MULTI and EXEC are checked again at EXEC, as Redis
+// 7.0 does: each command they no longer allow (by command, by key, or by
+// RL.CHECK's derived pol: key) answers its NOPERM element and changes
+// nothing; the other commands run, and ACL LOG records context multi.
+func TestACLExecChecksQueuedCommandsAgain(t *testing.T) {
+	ts := startServer(t, testConfig{})
+	admin := ts.client(t, proto(2))
+	do(t, admin, "RL.POLICY", "SET", "free", "TOKEN", "1/h", 10)
+	do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~tenant-a:*", "~pol:*:tenant-a:*", "+@limiter", "+@policy",
+		"+@connection", "+@transaction", "+set", "+get")
+	c := dialRaw(t, ts.addr)
+	if got := c.do("AUTH a pa\r\n"); got != "+OK" {
+		t.Fatalf("AUTH = %q", got)
+	}
+	queued := []string{
+		"RL.TOKEN tenant-a:k 1/h 10 1",               // its key is no longer allowed
+		"RL.CHECK free tenant-a:1",                   // nor its derived key
+		"RL.CHECK free tenant-a:ok2 free tenant-a:2", // nor one of its pairs' keys
+		"RL.TOKEN tenant-a:ok 1/h 10 1",              // still allowed
+		"RL.CHECK free tenant-a:ok",                  // still allowed
+		"SET tenant-a:okstr v",                       // SET is no longer allowed
+		"GET tenant-a:okstr",                         // still allowed: SET did not run
+		"PING",
+	}
+	c.send("MULTI\r\n")
+	if got := c.reply(); got != "+OK" {
+		t.Fatalf("MULTI = %q", got)
+	}
+	for _, cmd := range queued {
+		if got := c.do(cmd + "\r\n"); got != "+QUEUED" {
+			t.Fatalf("%s = %q; want +QUEUED", cmd, got)
+		}
+	}
+	do(t, admin, "ACL", "SETUSER", "a", "resetkeys", "~tenant-a:ok*", "~pol:*:tenant-a:ok*", "-set")
+	const changed = "-NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. " +
+		"This command is no longer allowed for the following reason: "
+	keyDenied := changed + "no permission to touch the specified keys"
+	want := "[" + strings.Join([]string{keyDenied, keyDenied, keyDenied,
+		"[:1 :10 :9 :0 :3600000]", "[:1 :10 :9 :0 :3600000]",
+		changed + "no permission to execute the command or subcommand",
+		"$nil", "+PONG"}, " ") + "]"
+	if got := c.do("EXEC\r\n"); got != want {
+		t.Errorf("EXEC =\n%s\nwant\n%s", got, want)
+	}
+	// The denied commands changed nothing.
+	for key, cmd := range map[string][]any{
+		"tenant-a:k":                  {"RL.TOKEN", "tenant-a:k", "1/h", 10, 0},
+		"pol:free:token:tenant-a:1":   {"RL.CHECK", "free", "tenant-a:1", 0},
+		"pol:free:token:tenant-a:2":   {"RL.CHECK", "free", "tenant-a:2", 0},
+		"pol:free:token:tenant-a:ok2": {"RL.CHECK", "free", "tenant-a:ok2", 0},
+	} {
+		if got := ints(t, do(t, admin, cmd...)); !strings.HasPrefix(got, "[1 10 10 ") {
+			t.Errorf("%s after the EXEC = %s; want untouched", key, got)
+		}
+	}
+	if got := do(t, admin, "EXISTS", "tenant-a:okstr"); got != int64(0) {
+		t.Errorf("EXISTS tenant-a:okstr = %v; want 0 (SET was denied)", got)
+	}
+	if got := ints(t, do(t, admin, "RL.CHECK", "free", "tenant-a:ok", 0)); !strings.HasPrefix(got, "[1 10 9 ") {
+		t.Errorf("tenant-a:ok's subject after the EXEC = %s; want one taken", got)
+	}
+	log := fmt.Sprint(do(t, admin, "ACL", "LOG"))
+	for _, object := range []string{"object tenant-a:k", "object pol:free:token:tenant-a:1", "object set"} {
+		if !strings.Contains(log, object) {
+			t.Errorf("ACL LOG lacks %s:\n%s", object, log)
+		}
+	}
+	if !strings.Contains(log, "context multi") {
+		t.Errorf("ACL LOG lacks context multi:\n%s", log)
+	}
+}

@@ -84,3 +84,42 @@ func TestACLKeyPatternsReachOverrideKeys(t *testing.T) {
 		t.Errorf("RL.OVERRIDE DEL of its own = %s; want 1", got)
 	}
 }
+
+// TestACLPolicyChangesAreAdminOnly: RL.POLICY SET, DEL and RELOAD change
+// every tenant's limits, so they are @admin and @dangerous like CONFIG SET
+// and outside @policy: a user confined to its own keys with +@policy gets
+// NOPERM for them, and the policy is unchanged, while RL.POLICY GET and
+// LIST stay in @policy.
+func TestACLPolicyChangesAreAdminOnly(t *testing.T) {
+	ts := startServer(t, testConfig{})
+	admin := ts.client(t, proto(2))
+	do(t, admin, "RL.POLICY", "SET", "free", "TOKEN", "1/h", 10)
+	do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~pol:*:tenant-a:*", "-@all", "+@policy", "+@connection")
+	a := asUser(t, ts, "a", "pa")
+	for _, cmd := range [][]any{
+		{"RL.POLICY", "SET", "free", "TOKEN", "1/h", 1000000},
+		{"RL.POLICY", "DEL", "free"},
+		{"RL.POLICY", "RELOAD"},
+	} {
+		want := fmt.Sprintf("NOPERM this user has no permissions to run the 'rl.policy|%s' command",
+			strings.ToLower(cmd[1].(string)))
+		if got := doErr(t, a, cmd...); got != want {
+			t.Errorf("%v = %q; want %q", cmd, got, want)
+		}
+	}
+	if got := fmt.Sprint(do(t, a, "RL.POLICY", "GET", "free")); !strings.Contains(got, "1/h") && !strings.Contains(got, "3600") {
+		t.Errorf("RL.POLICY GET free = %s", got)
+	}
+	do(t, a, "RL.POLICY", "LIST")
+	if got := ints(t, do(t, a, "RL.CHECK", "free", "tenant-a:1")); !strings.HasPrefix(got, "[1 10 9 ") {
+		t.Errorf("RL.CHECK after the refused changes = %s; want the policy's 10", got)
+	}
+	for cat, want := range map[string]bool{"admin": true, "dangerous": true, "policy": false} {
+		list := fmt.Sprint(do(t, admin, "ACL", "CAT", cat))
+		for _, sub := range []string{"set", "del", "reload"} {
+			if got := strings.Contains(" "+strings.Trim(list, "[]")+" ", " rl.policy|"+sub+" "); got != want {
+				t.Errorf("ACL CAT %s lists rl.policy|%s: %v; want %v (%s)", cat, sub, got, want, list)
+			}
+		}
+	}
+}

@@ -14,7 +14,8 @@ import (
 // buffer of at most MonitorBufferLimit bytes (server.Conn.Push): a monitor
 // that does not read is closed when it fills, and the server never waits
 // for it. Arguments of AUTH, HELLO, ACL SETUSER and CONFIG SET are
-// redacted, as Redis hides passwords.
+// redacted, as Redis hides passwords, and so is the submission of
+// RAFT.FORWARD, which carries the ACL changes a follower forwards.
 
 // MonitorBufferLimit bounds what waits for one monitor.
 const MonitorBufferLimit = 4 << 20
@@ -98,6 +99,10 @@ func (h *Handler) feedMonitors(s *session, cmd *command, args [][]byte) {
 func redactFrom(cmd *command, args [][]byte) int {
 	switch cmd.name {
 	case "auth", "hello", "migrate":
+		return 1
+	case "raft.forward":
+		// a follower's encoded submission: its ACL SETUSER, DELUSER and
+		// LOAD changes carry passwords and hashes, so all of it is hidden
 		return 1
 	case "acl":
 		if len(args) > 1 && equalFold(args[1], "setuser") {

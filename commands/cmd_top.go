@@ -1,6 +1,9 @@
 package commands
 
 import (
+	"math"
+
+	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/topk"
 )
@@ -81,8 +84,15 @@ func cmdTop(s *session, args [][]byte) {
 		s.writeError(errTopOff)
 		return
 	}
-	// operation
-	top := s.h.top.top(req.denied, req.window, s.conn.Now()).Top(req.count)
+	// operation: a user limited to some keys sees the entries whose key it
+	// could read, and COUNT counts those
+	tally := s.h.top.top(req.denied, req.window, s.conn.Now())
+	var top []topk.Entry
+	if p := s.user.Perms(); p.AllowsAllKeys() {
+		top = tally.Top(req.count)
+	} else {
+		top = readableTop(p, tally.Top(math.MaxInt), req.count)
+	}
 	// reply: [key, count, error, policy, subject] per key, policy and
 	// subject null unless the key is RL.CHECK's
 	s.writeArray(len(top))
@@ -101,6 +111,24 @@ func cmdTop(s *session, args [][]byte) {
 		s.writeBulkString(name)
 		s.writeBulk(subject)
 	}
+}
+
+// readableTop keeps, in order, the first count entries of top whose key
+// p may read: as a read of that key is checked (RL.CHECK's entries by
+// their pol:<policy>:<algo>:<subject> key, as RL.INFO POLICY reads it),
+// and a truncated key only if every key that begins with it is readable.
+func readableTop(p *acl.Perms, top []topk.Entry, count int) []topk.Entry {
+	out := top[:0]
+	for i := range top {
+		if len(out) == count {
+			break
+		}
+		e := &top[i]
+		if e.Truncated && p.CheckKeyPrefix(e.Key, acl.Read) || !e.Truncated && p.CheckKey(e.Key, acl.Read) {
+			out = append(out, *e)
+		}
+	}
+	return out
 }
 
 // topKeyText is an entry's key as RL.TOP shows it: a truncated key ends

@@ -164,6 +164,23 @@ func errACLNoCommand(name []byte) replyError {
 // from the acl package); cmd is the command's full name.
 func errNoPerm(d acl.Denial, cmd string) codeError { return codeError(d.Error(cmd)) }
 
+// errPermChanged is EXEC's element for a queued command that the user's
+// rules, changed since it was queued, no longer allow (Redis 7.0's
+// multi.c words).
+func errPermChanged(r acl.Reason) codeError {
+	reason := "no permission"
+	switch r {
+	case acl.DeniedCommand:
+		reason = "no permission to execute the command or subcommand"
+	case acl.DeniedKey:
+		reason = "no permission to touch the specified keys"
+	case acl.DeniedChannel:
+		reason = "no permission to access one of the channels used as arguments"
+	}
+	return codeError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. " +
+		"This command is no longer allowed for the following reason: " + reason)
+}
+
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
 func errUnknownSubcommand(sub []byte, cmd string) replyError {
 	return replyError(sanitize("unknown subcommand '" + clip(string(sub), 128) + "'. Try " + cmd + " HELP."))

@@ -181,3 +181,45 @@ func TestTopThroughRedisCLI(t *testing.T) {
 		t.Errorf("redis-cli RL.TOP:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestTopShowsAUserOnlyTheKeysItMayRead: RL.TOP lists the keys of every
+// tenant; a user sees only the entries whose key it could read (a
+// policy's entry by its pol:<policy>:<algo>:<subject> key, as RL.INFO
+// POLICY reads it), COUNT counting the entries it sees. The user is
+// docs/security.md's tenant example.
+func TestTopShowsAUserOnlyTheKeysItMayRead(t *testing.T) {
+	srv := startServer(t, testConfig{})
+	admin := srv.client(t, proto(2))
+	do(t, admin, "RL.POLICY", "SET", "free", "TOKEN", "1/m", 1)
+	long := "tenant-a:" + strings.Repeat("x", 60) // kept by its first 48 bytes
+	for key, n := range map[string]int{"tenant-b:k": 5, "tenant-a:k": 3, long: 2} {
+		for i := 0; i < n; i++ {
+			do(t, admin, "RL.TOKEN", key, "1/m", 1)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		do(t, admin, "RL.CHECK", "free", "tenant-b:1")
+		do(t, admin, "RL.CHECK", "free", "tenant-a:1")
+	}
+	do(t, admin, "ACL", "SETUSER", "tenant-a", "on", ">pa", "~tenant-a:*", "resetchannels", "-@all", "+@limiter", "+@read")
+	do(t, admin, "ACL", "SETUSER", "pol-a", "on", ">pa", "~pol:*:tenant-a:*", "resetchannels", "-@all", "+@read")
+	a := asUser(t, srv, "tenant-a", "pa")
+	p := asUser(t, srv, "pol-a", "pa")
+
+	all := topText(t, do(t, admin, "RL.TOP", "DENIED"))
+	for _, key := range []string{"tenant-b:k", "tenant-a:k", "pol:free:token:tenant-b:1", "pol:free:token:tenant-a:1", long[:48] + "..."} {
+		if !strings.Contains(all, key+" ") {
+			t.Fatalf("the default user's RL.TOP DENIED lacks %s:\n%s", key, all)
+		}
+	}
+	want := "tenant-a:k 2 0 - -\n" + long[:48] + "... 1 0 - -"
+	if got := topText(t, do(t, a, "RL.TOP", "DENIED")); got != want {
+		t.Errorf("tenant-a's RL.TOP DENIED:\n%s\nwant\n%s", got, want)
+	}
+	if got := topText(t, do(t, a, "RL.TOP", "DENIED", "COUNT", 1)); got != "tenant-a:k 2 0 - -" {
+		t.Errorf("tenant-a's RL.TOP DENIED COUNT 1:\n%s", got)
+	}
+	if got := topText(t, do(t, p, "RL.TOP", "DECISIONS")); got != "pol:free:token:tenant-a:1 4 0 free tenant-a:1" {
+		t.Errorf("pol-a's RL.TOP DECISIONS:\n%s", got)
+	}
+}

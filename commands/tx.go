@@ -2,6 +2,9 @@ package commands
 
 import (
 	"bytes"
+	"slices"
+
+	"github.com/sluice-rl/sluice/acl"
 
 	"github.com/sluice-rl/sluice/compat"
 
@@ -63,6 +66,9 @@ type queuedCmd struct {
 	// error it answers instead of running, if its arguments failed.
 	op    int
 	opErr error
+	// permErr is the NOPERM element it answers instead of running: the
+	// user's rules changed since it was queued (recheckPerms).
+	permErr error
 }
 
 // txImmediate are the commands that run at once inside MULTI, as in Redis.
@@ -220,7 +226,9 @@ func cmdExec(s *session, args [][]byte) {
 		s.writeError(errExecAbort)
 		return
 	}
-	// operation: every queued decision in one call, under the watches
+	// operation: every queued decision still allowed in one call, under
+	// the watches
+	s.recheckPerms()
 	q := &s.queue
 	out := s.outcomes(len(q.reqs))
 	ops := s.txOps()
@@ -249,6 +257,10 @@ func cmdExec(s *session, args [][]byte) {
 	s.tx.active = false // the commands run now, not queued
 	s.writeArray(len(s.tx.cmds))
 	for _, c := range s.tx.cmds {
+		if c.permErr != nil {
+			s.writeError(c.permErr)
+			continue
+		}
 		if c.cmd.class == classDecision {
 			s.writeOutcomes(q.kinds[c.first:c.end], q.cmds[c.first:c.end], out[c.first:c.end])
 			continue
@@ -259,4 +271,73 @@ func cmdExec(s *session, args [][]byte) {
 		}
 		c.cmd.run(s, c.args)
 	}
+}
+
+// recheckPerms checks every queued command again against the user's rules
+// as they are now, as Redis's EXEC does: rules changed on another
+// connection since MULTI may deny some. A denied command gets its permErr,
+// logged in ACL LOG with context multi, and its decisions leave the queue;
+// the others run. A decision whose keys are derived (RL.CHECK's pol: keys)
+// has those checked as when it was queued. A user allowed everything pays
+// one branch.
+func (s *session) recheckPerms() {
+	p := s.user.Perms()
+	if p.AllowsAll() {
+		return
+	}
+	q := &s.queue
+	for i := range s.tx.cmds {
+		c := &s.tx.cmds[i]
+		d, _, object := s.permDenial(c.cmd, c.args)
+		if d.Reason == acl.Allowed && c.cmd.class == classDecision && c.cmd.firstKey == 0 && !p.AllowsAllKeys() {
+			for j := c.first; j < c.end; j++ {
+				if key := q.reqs[j].Key; !p.CheckKey(key, acl.Read|acl.Write) {
+					d, object = acl.Denial{Reason: acl.DeniedKey}, string(key)
+					break
+				}
+			}
+		}
+		if d.Reason == acl.Allowed {
+			continue
+		}
+		s.logDenial(d.Reason, acl.Multi, object)
+		c.permErr = errPermChanged(d.Reason)
+		s.dropQueued(i)
+	}
+}
+
+// dropQueued takes the decisions of queued command i out of the queue
+// (with RL.CHECK's items for them) and moves the later commands' places
+// in the queue back.
+func (s *session) dropQueued(i int) {
+	c := &s.tx.cmds[i]
+	n := c.end - c.first
+	if n == 0 {
+		return
+	}
+	q := &s.queue
+	if q.chk != nil {
+		before, own := checkItems(q.kinds[:c.first]), checkItems(q.kinds[c.first:c.end])
+		q.chk.items = slices.Delete(q.chk.items, before, before+own)
+	}
+	q.kinds = slices.Delete(q.kinds, c.first, c.end)
+	q.cmds = slices.Delete(q.cmds, c.first, c.end)
+	q.reqs = slices.Delete(q.reqs, c.first, c.end)
+	c.end = c.first
+	for j := i + 1; j < len(s.tx.cmds); j++ {
+		s.tx.cmds[j].first -= n
+		s.tx.cmds[j].end -= n
+	}
+}
+
+// checkItems counts the items of kinds that hold an RL.CHECK item
+// (checkState.items).
+func checkItems(kinds []deferKind) int {
+	n := 0
+	for _, k := range kinds {
+		if k == kindCheck || k == kindCheckAll || k == kindCheckAllMember {
+			n++
+		}
+	}
+	return n
 }

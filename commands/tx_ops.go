@@ -63,6 +63,9 @@ func (s *session) txOps() []compat.TxOp {
 	ops := s.tx.ops[:0]
 	for i := range s.tx.cmds {
 		c := &s.tx.cmds[i]
+		if c.permErr != nil {
+			continue // denied at EXEC: no op
+		}
 		if c.cmd.name == "mget" {
 			c.op = len(ops) + 1
 			ops = mgetOps(ops, c.args, c.first)

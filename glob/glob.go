@@ -62,6 +62,24 @@ func Match(pattern, str []byte, nocase bool, maxStars, limit int) (matched, deci
 	return matched, decided, steps
 }
 
+// EndsWithStar reports whether pattern's last element is a `*` (not `\*`,
+// nor a `*` inside a class that takes the rest of the pattern): then a
+// string whose prefix matches pattern matches it too, since the final `*`
+// takes whatever follows.
+func EndsWithStar(pattern []byte) bool {
+	star := false
+	for p := 0; p < len(pattern); {
+		if pattern[p] == '*' {
+			star = true
+			p++
+			continue
+		}
+		star = false
+		p, _ = globOne(pattern, p, 0, false)
+	}
+	return star
+}
+
 // globSearch is Match's search; it may answer after a few steps more
 // than limit.
 func globSearch(pattern, str []byte, nocase bool, maxStars, limit int) (matched, decided bool, steps int) {

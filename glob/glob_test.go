@@ -301,3 +301,27 @@ func TestClassSetMatchesClass(t *testing.T) {
 		}
 	}
 }
+
+// TestEndsWithStar: a pattern whose last element is a * matches every
+// extension of a string it matches; an escaped * or one inside a class
+// that runs to the end is a byte, not that element.
+func TestEndsWithStar(t *testing.T) {
+	for pat, want := range map[string]bool{
+		"tenant-a:*": true, "*": true, "a*b*": true, "a**": true, "[ab]*": true, `a\\*`: true,
+		"": false, "a": false, "*x": false, `a\*`: false, "[ab*": false, "[*]": false, "a?": false,
+	} {
+		if got := EndsWithStar([]byte(pat)); got != want {
+			t.Errorf("EndsWithStar(%q) = %v; want %v", pat, got, want)
+		}
+		if !want {
+			continue
+		}
+		// every extension of a matching string matches
+		for _, s := range []string{"tenant-a:x", "ab", "aXbY", `a\`, "b"} {
+			m, _, _ := Match([]byte(pat), []byte(s), false, MaxStars, -1)
+			if m2, _, _ := Match([]byte(pat), []byte(s+"tail*"), false, MaxStars, -1); m && !m2 {
+				t.Errorf("%q matches %q but not %q", pat, s, s+"tail*")
+			}
+		}
+	}
+}
