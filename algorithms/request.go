@@ -84,7 +84,7 @@ type Request struct {
 }
 
 // Outcome is a Request's answer: a Result, or an error whose text is a
-// Redis-style reply error (WRONGTYPE …, OOM …, TRYAGAIN …).
+// Redis-style reply error (WRONGTYPE …, OOM …, UNKNOWN …).
 type Outcome struct {
 	Result Result
 	Err    error

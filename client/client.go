@@ -14,10 +14,11 @@ import (
 //
 // The go-redis client is the caller's: its pool, timeouts, TLS, Sentinel or Ring options apply,
 // and RESP2 and RESP3 both work. Two of its options matter for a limiter:
-//   - go-redis retries a command on its own after a network error and after TRYAGAIN or
-//     CLUSTERDOWN (MaxRetries, 3 by default). A retried decision that had been applied counts
-//     twice. Set MaxRetries: -1 and use WithRetry, which retries only what is safe unless told
-//     otherwise.
+//   - go-redis retries a command on its own after a network error (MaxRetries, 3 by default):
+//     a decision whose connection broke after it was sent may have been applied, and the retry
+//     counts it twice. Set MaxRetries: -1 and use WithRetry, which retries only what is safe
+//     unless told otherwise. (go-redis also retries CLUSTERDOWN, which is safe: nothing was
+//     applied. The server answers an unknown outcome UNKNOWN, which go-redis does not retry.)
 //   - go-redis ignores a context's deadline while it waits for a reply unless
 //     ContextTimeoutEnabled is set; without it a stalled server holds a call for ReadTimeout.
 type Client struct {
@@ -36,15 +37,16 @@ type Retry struct {
 	// Base is the first backoff (default 10ms); each next one doubles, up to Max (default
 	// 500ms), and each is drawn at random from its upper half, so that clients spread out.
 	Base, Max time.Duration
-	// UnknownOutcome also retries TRYAGAIN. The decision that failed may have been applied,
-	// so a retry may charge twice; only CLUSTERDOWN (nothing applied) is retried without it.
+	// UnknownOutcome also retries ErrOutcomeUnknown. The decision that failed may have been
+	// applied, so a retry may charge twice; only CLUSTERDOWN (nothing applied) is retried
+	// without it.
 	UnknownOutcome bool
 }
 
 // Option configures a Client.
 type Option func(*Client)
 
-// WithRetry retries ErrClusterDown (and ErrTryAgain if r.UnknownOutcome) with backoff, for at
+// WithRetry retries ErrClusterDown (and ErrOutcomeUnknown if r.UnknownOutcome) with backoff, for at
 // most r.For per call.
 func WithRetry(r Retry) Option {
 	return func(c *Client) {
@@ -125,7 +127,7 @@ func (c *Client) retryable(err error) bool {
 	if !ok || c.retry.For <= 0 {
 		return false
 	}
-	return se.Kind == ErrClusterDown || se.Kind == ErrTryAgain && c.retry.UnknownOutcome
+	return se.Kind == ErrClusterDown || se.Kind == ErrOutcomeUnknown && c.retry.UnknownOutcome
 }
 
 // backoff returns the wait before retry attempt+1: Base × 2^attempt capped at Max, drawn from

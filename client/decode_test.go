@@ -192,7 +192,8 @@ func TestClassifyMapsEveryPrefix(t *testing.T) {
 		"WRONGTYPE Operation against a key holding the wrong kind of value": ErrWrongType,
 		"ERR no such policy 'x'": ErrNoSuchPolicy,
 		"CLUSTERDOWN no leader: the group has no quorum right now; nothing was applied":            ErrClusterDown,
-		"TRYAGAIN outcome unknown: leadership lost; the decision may or may not have been applied": ErrTryAgain,
+		"UNKNOWN outcome unknown: leadership lost; the decision may or may not have been applied":  ErrOutcomeUnknown,
+		"TRYAGAIN outcome unknown: leadership lost; the decision may or may not have been applied": ErrOutcomeUnknown, // an older server
 		"OOM command not allowed when used memory > 'maxmemory'.":                                  ErrOOM,
 		"NOAUTH Authentication required.":                                                          ErrNoAuth,
 		"WRONGPASS invalid username-password pair or user is disabled.":                            ErrWrongPass,
@@ -203,6 +204,9 @@ func TestClassifyMapsEveryPrefix(t *testing.T) {
 		"ERR max number of clients reached":                                                        ErrMaxClients,
 		"ERR wrong number of arguments for 'rl.token' command":                                     ErrServer,
 		"EXECABORT Transaction discarded because of previous errors.":                              ErrServer,
+	}
+	if !errors.Is(classify(redisErr("UNKNOWN x")), ErrTryAgain) {
+		t.Errorf("UNKNOWN does not match ErrTryAgain, the older name of ErrOutcomeUnknown")
 	}
 	for msg, kind := range cases {
 		err := classify(fmt.Errorf("wrapped: %w", redisErr(msg)))
@@ -216,14 +220,14 @@ func TestClassifyMapsEveryPrefix(t *testing.T) {
 }
 
 func TestRetryableIsOnlyWhatIsSafeUnlessAsked(t *testing.T) {
-	down, again := classify(redisErr("CLUSTERDOWN x")), classify(redisErr("TRYAGAIN x"))
+	down, again := classify(redisErr("CLUSTERDOWN x")), classify(redisErr("UNKNOWN outcome unknown: x"))
 	off, safe, all := New(nil), New(nil, WithRetry(Retry{For: time.Second})), New(nil, WithRetry(Retry{For: time.Second, UnknownOutcome: true}))
 	for _, tc := range []struct {
 		c           *Client
 		down, again bool
 	}{{off, false, false}, {safe, true, false}, {all, true, true}} {
 		if tc.c.retryable(down) != tc.down || tc.c.retryable(again) != tc.again {
-			t.Errorf("retry %+v: CLUSTERDOWN %v, TRYAGAIN %v; want %v, %v", tc.c.retry, tc.c.retryable(down), tc.c.retryable(again), tc.down, tc.again)
+			t.Errorf("retry %+v: CLUSTERDOWN %v, UNKNOWN %v; want %v, %v", tc.c.retry, tc.c.retryable(down), tc.c.retryable(again), tc.down, tc.again)
 		}
 	}
 	for attempt := 0; attempt < 40; attempt++ {

@@ -17,8 +17,13 @@ var (
 	ErrNoSuchPolicy = errors.New("sluice: no such policy")
 	// ErrClusterDown: a replicated group had no leader; nothing was applied, retrying is safe.
 	ErrClusterDown = errors.New("sluice: cluster down, nothing applied")
-	// ErrTryAgain: leadership was lost mid-decision; the decision may or may not have counted.
-	ErrTryAgain = errors.New("sluice: outcome unknown, try again")
+	// ErrOutcomeUnknown: leadership was lost mid-decision, or a forward to the leader broke
+	// (UNKNOWN; TRYAGAIN from servers before it); the decision may or may not have counted.
+	ErrOutcomeUnknown = errors.New("sluice: outcome unknown")
+	// ErrTryAgain is ErrOutcomeUnknown's former name.
+	//
+	// Deprecated: use ErrOutcomeUnknown.
+	ErrTryAgain = ErrOutcomeUnknown
 	// ErrOOM: the server is at its memory cap and refuses new keys.
 	ErrOOM = errors.New("sluice: out of memory")
 	// ErrNoAuth: the connection has not authenticated (NOAUTH).
@@ -69,7 +74,8 @@ var errorKinds = [...]struct {
 	{"WRONGTYPE ", ErrWrongType},
 	{"ERR no such policy", ErrNoSuchPolicy},
 	{"CLUSTERDOWN ", ErrClusterDown},
-	{"TRYAGAIN ", ErrTryAgain},
+	{"UNKNOWN ", ErrOutcomeUnknown},
+	{"TRYAGAIN ", ErrOutcomeUnknown}, // servers before UNKNOWN sent it for an unknown outcome
 	{"OOM ", ErrOOM},
 	{"NOAUTH ", ErrNoAuth},
 	{"WRONGPASS ", ErrWrongPass},

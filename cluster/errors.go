@@ -3,11 +3,12 @@ package cluster
 import "errors"
 
 // The cluster's errors, in one block. The errors a client sees are reply
-// errors: their first word is the Redis Cluster error code a client
-// library already knows how to handle (CLUSTERDOWN means nothing was
-// applied, TRYAGAIN that the outcome is unknown; neither is ever an
-// admission), or they have none and the commands' one rule gives them
-// Redis's generic ERR. Errors that add details wrap these with %w.
+// errors: their first word is an error code (CLUSTERDOWN and READONLY mean
+// nothing was applied, as client libraries take them, retrying by
+// themselves; UNKNOWN that the outcome is unknown, a code no client
+// library retries; none is ever an admission), or they have none and the
+// commands' one rule gives them Redis's generic ERR. Errors that add
+// details wrap these with %w.
 var (
 	// Refusals to start or to join, wrapped with the details and the
 	// recovery procedure.
@@ -49,7 +50,15 @@ func (e clusterError) Error() string { return string(e) }
 
 // errUnknown is the reply when a decision may or may not have been
 // committed: leadership was lost after it was appended, or the connection
-// to the leader broke after it was sent.
+// to the leader broke after it was sent. Its code is UNKNOWN, never
+// TRYAGAIN: go-redis, the cluster clients of ioredis and redis-py and
+// others retry TRYAGAIN by themselves, and a retry of a decision that had
+// been applied would charge it twice. No client library retries UNKNOWN:
+// go-redis and redis-py match whole codes, and UNKNOWN does not begin with
+// ASK or MOVED, the bare prefixes node-redis's cluster client matches.
 func errUnknown(why string) clusterError {
-	return clusterError("TRYAGAIN outcome unknown: " + why + "; the decision may or may not have been applied")
+	return clusterError(unknownCode + " outcome unknown: " + why + "; the decision may or may not have been applied")
 }
+
+// unknownCode is the error code of an unknown outcome.
+const unknownCode = "UNKNOWN"

@@ -164,7 +164,7 @@ func (m *member) client(t *testing.T) *redis.Client {
 }
 
 // take runs RL.TOKEN key 1/h capacity through m and reports whether it was
-// admitted; err is a TRYAGAIN/CLUSTERDOWN reply.
+// admitted; err is an UNKNOWN/CLUSTERDOWN reply.
 func take(rdb *redis.Client, key string, capacity int) (bool, error) {
 	v, err := rdb.Do(context.Background(), "RL.TOKEN", key, "1/h", capacity).Slice()
 	if err != nil {
@@ -296,7 +296,7 @@ func TestLeaderLossKeepsTheCount(t *testing.T) {
 		ok, err := take(rdb, "k", capacity)
 		switch {
 		case err != nil:
-			unknown++ // CLUSTERDOWN or TRYAGAIN while the group elects; never an admission
+			unknown++ // CLUSTERDOWN or UNKNOWN while the group elects; never an admission
 		case ok:
 			admitted++
 		}

@@ -317,8 +317,8 @@ func drive(t *testing.T, ps []*proc, perNode int, key string, capacity int, h *h
 						t.Errorf("client %d: unexpected error %v", id, err)
 						return
 					default:
-						out = takeOutput{kind: "unknown"} // TRYAGAIN, timeouts, broken connections
-						if err != nil && !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+						out = takeOutput{kind: "unknown"} // UNKNOWN, timeouts, broken connections
+						if err != nil && !strings.HasPrefix(err.Error(), "UNKNOWN ") {
 							time.Sleep(100 * time.Millisecond) // the node is down: don't spin
 						}
 					}

@@ -285,7 +285,7 @@ func errAboveLogMax(max int64) replyError {
 // this package, or one wrapping it (%w), gets "ERR " (generic); a
 // codeError carries its own. An error from behind an interface (Keyspace,
 // Cluster, Persister) is sent as it is when its text starts with a Redis
-// error code (an upper-case word: WRONGTYPE, OOM, CLUSTERDOWN, TRYAGAIN …),
+// error code (an upper-case word: WRONGTYPE, OOM, CLUSTERDOWN, UNKNOWN …),
 // and gets "ERR " otherwise.
 func errorText(err error) (text string, generic bool) {
 	switch e := err.(type) {

@@ -11,7 +11,7 @@ import (
 // on a single node, the Raft node in a replicated group. Every method takes
 // the instant the edge read for the batch. Errors are reply errors: their
 // text starts with a Redis error code (WRONGTYPE, OOM, CLUSTERDOWN,
-// TRYAGAIN …), or gets ERR (see replyText).
+// UNKNOWN …), or gets ERR (see replyText).
 type Keyspace interface {
 	// Decide carries out reqs in order and writes each outcome to the same
 	// index of out.
@@ -99,7 +99,7 @@ type Transactor interface {
 	// if every watched key's version is still the one given; otherwise it
 	// changes nothing and returns false.
 	// An error is the reply to EXEC: nothing was carried out, or, in a
-	// replicated group, the outcome is unknown (TRYAGAIN).
+	// replicated group, the outcome is unknown (UNKNOWN).
 	Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome, ops []compat.TxOp) (bool, error)
 }
 

@@ -72,7 +72,7 @@ type Response struct {
 // instant the decisions were made at, unix ns. The overall code is
 // OVER_LIMIT when a descriptor that is not quota_mode is over its limit, or
 // when every quota_mode descriptor is, and OK otherwise; shadow descriptors
-// count as OK. An outcome's error (WRONGTYPE, OOM, TRYAGAIN …) is returned
+// count as OK. An outcome's error (WRONGTYPE, OOM, UNKNOWN …) is returned
 // as it is: the request has no answer. resp.Statuses is reused; Compose
 // does not allocate once it has grown.
 func Compose(resp *Response, items []Item, outcomes []algorithms.Outcome, now int64) error {

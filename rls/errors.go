@@ -56,14 +56,14 @@ func unknownDomain(domain string) error {
 
 // decisionError turns a keyspace's error (a Redis-style reply error) into
 // the call's status: CLUSTERDOWN (nothing was decided: no leader) and
-// TRYAGAIN (the outcome is unknown) are UNAVAILABLE, OOM is
+// UNKNOWN (the outcome is unknown) are UNAVAILABLE, OOM is
 // RESOURCE_EXHAUSTED, WRONGTYPE is FAILED_PRECONDITION; anything else is
 // INTERNAL. The text is the keyspace's.
 func decisionError(err error) error {
 	msg := err.Error()
 	code := codes.Internal
 	switch word, _, _ := strings.Cut(msg, " "); word {
-	case "CLUSTERDOWN", "TRYAGAIN":
+	case "CLUSTERDOWN", "UNKNOWN":
 		code = codes.Unavailable
 	case "OOM":
 		code = codes.ResourceExhausted
