@@ -126,7 +126,8 @@ func (s *session) queueTx(cmd *command, args [][]byte) {
 	s.writeSimple("QUEUED")
 }
 
-// own copies args into one allocation the transaction keeps.
+// own copies args into one allocation the transaction keeps, and counts
+// what the copy and its slice headers take from the allocator.
 func (s *session) own(args [][]byte) [][]byte {
 	n := 0
 	for _, a := range args {
@@ -138,7 +139,7 @@ func (s *session) own(args [][]byte) [][]byte {
 		buf = append(buf, a...)
 		owned[i] = buf[len(buf)-len(a):]
 	}
-	s.tx.bytes += int64(n) + int64(len(args))*sliceSize
+	s.tx.bytes += allocSize(int64(n)) + allocSize(int64(len(args))*sliceSize)
 	return owned
 }
 
@@ -193,7 +194,7 @@ func cmdWatch(s *session, args [][]byte) {
 		}
 		k := bytes.Clone(key)
 		s.tx.watches = append(s.tx.watches, algorithms.Watch{Key: k, Version: v})
-		s.tx.bytes += int64(len(k)) + sliceSize + 8
+		s.tx.bytes += allocSize(int64(len(k))) + sliceSize + 8
 	}
 	// reply
 	s.writeOK()

@@ -54,6 +54,13 @@ func unknownDomain(domain string) error {
 	return status.Errorf(codes.NotFound, "%s '%s'", errUnknownDomainMsg, domain)
 }
 
+// keyTooLong is the error of a descriptor whose domain, keys and values
+// add up to size bytes, more than the longest key, maxKey.
+func keyTooLong(size, maxKey int64) error {
+	return status.Errorf(codes.InvalidArgument,
+		"a descriptor's domain, keys and values add up to %d bytes, more than the longest key (%d bytes, proto-max-bulk-len)", size, maxKey)
+}
+
 // decisionError turns a keyspace's error (a Redis-style reply error) into
 // the call's status: CLUSTERDOWN (nothing was decided: no leader) and
 // UNKNOWN (the outcome is unknown) are UNAVAILABLE, OOM is

@@ -48,10 +48,11 @@ type descExtra struct {
 // writes them. It refuses what sluice cannot decide: an override with an
 // unknown unit (envoyproxy/ratelimit panics on one), a unit_multiplier of
 // 0 or one that makes the window longer than int64 nanoseconds, a
-// hits_addend above MaxInt64, and requests past maxDescriptors or
-// maxEntries. An empty domain or no descriptors are left to Plan, which
+// hits_addend above MaxInt64, requests past maxDescriptors or maxEntries,
+// and a descriptor whose domain, keys and values add up to more than
+// maxKey bytes (0: no limit), the longest key it may make. An empty domain or no descriptors are left to Plan, which
 // answers them in envoyproxy/ratelimit's words.
-func readRequest(c *call, req *rlsv3.RateLimitRequest) error {
+func readRequest(c *call, req *rlsv3.RateLimitRequest, maxKey int64) error {
 	if req == nil {
 		return errNoRequest
 	}
@@ -64,6 +65,15 @@ func readRequest(c *call, req *rlsv3.RateLimitRequest) error {
 			return errTooManyEntries
 		}
 		n += len(d.GetEntries())
+		if maxKey > 0 {
+			size := int64(len(req.GetDomain()))
+			for _, e := range d.GetEntries() {
+				size += int64(len(e.GetKey()) + len(e.GetValue()))
+			}
+			if size > maxKey {
+				return keyTooLong(size, maxKey)
+			}
+		}
 	}
 	c.descs, c.extra = c.descs[:0], c.extra[:0]
 	if cap(c.entries) < n {

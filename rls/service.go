@@ -78,6 +78,11 @@ type Config struct {
 	// counting denied hits (its default). Without it a denied descriptor
 	// changes nothing.
 	CountOverLimit bool
+	// MaxKey is the longest key a call may make, in bytes (the RESP port's
+	// proto-max-bulk-len, the longest key a RESP client can name): a
+	// descriptor whose domain, entry keys and values add up to more is
+	// refused with INVALID_ARGUMENT. 0: no limit.
+	MaxKey int
 }
 
 // DefaultConfig is envoyproxy/ratelimit's behaviour: each descriptor
@@ -96,6 +101,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("rls: unknown UnknownDomain %d", c.UnknownDomain)
 	case c.Headers > HeadersRateLimitTrio:
 		return fmt.Errorf("rls: unknown Headers %d", c.Headers)
+	case c.MaxKey < 0:
+		return fmt.Errorf("rls: MaxKey %d: want 0 (no limit) or more", c.MaxKey)
 	}
 	return nil
 }
@@ -110,6 +117,8 @@ type Service struct {
 	clock Clock
 	pool  sync.Pool // of *call
 
+	maxKey atomic.Int64 // Config.MaxKey, changed by SetMaxKey
+
 	calls, overLimit, shadowDenied, failed atomic.Int64
 }
 
@@ -118,7 +127,14 @@ type Service struct {
 func New(cfg Config, dec Decider, rules Rules, clock Clock) *Service {
 	s := &Service{cfg: cfg, dec: dec, rules: rules, clock: clock}
 	s.pool.New = func() any { return new(call) }
+	s.maxKey.Store(int64(cfg.MaxKey))
 	return s
+}
+
+// SetMaxKey changes Config.MaxKey for the calls that start from now on.
+// Any goroutine.
+func (s *Service) SetMaxKey(n int) {
+	s.maxKey.Store(int64(n))
 }
 
 // Stats counts the calls answered, those answered OVER_LIMIT, the shadow
@@ -153,7 +169,7 @@ func (s *Service) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest
 }
 
 func (s *Service) answer(c *call, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	if err := readRequest(c, req); err != nil {
+	if err := readRequest(c, req, s.maxKey.Load()); err != nil {
 		return nil, err
 	}
 	rs := s.rules.Rules()

@@ -171,6 +171,16 @@ func secondsArg(a []string, dst *time.Duration) error {
 	return nil
 }
 
+// positiveSeconds reads a whole number of seconds, at least 1.
+func positiveSeconds(a []string, dst *time.Duration) error {
+	var s int
+	if err := intArg(a, 1, 1<<31-1, &s); err != nil {
+		return err
+	}
+	*dst = time.Duration(s) * time.Second
+	return nil
+}
+
 func intArg(a []string, lo, hi int, dst *int) error {
 	v, err := oneArg(a)
 	if err != nil {

@@ -55,6 +55,7 @@ type config struct {
 	metricsBind    string // Prometheus /metrics, /healthz, /readyz (empty: off)
 	grpcReflection bool
 	grpcWorkers    int        // grpc-stream-workers
+	grpcLimits     rls.Limits // grpc-max-connections, grpc-max-concurrent-streams, grpc-max-message-size, grpc-connection-timeout, grpc-keepalive-*, grpc-max-connection-idle
 	gcHeapFloor    int64      // gc-heap-floor (gcfloor.go)
 	rls            rls.Config // grpc-batch, grpc-unknown-domain, grpc-headers, grpc-count-over-limit
 
@@ -89,6 +90,7 @@ func defaultConfig() config {
 		cluster:         cluster.DefaultConfig(),
 		rls:             rls.DefaultConfig(),
 		grpcWorkers:     rls.DefaultStreamWorkers,
+		grpcLimits:      rls.DefaultLimits(),
 		gcHeapFloor:     defaultHeapFloor,
 		tlsReplication:  "no",
 		tlsAuthClients:  "yes",
@@ -365,6 +367,31 @@ var settings = []setting{
 		func(c *config) string { return yesNo(c.grpcReflection) }},
 	{"grpc-stream-workers", func(c *config, a []string) error { return intArg(a, 0, 1<<16, &c.grpcWorkers) },
 		func(c *config) string { return strconv.Itoa(c.grpcWorkers) }},
+	// What the gRPC front end holds for its clients (rls.Limits).
+	{"grpc-max-connections", func(c *config, a []string) error { return intArg(a, 1, 1<<20, &c.grpcLimits.MaxConnections) },
+		func(c *config) string { return strconv.Itoa(c.grpcLimits.MaxConnections) }},
+	{"grpc-max-concurrent-streams", func(c *config, a []string) error {
+		var n int
+		err := intArg(a, 1, 1<<20, &n)
+		c.grpcLimits.MaxConcurrentStreams = uint32(n)
+		return err
+	}, func(c *config) string { return strconv.FormatUint(uint64(c.grpcLimits.MaxConcurrentStreams), 10) }},
+	{"grpc-max-message-size", func(c *config, a []string) error {
+		var n int64
+		err := memArg(a, 1<<10, 1<<30, &n)
+		if err == nil {
+			c.grpcLimits.MaxMessageSize = int(n)
+		}
+		return err
+	}, func(c *config) string { return strconv.Itoa(c.grpcLimits.MaxMessageSize) }},
+	{"grpc-connection-timeout", func(c *config, a []string) error { return positiveSeconds(a, &c.grpcLimits.ConnectionTimeout) },
+		func(c *config) string { return strconv.Itoa(int(c.grpcLimits.ConnectionTimeout.Seconds())) }},
+	{"grpc-keepalive-time", func(c *config, a []string) error { return positiveSeconds(a, &c.grpcLimits.KeepaliveTime) },
+		func(c *config) string { return strconv.Itoa(int(c.grpcLimits.KeepaliveTime.Seconds())) }},
+	{"grpc-keepalive-timeout", func(c *config, a []string) error { return positiveSeconds(a, &c.grpcLimits.KeepaliveTimeout) },
+		func(c *config) string { return strconv.Itoa(int(c.grpcLimits.KeepaliveTimeout.Seconds())) }},
+	{"grpc-max-connection-idle", func(c *config, a []string) error { return secondsArg(a, &c.grpcLimits.MaxConnectionIdle) },
+		func(c *config) string { return strconv.Itoa(int(c.grpcLimits.MaxConnectionIdle.Seconds())) }},
 	// The collector's heap floor (gcfloor.go).
 	{"gc-heap-floor", func(c *config, a []string) error { return memArg(a, 0, 1<<40, &c.gcHeapFloor) },
 		func(c *config) string { return strconv.FormatInt(c.gcHeapFloor, 10) }},

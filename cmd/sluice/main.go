@@ -283,6 +283,12 @@ func run(cfg config) error {
 		}
 		return err
 	}
+	live.mu.Lock()
+	live.grpc = front
+	if front != nil { // a CONFIG SET proto-max-bulk-len since cfg was read
+		front.svc.SetMaxKey(int(live.cfg.server.Limits.MaxBulk))
+	}
+	live.mu.Unlock()
 
 	stopSaves := make(chan struct{})
 	if live.saves != nil {

@@ -108,6 +108,7 @@ func (l *rulesLoader) close() {
 // grpcFrontEnd is the running gRPC server.
 type grpcFrontEnd struct {
 	srv *rls.Server
+	svc *rls.Service
 }
 
 // startGRPC listens on --grpc-bind and serves the rate limit service
@@ -129,14 +130,17 @@ func startGRPC(log *slog.Logger, cfg config, dec rls.Decider, reg *policy.Regist
 			"anyone who can reach it can spend any descriptor's limit. Bind it to loopback (a sidecar) or a private network",
 			"grpc_bind", cfg.grpcBind)
 	}
-	svc := rls.New(cfg.rls, dec, reg, clock)
-	srv := rls.NewServer(svc, rls.ServerOptions{Reflection: cfg.grpcReflection, StreamWorkers: cfg.grpcWorkers})
+	rcfg := cfg.rls
+	rcfg.MaxKey = int(cfg.server.Limits.MaxBulk) // the longest key a RESP client can name
+	svc := rls.New(rcfg, dec, reg, clock)
+	srv := rls.NewServer(svc, rls.ServerOptions{Reflection: cfg.grpcReflection, StreamWorkers: cfg.grpcWorkers, Limits: cfg.grpcLimits})
 	log.Info("Envoy rate limit service (gRPC) ready", "addr", ln.Addr().String(),
 		"reflection", yesNo(cfg.grpcReflection), "stream_workers", cfg.grpcWorkers, "headers", nameOf(cfg.rls.Headers, rlsHeaders),
 		"batch", nameOf(cfg.rls.Batch, rlsBatches), "unknown_domain", nameOf(cfg.rls.UnknownDomain, rlsUnknownDomains),
-		"count_over_limit", yesNo(cfg.rls.CountOverLimit))
+		"count_over_limit", yesNo(cfg.rls.CountOverLimit), "max_connections", cfg.grpcLimits.MaxConnections,
+		"max_concurrent_streams", cfg.grpcLimits.MaxConcurrentStreams, "max_message_size", cfg.grpcLimits.MaxMessageSize)
 	go func() { errs <- srv.Serve(ln) }()
-	return &grpcFrontEnd{srv: srv}, nil
+	return &grpcFrontEnd{srv: srv, svc: svc}, nil
 }
 
 // stop reports NOT_SERVING to health checks and lets the calls in progress

@@ -28,7 +28,8 @@ type liveConfig struct {
 	st    *store.Store // nil on a replicated node (no maxmemory there)
 	srv   *server.Server
 	cmds  *commands.Handler
-	saves *saveLoop // nil without snapshots (a replicated node)
+	saves *saveLoop     // nil without snapshots (a replicated node)
+	grpc  *grpcFrontEnd // nil without --grpc-bind; set under mu once it serves
 	stop  *stopper
 }
 
@@ -64,7 +65,12 @@ var mutable = map[string]func(l *liveConfig, c *config) error{
 	},
 	"slowlog-log-slower-than": applySlowlog,
 	"slowlog-max-len":         applySlowlog,
-	"proto-max-bulk-len":      func(l *liveConfig, c *config) error { return l.srv.SetMaxBulk(c.server.Limits.MaxBulk) },
+	"proto-max-bulk-len": func(l *liveConfig, c *config) error {
+		if l.grpc != nil { // the longest key of an RLS call follows the RESP port's
+			l.grpc.svc.SetMaxKey(int(c.server.Limits.MaxBulk))
+		}
+		return l.srv.SetMaxBulk(c.server.Limits.MaxBulk)
+	},
 	"client-query-buffer-limit": func(l *liveConfig, c *config) error {
 		return l.srv.SetQueryBufferLimit(c.server.QueryBufferLimit)
 	},
