@@ -3,8 +3,8 @@ package commands
 import "strconv"
 
 // The persistence commands: SAVE, BGSAVE, LASTSAVE and BGREWRITEAOF, with
-// Redis's replies; INFO persistence's aof_ fields, and the sync of the
-// append-only log at the end of every batch.
+// Redis's replies, and INFO persistence's aof_ fields. The sync of the
+// append-only log at the end of every batch is in durable.go.
 
 func init() {
 	register(
@@ -78,15 +78,6 @@ func cmdBgrewriteaof(s *session, args [][]byte) {
 		return
 	}
 	s.writeSimple("Background append only file rewriting started")
-}
-
-// syncLog makes the batch's changes as durable as appendfsync says before
-// its replies are written (appendfsync always: on disk). It runs once per
-// batch, after the deferred work; with nothing appended it returns at once.
-func (s *session) syncLog() {
-	if ao := s.h.cfg.AppendOnly; ao != nil {
-		ao.Sync()
-	}
 }
 
 // appendOnlyInfo returns INFO persistence's lines of the append-only log,

@@ -43,6 +43,16 @@ var policyHelp = []string{
 func cmdPolicy(s *session, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	n := len(args)
+	if sub == "set" || sub == "del" { // changes that the append-only log keeps (SidecarRecorder)
+		if err := s.h.writeRefusal(); err != nil {
+			s.writeError(err)
+			return
+		}
+		if s.h.cfg.AppendOnly != nil {
+			at := len(s.conn.Out)
+			defer func() { s.ack(at) }()
+		}
+	}
 	switch {
 	case sub == "set" && n >= 6:
 		s.policySet(args[2:])

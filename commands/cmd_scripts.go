@@ -199,8 +199,9 @@ type BatchScripter interface {
 // command's own [][]byte for the next command; the bytes they point to, in
 // the input buffer, stay until the batch ends).
 type scriptQueue struct {
-	ops  []compat.TxOp
-	args [][]byte
+	ops    []compat.TxOp
+	args   [][]byte
+	writes []bool // the call may change state (EVAL, not EVAL_RO)
 }
 
 // queueScript defers op on keys with argv if the keyspace takes batches,
@@ -221,6 +222,7 @@ func (s *session) queueScript(op compat.Op, keys, argv [][]byte) bool {
 	k := sq.args[a : a+len(keys) : a+len(keys)]
 	v := sq.args[a+len(keys) : len(sq.args) : len(sq.args)]
 	sq.ops = append(sq.ops, compat.TxOp{Op: op, Keys: k, Argv: v})
+	sq.writes = append(sq.writes, s.curCmd != 0 && commandList[s.curCmd-1].flags&flagWrite != 0)
 	return true
 }
 
@@ -234,12 +236,17 @@ func (s *session) runScripts() {
 	s.h.ks.(BatchScripter).ExecBatch(s.conn.Now(), ops, s.call)
 	clear(s.call.Keys)
 	resp3 := s.resp3.Load()
+	logged := s.h.cfg.AppendOnly != nil
 	for i := range ops {
 		r := &ops[i].Reply
 		if r.Type == compat.Error {
 			s.errors++
 		}
+		at := len(s.conn.Out)
 		s.conn.Out = r.AppendRESP(s.conn.Out, resp3)
+		if logged && s.queue.scr.writes[i] && r.Type != compat.Error {
+			s.ack(at)
+		}
 	}
 }
 
@@ -248,5 +255,5 @@ func (s *session) runScripts() {
 func (sq *scriptQueue) reset() {
 	clear(sq.ops)
 	clear(sq.args)
-	sq.ops, sq.args = sq.ops[:0], sq.args[:0]
+	sq.ops, sq.args, sq.writes = sq.ops[:0], sq.args[:0], sq.writes[:0]
 }

@@ -134,10 +134,10 @@ func (c *Config) Validate() error {
 // its replies are written.
 type AppendOnly interface {
 	// Sync makes the changes of the batches so far as durable as
-	// appendfsync says; it may wait for a disk write. A failure is the
-	// log's to report (its log line, aof_last_write_status): the replies
-	// are written, as the changes are made.
-	Sync()
+	// appendfsync says; it may wait for a disk write. An error is a reply
+	// error (Redis's MISCONF): the changes stay pending, and the replies
+	// that acknowledged them are taken back (durable.go).
+	Sync() error
 	// BackgroundRewrite starts a rewrite; an error is a reply error.
 	BackgroundRewrite() error
 	// AppendOnlyStats returns what INFO persistence reports.

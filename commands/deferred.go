@@ -134,7 +134,7 @@ func (s *session) runDecisions() {
 	q := &s.queue
 	out := s.outcomes(len(q.reqs))
 	s.decide(q.reqs, out)
-	s.writeOutcomes(q.kinds, q.cmds, out)
+	s.writeOutcomes(q.kinds, q.cmds, q.reqs, out)
 }
 
 // outcomes returns the queue's scratch for n outcomes.
@@ -147,56 +147,85 @@ func (s *session) outcomes(n int) []algorithms.Outcome {
 }
 
 // writeOutcomes writes the replies of decision items of these kinds,
-// queued by these commands (queue.cmds), whose outcomes are out: one reply
-// per item, one for a whole RL.ALL group. Each item's decision and error
-// count for the command that queued it.
-func (s *session) writeOutcomes(kinds []deferKind, cmds []uint16, out []algorithms.Outcome) {
+// queued by these commands (queue.cmds), whose requests are reqs and
+// outcomes out: one reply per item, one for a whole RL.ALL group. Each
+// item's decision and error count for the command that queued it. With the
+// append-only log on, a reply that acknowledges a change is noted (ack) so
+// that the batch's syncLog can take it back if the change cannot be made
+// durable.
+func (s *session) writeOutcomes(kinds []deferKind, cmds []uint16, reqs []algorithms.Request, out []algorithms.Outcome) {
 	running := s.curCmd // a command that carries the queue out before its own work
-	n := len(kinds)
-	for i := 0; i < n; i++ {
-		kind := kinds[i]
+	logged := s.h.cfg.AppendOnly != nil
+	for i := 0; i < len(kinds); {
 		s.cur = 0
 		if c := cmds[i]; c != 0 {
 			s.cur = s.slotFor(commandList[c-1]) + 1
 		}
-		if kind == kindAll {
-			j := i + 1
-			for j < n && kinds[j] == kindAllMember {
-				j++
-			}
-			s.writeAll(out[i:j])
-			i = j - 1
-			continue
+		at := len(s.conn.Out)
+		j := s.writeItem(kinds, out, i)
+		if logged && changed(reqs[i:j], out[i:j]) {
+			s.ack(at)
 		}
-		if kind == kindCheckAll {
-			j := i + 1
-			for j < n && kinds[j] == kindCheckAllMember {
-				j++
-			}
-			c := s.queue.chk
-			s.writeCheckAll(out[i:j], c.items[c.next:c.next+j-i])
-			c.next += j - i
-			i = j - 1
-			continue
+		i = j
+	}
+	s.restoreSlot(running)
+}
+
+// changed reports whether a decision item with these requests and outcomes
+// changed state: every request admitted (a group is all or nothing), at
+// least one not a peek.
+func changed(reqs []algorithms.Request, out []algorithms.Outcome) bool {
+	taken := false
+	for k := range reqs {
+		if out[k].Err != nil || !out[k].Result.Allowed {
+			return false
 		}
-		if kind == kindCheck {
-			c := s.queue.chk
-			item := &c.items[c.next]
-			c.next++
-			if out[i].Err != nil {
-				s.writeError(out[i].Err)
-			} else {
-				s.writeCheck(item, &out[i].Result)
-			}
-			continue
+		taken = taken || reqs[k].N != 0
+	}
+	return taken
+}
+
+// writeItem writes the reply of the decision item at i of kinds (with the
+// members of an RL.ALL group or a several-pair RL.CHECK) and returns the
+// index of the next item.
+func (s *session) writeItem(kinds []deferKind, out []algorithms.Outcome, i int) int {
+	n := len(kinds)
+	switch kind := kinds[i]; kind {
+	case kindAll:
+		j := i + 1
+		for j < n && kinds[j] == kindAllMember {
+			j++
 		}
+		s.writeAll(out[i:j])
+		return j
+	case kindCheckAll:
+		j := i + 1
+		for j < n && kinds[j] == kindCheckAllMember {
+			j++
+		}
+		c := s.queue.chk
+		s.writeCheckAll(out[i:j], c.items[c.next:c.next+j-i])
+		c.next += j - i
+		return j
+	case kindCheck:
+		c := s.queue.chk
+		item := &c.items[c.next]
+		c.next++
 		if out[i].Err != nil {
 			s.writeError(out[i].Err)
-			continue
+		} else {
+			s.writeCheck(item, &out[i].Result)
 		}
-		if kind == kindRelease {
+	case kindRelease:
+		if out[i].Err != nil {
+			s.writeError(out[i].Err)
+		} else {
 			s.writeReleased(out[i].Result.Allowed)
-			continue
+		}
+	default:
+		if out[i].Err != nil {
+			s.writeError(out[i].Err)
+			break
 		}
 		s.countDecision(out[i].Result.Allowed)
 		if kind == kindThrottle {
@@ -205,7 +234,7 @@ func (s *session) writeOutcomes(kinds []deferKind, cmds []uint16, out []algorith
 			s.writeDecision(&out[i].Result)
 		}
 	}
-	s.restoreSlot(running)
+	return i + 1
 }
 
 // decide carries out reqs: through the keyspace, except that a READONLY

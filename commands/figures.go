@@ -11,7 +11,10 @@ type Figures struct {
 	Commands, Errors, Allowed, Denied int64
 	Keyspace                          *KeyspaceStats    // nil without a StatsReporter
 	Persistence                       *PersistenceStats // nil without a Persister (a replicated node)
-	Replication                       [][2]string       // INFO replication's fields in a group, else nil
+	AppendOnly                        *AppendOnlyStats  // nil with the append-only log off
+	// WritesRefused: changes are refused with MISCONF now (durable.go).
+	WritesRefused bool
+	Replication   [][2]string // INFO replication's fields in a group, else nil
 }
 
 // Figures returns the server's figures at this moment.
@@ -26,6 +29,11 @@ func (h *Handler) Figures() Figures {
 		ps := p.PersistenceStats()
 		f.Persistence = &ps
 	}
+	if ao := h.cfg.AppendOnly; ao != nil {
+		as := ao.AppendOnlyStats()
+		f.AppendOnly = &as
+	}
+	f.WritesRefused = h.writeRefusal() != nil
 	if c := h.cfg.Cluster; c != nil {
 		f.Replication = c.InfoReplication()
 	}

@@ -40,6 +40,7 @@ type session struct {
 	lastRateNS int64
 
 	queue deferred     // the batch's deferred work (deferred.go)
+	acks  []ackSpan    // the batch's replies that acknowledge a change (durable.go)
 	tx    txState      // MULTI's queue and WATCH's keys (tx.go)
 	call  *compat.Call // scratch of EVAL and the string commands, made at the first (cmd_scripts.go)
 
@@ -126,6 +127,9 @@ func (s *session) exec(args [][]byte) {
 	default:
 		reject = s.permError(cmd, args, acl.Toplevel) // nil at once for a user allowed everything
 	}
+	if reject == nil && cmd.flags&flagWrite != 0 && cmd.class != classDecision {
+		reject = s.h.writeRefusal() // a decision's refusal is the keyspace's, for its peeks to answer
+	}
 	if reject != nil || s.queue.class != cmd.class {
 		s.runDeferred()
 	}
@@ -137,7 +141,11 @@ func (s *session) exec(args [][]byte) {
 	}
 	s.cur, s.curCmd = sl+1, cmd.idx+1
 	s.slots[sl].calls++
+	at := len(s.conn.Out)
 	cmd.run(s, args)
+	if cmd.flags&flagWrite != 0 && cmd.class == classNone && s.h.cfg.AppendOnly != nil {
+		s.ack(at) // its one reply, written now (the queue is empty: see deferred)
+	}
 	s.cur, s.curCmd = 0, 0
 }
 

@@ -143,6 +143,17 @@ func (s *session) own(args [][]byte) [][]byte {
 	return owned
 }
 
+// writes reports whether the transaction holds a command that may change
+// state.
+func (t *txState) writes() bool {
+	for _, c := range t.cmds {
+		if c.cmd.flags&flagWrite != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // endTx closes the transaction and forgets the watched keys.
 func (s *session) endTx() {
 	clear(s.tx.cmds)
@@ -227,6 +238,10 @@ func cmdExec(s *session, args [][]byte) {
 		s.writeError(errExecAbort)
 		return
 	}
+	if err := s.h.writeRefusal(); err != nil && s.tx.writes() {
+		s.writeError(err) // and the transaction is discarded, as Redis does
+		return
+	}
 	// operation: every queued decision still allowed in one call, under
 	// the watches
 	s.recheckPerms()
@@ -256,6 +271,10 @@ func cmdExec(s *session, args [][]byte) {
 		return
 	}
 	s.tx.active = false // the commands run now, not queued
+	at, acks := len(s.conn.Out), len(s.acks)
+	if s.h.cfg.AppendOnly != nil && s.tx.writes() {
+		defer func() { s.acks = append(s.acks[:acks], ackSpan{at, len(s.conn.Out)}) }() // the whole reply is one ack
+	}
 	s.writeArray(len(s.tx.cmds))
 	for _, c := range s.tx.cmds {
 		if c.permErr != nil {
@@ -263,7 +282,7 @@ func cmdExec(s *session, args [][]byte) {
 			continue
 		}
 		if c.cmd.class == classDecision {
-			s.writeOutcomes(q.kinds[c.first:c.end], q.cmds[c.first:c.end], out[c.first:c.end])
+			s.writeOutcomes(q.kinds[c.first:c.end], q.cmds[c.first:c.end], q.reqs[c.first:c.end], out[c.first:c.end])
 			continue
 		}
 		if c.op != 0 || c.opErr != nil {

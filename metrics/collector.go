@@ -64,6 +64,9 @@ var (
 	dSnapDuration   = desc("snapshot_last_duration_seconds", "How long the last snapshot took.")
 	dSnapOK         = desc("snapshot_last_success", "1 if the last snapshot succeeded, 0 if it failed.")
 	dSnaps          = desc("snapshots_total", "Snapshots written.")
+	dAOFWriteOK     = desc("aof_last_write_success", "1 if the last write of the append-only log succeeded, 0 if it failed.")
+	dAOFPending     = desc("aof_pending_bytes", "Bytes appended to the append-only log and not yet written.")
+	dWritesRefused  = desc("writes_refused", "1 while changes are refused with MISCONF (the log or the periodic save cannot write).")
 
 	dRaftRole    = desc("raft_role", "1 for this node's Raft role (leader, follower, candidate, shutdown).", "role")
 	dRaftTerm    = desc("raft_term", "The node's Raft term.")
@@ -111,7 +114,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dCommands, dRejected, dFailed, dDecisions, dCmdTime, dLatency, dErrors,
 		dClients, dConnections, dRejectedConn, dProtoErrors, dPanics, dEvictedConns, dNetIn, dNetOut, dClientMem,
 		dKeys, dKsBytes, dMaxMemory, dExpired, dEvicted, dOOM, dSweepKeys, dSweepRm, dSweepTime,
-		dSnapInProgress, dSnapLast, dSnapAge, dSnapDuration, dSnapOK, dSnaps,
+		dSnapInProgress, dSnapLast, dSnapAge, dSnapDuration, dSnapOK, dSnaps, dAOFWriteOK, dAOFPending, dWritesRefused,
 		dRaftRole, dRaftTerm, dRaftCommit, dRaftApplied, dRaftLast, dRaftEntries, dRaftPerEnt, dRaftContact, dInfo,
 		dTopCount, dTopErr, dPolicyDecisions, dPolicyShadow} {
 		ch <- d
@@ -187,6 +190,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(dSnapOK, b2f(p.LastSaveOK))
 		counter(dSnaps, float64(p.Saves))
 	}
+	if a := f.AppendOnly; a != nil {
+		gauge(dAOFWriteOK, b2f(a.LastWriteOK))
+		gauge(dAOFPending, float64(a.PendingBytes))
+	}
+	gauge(dWritesRefused, b2f(f.WritesRefused))
 	if r := f.Replication; r != nil {
 		c.collectRaft(r, gauge, counter)
 	}

@@ -129,8 +129,15 @@ type AOF struct {
 	size     atomic.Int64 // the file's size
 	baseSize atomic.Int64 // its size after the last rewrite or at open
 
-	writeOK      atomic.Bool  // the last write and fsync worked
-	delayedFsync atomic.Int64 // background fsyncs that took longer than 2 s
+	writeOK atomic.Bool // the last write and fsync worked
+	// needRewrite: an fsync failed. The kernel may have dropped the pages
+	// it could not write and report the next fsync as a success, so no
+	// later fsync proves the frames written before it durable: the log is
+	// written anew from the store (a rewrite) before writes are accepted
+	// again.
+	needRewrite  atomic.Bool
+	notify       atomic.Pointer[func(error)] // told when writing fails and works again (SetNotify)
+	delayedFsync atomic.Int64                // background fsyncs that took longer than 2 s
 	rewriting    atomic.Bool
 	rewriteOK    atomic.Bool
 	rewrites     atomic.Int64
@@ -232,19 +239,80 @@ func (a *AOF) flush(pos int64, fsync bool) error {
 	if (fsync && a.synced.Load() >= pos) || (!fsync && a.written.Load() >= pos) {
 		return nil
 	}
+	if err := a.refusal(); err != nil && a.needRewrite.Load() {
+		return err // only a rewrite makes these frames durable now (retry)
+	}
 	if err := a.writeLocked(); err != nil {
 		return err
 	}
 	if fsync {
 		end := a.written.Load()
 		if err := a.f.Sync(); err != nil {
-			a.writeOK.Store(false)
-			return err
+			return a.fsyncFailed(err)
 		}
 		a.synced.Store(end)
 	}
-	a.writeOK.Store(true)
+	a.worked()
 	return nil
+}
+
+// failed records a write of the log that failed with err: from now on the
+// store refuses every change (refusal.go), until a retry works. It returns
+// the error as the replies word it.
+func (a *AOF) failed(err error) error {
+	e := &aofError{err: err}
+	first := a.writeOK.Swap(false)
+	a.st.gate.set(true, e)
+	if fn := a.notify.Load(); fn != nil && first {
+		(*fn)(e)
+	}
+	return e
+}
+
+// SetNotify has fn called with the error when writing the log starts to
+// fail, and with nil when it works again (after a retry). fn must not call
+// the log.
+func (a *AOF) SetNotify(fn func(error)) { a.notify.Store(&fn) }
+
+// fsyncFailed is failed for an fsync: only a rewrite ends the refusal.
+func (a *AOF) fsyncFailed(err error) error {
+	a.needRewrite.Store(true)
+	return a.failed(err)
+}
+
+// worked records a write (and fsync, as the policy says) that worked, and
+// ends a refusal unless an fsync failed since the last rewrite.
+func (a *AOF) worked() {
+	if !a.writeOK.Load() && !a.needRewrite.Load() && !a.writeOK.Swap(true) {
+		a.st.gate.set(true, nil)
+		if fn := a.notify.Load(); fn != nil {
+			(*fn)(nil)
+		}
+	}
+}
+
+// refusal is the error of the failed write that refuses changes, or nil.
+func (a *AOF) refusal() error {
+	if a.writeOK.Load() {
+		return nil
+	}
+	return a.st.WriteRefusal()
+}
+
+// retry tries again, once the log failed, to make durable what is pending:
+// the write and fsync that failed or, after a failed fsync, a rewrite.
+// Success ends the refusal.
+func (a *AOF) retry() {
+	if a.needRewrite.Load() {
+		if a.Rewrite() == nil {
+			a.needRewrite.Store(false)
+			a.worked()
+		}
+		return
+	}
+	if a.flush(a.appended.Load(), a.cfg.Fsync != FsyncNo) == nil {
+		a.worked()
+	}
 }
 
 // writeLocked writes every frame appended so far to the file in one
@@ -266,8 +334,7 @@ func (a *AOF) writeLocked() error {
 			a.mu.Lock()
 			a.buf = append(data, a.buf...) // the next write starts with these again
 			a.mu.Unlock()
-			a.writeOK.Store(false)
-			return err
+			return a.failed(err)
 		}
 		a.size.Add(int64(len(data)))
 	}
@@ -282,7 +349,8 @@ func (a *AOF) writeLocked() error {
 // run is the log's background loop: once a second it writes what is
 // pending and, with FsyncEverySec, forces the file to disk without holding
 // up the writers; it starts an automatic rewrite when the file has grown
-// enough.
+// enough. While the last write failed, it retries instead, once a second,
+// whatever the policy: changes are refused until a retry works.
 func (a *AOF) run() {
 	defer close(a.done)
 	t := time.NewTicker(time.Second)
@@ -292,6 +360,10 @@ func (a *AOF) run() {
 		case <-a.stop:
 			return
 		case <-t.C:
+		}
+		if !a.writeOK.Load() {
+			a.retry()
+			continue
 		}
 		if a.cfg.Fsync == FsyncEverySec {
 			a.backgroundSync()
@@ -326,7 +398,7 @@ func (a *AOF) backgroundSync() {
 		a.delayedFsync.Add(1)
 	}
 	if err != nil {
-		a.writeOK.Store(false)
+		a.fsyncFailed(err)
 		return
 	}
 	for {
@@ -335,7 +407,7 @@ func (a *AOF) backgroundSync() {
 			break
 		}
 	}
-	a.writeOK.Store(true)
+	a.worked()
 }
 
 // shouldRewrite reports whether the file has grown past the automatic

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -324,7 +325,15 @@ func TestAOFFailedWriteIsKeptAndRetried(t *testing.T) {
 	if s := a.Stats(); s.LastWriteOK || s.Pending == 0 {
 		t.Fatalf("after a failed write: %+v; want LastWriteOK false and the frame pending", s)
 	}
-	decide(st, t0, tok)
+	// Changes are refused until a write works; peeks are answered.
+	if o := decide(st, t0, tok); o.Err == nil || !strings.HasPrefix(o.Err.Error(), "MISCONF Errors writing to the AOF file: ") {
+		t.Fatalf("Take(t0, n=1) while the log fails = %+v; want the MISCONF error", o)
+	}
+	peek := tok
+	peek.N = 0
+	if o := decide(st, t0, peek); o.Err != nil || o.Result.Remaining != 98 {
+		t.Fatalf("Take(t0, n=0) while the log fails = %+v; want remaining 98", o)
+	}
 	a.wmu.Lock()
 	a.f = good
 	a.wmu.Unlock()
@@ -337,8 +346,8 @@ func TestAOFFailedWriteIsKeptAndRetried(t *testing.T) {
 	}
 	a.Close()
 	got, l := loadLog(t, path, AOFLoadOptions{})
-	if r := remaining(t, got, t0, tok); r != 97 || l.Frames != 3 {
-		t.Fatalf("remaining = %d in %d frames; want 97 in 3: the failed write's frame is written once, whole", r, l.Frames)
+	if r := remaining(t, got, t0, tok); r != 98 || l.Frames != 2 {
+		t.Fatalf("remaining = %d in %d frames; want 98 in 2: the failed write's frame is written once, whole", r, l.Frames)
 	}
 }
 

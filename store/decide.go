@@ -26,8 +26,20 @@ func (st *Store) SetDeciders(n int) { st.together.Store(n == 1) }
 // same index of out, which must be at least as long as reqs. Each request is
 // atomic on its key; consecutive requests with the same nonzero Group are
 // one all-or-nothing decision, atomic across their keys (see decideGroup).
+//
+// While WriteRefusal refuses changes, a request that would change state
+// gets that error as its outcome instead (see decideRefused).
 func (st *Store) Decide(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
 	together := st.together.Load()
+	if p := st.gate.refusal.Load(); p != nil {
+		st.decideRefused(now, reqs, out, *p, together)
+		return
+	}
+	st.decideAccepted(now, reqs, out, together)
+}
+
+// decideAccepted is Decide while changes are accepted.
+func (st *Store) decideAccepted(now int64, reqs []algorithms.Request, out []algorithms.Outcome, together bool) {
 	if st.hasOverrides.Load() && namesOverride(reqs) {
 		st.decideOverrides(now, reqs, out, together)
 		return

@@ -24,7 +24,12 @@ type Saver struct {
 	saves    atomic.Int64
 	lastNS   atomic.Int64 // how long the last save took
 	bg       atomic.Bool  // the running save is a background one
+	periodic atomic.Int32 // Runs running: while one is, a failed background save refuses changes
 }
+
+// saveRetry is how soon a failed periodic save is tried again, as Redis's
+// CONFIG_BGSAVE_RETRY_DELAY.
+const saveRetry = 5 * time.Second
 
 // NewSaver returns a saver of st to path. LASTSAVE reports the time of its
 // creation until a save succeeds, as Redis reports its start-up time.
@@ -68,7 +73,11 @@ func (s *Saver) Save() error {
 		return ErrSaveInProgress
 	}
 	defer s.end(done)
-	return s.record(time.Now(), s.st.saveFile(s.path))
+	err := s.record(time.Now(), s.st.saveFile(s.path))
+	if err == nil {
+		s.st.saveRefuses(false)
+	}
+	return err
 }
 
 // BackgroundSave starts writing the snapshot in its own goroutine. It is
@@ -80,7 +89,8 @@ func (s *Saver) BackgroundSave() error {
 	}
 	go func() {
 		defer s.end(done)
-		s.record(time.Now(), s.st.saveFile(s.path))
+		err := s.record(time.Now(), s.st.saveFile(s.path))
+		s.st.saveRefuses(err != nil && s.periodic.Load() > 0)
 	}()
 	return nil
 }
@@ -137,16 +147,30 @@ func (s *Saver) record(start time.Time, err error) error {
 func (s *Saver) LastSave() int64 { return s.lastSave.Load() }
 
 // Run saves in the background every period until stop is closed; a save
-// still running when the next is due is let be.
+// still running when the next is due is let be. While it runs, a failed
+// background save refuses every change (Store.SetStopWritesOnSaveError)
+// and is tried again every saveRetry until one works.
 func (s *Saver) Run(period time.Duration, stop <-chan struct{}) {
+	s.periodic.Add(1)
+	defer func() {
+		if s.periodic.Add(-1) == 0 {
+			s.st.saveRefuses(false)
+		}
+	}()
 	t := time.NewTicker(period)
 	defer t.Stop()
+	retry := time.NewTicker(min(saveRetry, period))
+	defer retry.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
 			s.BackgroundSave()
+		case <-retry.C:
+			if !s.lastOK.Load() {
+				s.BackgroundSave()
+			}
 		}
 	}
 }

@@ -31,6 +31,10 @@ type Store struct {
 	// path: RL.OVERRIDE, a snapshot, the log); until then Decide looks no
 	// override up. It is never cleared (a stale true costs lookups only).
 	hasOverrides atomic.Bool
+	// gate is what refuses changes now (refusal.go); ignoreSaveErrors is
+	// stop-writes-on-bgsave-error no.
+	gate             writeGate
+	ignoreSaveErrors atomic.Bool
 
 	sidecar Sidecar // kept beside the entries in snapshots and the log (sidecar.go); nil: none
 	// loadedSidecar is the last sidecar state a load into this store met,

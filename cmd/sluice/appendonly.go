@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/sluice-rl/sluice/commands"
@@ -111,34 +110,30 @@ func fsyncPromise(f store.Fsync) string {
 	}
 }
 
-// appendOnly is the log as the commands' AppendOnly; it logs a failing
-// write once, and once when writes work again.
+// appendOnly is the log as the commands' AppendOnly.
 type appendOnly struct {
-	a       *store.AOF
-	log     *slog.Logger
-	failing atomic.Bool
+	a *store.AOF
 }
 
 // appendOnlyOf returns a as the commands' AppendOnly, or a nil interface
-// when the log is off.
+// when the log is off; it logs a failing write once, and once when writes
+// work again.
 func appendOnlyOf(a *store.AOF, log *slog.Logger) commands.AppendOnly {
 	if a == nil {
 		return nil
 	}
-	return &appendOnly{a: a, log: log}
+	a.SetNotify(func(err error) {
+		if err != nil {
+			log.Error("append-only log: writing failed; changes are refused (MISCONF) and the write is retried "+
+				"once a second", "path", a.Path(), "err", err)
+			return
+		}
+		log.Info("append-only log: writing works again; changes are accepted", "path", a.Path())
+	})
+	return &appendOnly{a: a}
 }
 
-func (ao *appendOnly) Sync() {
-	err := ao.a.Sync()
-	switch {
-	case err != nil && !ao.failing.Swap(true):
-		ao.log.Error("append-only log: writing failed; the changes stay in memory and the write is retried",
-			"path", ao.a.Path(), "err", err)
-	case err == nil && ao.failing.Load() && ao.a.Stats().LastWriteOK:
-		ao.failing.Store(false)
-		ao.log.Info("append-only log: writing works again", "path", ao.a.Path())
-	}
-}
+func (ao *appendOnly) Sync() error { return ao.a.Sync() }
 
 func (ao *appendOnly) BackgroundRewrite() error { return ao.a.BackgroundRewrite() }
 

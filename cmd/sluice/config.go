@@ -42,8 +42,11 @@ type config struct {
 	appendonlySet  bool
 	appendfilename string
 	aofLoadCorrupt bool
-	aof            store.AOFConfig
-	announceAddr   string // cluster.RESPAddr, if set; else the first --bind and --port
+	// stopWritesOnSaveError is stop-writes-on-bgsave-error: a failed
+	// periodic save refuses changes until a save works.
+	stopWritesOnSaveError bool
+	aof                   store.AOFConfig
+	announceAddr          string // cluster.RESPAddr, if set; else the first --bind and --port
 
 	server   server.Config   // maxclients, timeout, the reader's limits, event-loops
 	commands commands.Config // requirepass, enable-debug-command, log-max-limit
@@ -74,26 +77,27 @@ type config struct {
 func defaultConfig() config {
 	srv := server.DefaultConfig()
 	return config{
-		port:            6380,
-		bind:            []string{"127.0.0.1"},
-		shards:          max(4, 2*runtime.GOMAXPROCS(0)), // few shards: a pipeline's keys share locks and their lookups overlap
-		loglevel:        "notice",
-		maxmemoryPolicy: "noeviction",
-		maxmemClients:   srv.MaxMemoryClients,
-		dir:             ".",
-		dbfilename:      "sluice.snap",
-		save:            300,
-		appendfilename:  "appendonly.aof",
-		aof:             store.DefaultAOFConfig(),
-		server:          srv,
-		commands:        commands.DefaultConfig(),
-		cluster:         cluster.DefaultConfig(),
-		rls:             rls.DefaultConfig(),
-		grpcWorkers:     rls.DefaultStreamWorkers,
-		grpcLimits:      rls.DefaultLimits(),
-		gcHeapFloor:     defaultHeapFloor,
-		tlsReplication:  "no",
-		tlsAuthClients:  "yes",
+		port:                  6380,
+		bind:                  []string{"127.0.0.1"},
+		shards:                max(4, 2*runtime.GOMAXPROCS(0)), // few shards: a pipeline's keys share locks and their lookups overlap
+		loglevel:              "notice",
+		maxmemoryPolicy:       "noeviction",
+		maxmemClients:         srv.MaxMemoryClients,
+		dir:                   ".",
+		dbfilename:            "sluice.snap",
+		save:                  300,
+		stopWritesOnSaveError: true,
+		appendfilename:        "appendonly.aof",
+		aof:                   store.DefaultAOFConfig(),
+		server:                srv,
+		commands:              commands.DefaultConfig(),
+		cluster:               cluster.DefaultConfig(),
+		rls:                   rls.DefaultConfig(),
+		grpcWorkers:           rls.DefaultStreamWorkers,
+		grpcLimits:            rls.DefaultLimits(),
+		gcHeapFloor:           defaultHeapFloor,
+		tlsReplication:        "no",
+		tlsAuthClients:        "yes",
 	}
 }
 
@@ -237,6 +241,8 @@ var settings = []setting{
 		func(c *config) string { return strconv.FormatInt(c.aof.AutoRewriteMinSize, 10) }},
 	{"aof-load-corrupt", func(c *config, a []string) error { return boolArg(a, &c.aofLoadCorrupt) },
 		func(c *config) string { return yesNo(c.aofLoadCorrupt) }},
+	{"stop-writes-on-bgsave-error", func(c *config, a []string) error { return boolArg(a, &c.stopWritesOnSaveError) },
+		func(c *config) string { return yesNo(c.stopWritesOnSaveError) }},
 	{"node-id", func(c *config, a []string) error { return stringArg(a, &c.cluster.ID) },
 		func(c *config) string { return c.cluster.ID }},
 	{"raft-bind", func(c *config, a []string) error { return stringArg(a, &c.cluster.RaftBind) },

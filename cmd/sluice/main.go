@@ -111,6 +111,7 @@ func run(cfg config) error {
 	defer obs.stop()
 
 	st := store.New(cfg.shards)
+	st.SetStopWritesOnSaveError(cfg.stopWritesOnSaveError)
 	// The policies: in a group, the command-defined ones are the group's,
 	// replayed from the log into this registry (docs/policies.md).
 	rules := policy.NewRegistry()
