@@ -107,7 +107,8 @@ func (l *rulesLoader) close() {
 
 // grpcFrontEnd is the running gRPC server.
 type grpcFrontEnd struct {
-	srv *rls.Server
+	srv  *rls.Server
+	addr string // the address it listens on
 }
 
 // startGRPC listens on --grpc-bind and serves the rate limit service
@@ -136,7 +137,7 @@ func startGRPC(log *slog.Logger, cfg config, dec rls.Decider, reg *policy.Regist
 		"batch", nameOf(cfg.rls.Batch, rlsBatches), "unknown_domain", nameOf(cfg.rls.UnknownDomain, rlsUnknownDomains),
 		"count_over_limit", yesNo(cfg.rls.CountOverLimit))
 	go func() { errs <- srv.Serve(ln) }()
-	return &grpcFrontEnd{srv: srv}, nil
+	return &grpcFrontEnd{srv: srv, addr: ln.Addr().String()}, nil
 }
 
 // stop reports NOT_SERVING to health checks and lets the calls in progress
