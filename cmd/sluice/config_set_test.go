@@ -34,6 +34,7 @@ func TestConfigSetThenRewriteSurvivesARestart(t *testing.T) {
 	}
 	argv := []string{file, "--port", "auto", "--bind", "127.0.0.1"}
 	p := startArgv(t, argv)
+	argv[2] = portOf(p) // the restart keeps the port
 	rdb := client(t, p)
 	ctx := context.Background()
 	for _, kv := range [][2]string{{"slowlog-max-len", "7"}, {"maxmemory", "10mb"}, {"loglevel", "verbose"},

@@ -119,6 +119,7 @@ func run(cfg config) error {
 	// An auto port is bound now: a node announces its RESP address to its
 	// group, and CONFIG GET port says the port. Nobody knows the port
 	// before the ports file is written, so nobody waits on it meanwhile.
+	warnExposed(log, cfg)
 	var lns []clientListener
 	if cfg.port == autoPort || cfg.tlsPort == autoPort {
 		if lns, err = listenClients(&cfg); err != nil {
@@ -255,7 +256,6 @@ func run(cfg config) error {
 	hup := make(chan os.Signal, 1) // reloads the TLS certificates; as Redis, never stops the server
 	signal.Notify(hup, syscall.SIGHUP)
 
-	warnExposed(log, cfg)
 	if cfg.port == 0 && cfg.tlsPort == 0 {
 		if cfg.grpcBind == "" {
 			return errors.New("--port 0 and no --tls-port: no port to serve clients on")
