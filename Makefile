@@ -55,10 +55,13 @@ deps:
 	fi
 	$(GO) mod download
 
-## vet: go vet over the whole module, and the layering check (.ci/layers: imports follow docs/architecture.md's diagram)
+## vet: go vet over the whole module, the layering check (.ci/layers: imports follow docs/architecture.md's diagram),
+## and no committed executables (.ci/executables: build output stays out of git)
 vet:
 	$(GO) vet ./...
 	.ci/layers
+	.ci/executables_test
+	.ci/executables
 
 ## race: every test, with the race detector (fuzz targets run their seed corpora)
 race:

@@ -1,12 +1,12 @@
 package acl
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
+	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,22 +28,28 @@ func startRedis(t *testing.T, extra ...string) *redis.Client {
 	if err != nil {
 		t.Skip("redis-server is not on PATH (apt-get install redis-server): the comparison with Redis is not run")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+	// A Unix socket of the test's own: redis-server cannot be asked for a free TCP port
+	// (its --port 0 means no TCP), and a port found free may be taken before it binds.
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	args := append([]string{"--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir(), "--loglevel", "warning"}, extra...)
 	cmd := exec.Command(bin, args...)
+	var out bytes.Buffer // read once it has exited
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, Protocol: 2, DisableIndentity: true, MaxRetries: -1})
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, Protocol: 2, DisableIndentity: true, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(context.Background()).Err() != nil; {
+		select {
+		case <-exited:
+			t.Fatalf("redis-server exited: %v\n%s", cmd.ProcessState, out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("redis-server did not answer within 10s")
 		}

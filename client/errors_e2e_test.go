@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,11 +76,9 @@ func TestOutOfMemoryMatchesErrOOM(t *testing.T) {
 // WithRetry the call keeps asking, with backoff, and is answered once a leader adds the node;
 // without it the error comes back at once, typed.
 func TestRetryOutlastsClusterDownUntilALeaderExists(t *testing.T) {
-	raftA, raftB := sluicetest.FreeAddr(t), sluicetest.FreeAddr(t)
-	_, portA, _ := strings.Cut(sluicetest.FreeAddr(t), ":")
-	_, portB, _ := strings.Cut(sluicetest.FreeAddr(t), ":")
-	a := sluicetest.Start(t, "--port", portA, "--node-id", "na", "--raft-bind", raftA)
-	b := sluicetest.Start(t, "--port", portB, "--node-id", "nb", "--raft-bind", raftB, "--bootstrap", "force")
+	a := sluicetest.Start(t, "--node-id", "na", "--raft-bind", "127.0.0.1:0")
+	b := sluicetest.Start(t, "--node-id", "nb", "--raft-bind", "127.0.0.1:0", "--bootstrap", "force")
+	raftA := a.Listening("raft")
 	ctx := context.Background()
 	rdbA, rdbB := a.Client(2), b.Client(2)
 

@@ -15,3 +15,13 @@ func resolveTCP(addr string) (*net.TCPAddr, error) {
 	}
 	return a, nil
 }
+
+// RaftAddrs returns the address the node's Raft port listens on (with the
+// port the kernel chose for a RaftBind with port 0) and the address it
+// advertises to its peers. Both are "" with Config.Transport.
+func (n *Node) RaftAddrs() (bound, advertised string) {
+	if n.stream == nil {
+		return "", ""
+	}
+	return n.stream.bound().String(), n.stream.Addr().String()
+}

@@ -48,9 +48,9 @@ func newProcs(t *testing.T, n int) []*proc {
 	var ps []*proc
 	for i := 1; i <= n; i++ {
 		ip := fmt.Sprintf("127.0.0.%d", 10+i)
-		p := &proc{t: t, bin: bin, id: fmt.Sprintf("n%d", i), port: freePort(t), raftIP: ip, raftPort: freePortOn(t, ip),
-			dir: filepath.Join(base, fmt.Sprintf("n%d", i)), logPath: filepath.Join(base, fmt.Sprintf("n%d.log", i))}
-		p.advPort = p.raftPort
+		p := &proc{t: t, bin: bin, id: fmt.Sprintf("n%d", i), raftIP: ip,
+			dir: filepath.Join(base, fmt.Sprintf("n%d", i)), logPath: filepath.Join(base, fmt.Sprintf("n%d.log", i)),
+			portsPath: filepath.Join(base, fmt.Sprintf("n%d.ports", i))}
 		ps = append(ps, p)
 	}
 	t.Cleanup(func() {
@@ -81,11 +81,18 @@ func peek(t *testing.T, p *proc, key string, capacity int) int64 {
 func TestProcessWipedNodeDoesNotBootstrapASecondGroup(t *testing.T) {
 	ps := newProcs(t, 3)
 	n1, n2, n3 := ps[0], ps[1], ps[2]
+	// The others first, waiting to be added: n1 bootstraps once both
+	// answer as members of no group, and adds them.
+	n2.start()
+	n3.start()
 	boot := []string{"--bootstrap", "yes", "--peers", n2.addr(), n3.addr()}
-	// The joiners first: n1 bootstraps once both answer as members of no group.
-	n2.start("--join", n1.addr())
-	n3.start("--join", n1.addr())
 	n1.start(boot...)
+	waitFor(t, 20*time.Second, func() bool { return n1.info("ready") == "true" })
+	for _, p := range []*proc{n2, n3} {
+		if _, err := n1.do("RAFT.JOIN", p.id, p.raftAddr(), p.addr()); err != nil {
+			t.Fatalf("RAFT.JOIN %s: %v", p.id, err)
+		}
+	}
 	waitFor(t, 20*time.Second, func() bool { return n1.info("members") == "3" && n3.info("leader_id") != "" })
 	for i := 0; i < 3; i++ {
 		if _, err := n1.do("RL.TOKEN", "k", "1/h", 10); err != nil {

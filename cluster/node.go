@@ -24,8 +24,8 @@ import (
 // Validate refuses.
 type Config struct {
 	ID            string          // this node's id, unique in the group
-	RaftBind      string          // host:port the Raft transport listens on
-	RaftAdvertise string          // the address peers dial; RaftBind if empty
+	RaftBind      string          // host:port the Raft transport listens on (port 0: one the kernel chooses)
+	RaftAdvertise string          // the address peers dial; RaftBind's bound address if empty
 	RESPAddr      string          // this node's client address, where followers forward to
 	Dir           string          // raft.db and snapshots live in Dir/raft
 	Bootstrap     BootstrapMode   // whether a node with no Raft state starts a new group (bootstrap.go)
@@ -250,6 +250,8 @@ func (n *Node) openStorage() error {
 	if err != nil {
 		return err
 	}
+	// Port 0 in RaftBind lets the kernel choose; without RaftAdvertise the
+	// node then advertises the address it is bound to.
 	adv := cfg.RaftAdvertise
 	if adv == "" {
 		adv = cfg.RaftBind
@@ -257,6 +259,9 @@ func (n *Node) openStorage() error {
 	addr, err := resolveTCP(adv)
 	if err != nil {
 		return err
+	}
+	if addr.Port == 0 && cfg.RaftAdvertise != "" {
+		return fmt.Errorf("cluster: raft advertise address %q must name a port", cfg.RaftAdvertise)
 	}
 	var sec *raftTLS
 	if cfg.RaftServerTLS != nil {

@@ -39,21 +39,22 @@ func TestProcessPartitionedLeader(t *testing.T) {
 // address, and can cut off callers by that address: their connections are
 // closed and new ones refused.
 type proxy struct {
-	ln     net.Listener
-	port   int
-	target string
+	ln   net.Listener
+	port int
 
 	mu      sync.Mutex
+	target  string // the node's Raft port; "" until it is known
 	blocked map[string]bool
 	conns   map[net.Conn]string // both ends of every relay, by the caller's address
 }
 
-func startProxy(t *testing.T, ip, target string) *proxy {
+// startProxy listens on ip; it relays to nothing until setTarget.
+func startProxy(t *testing.T, ip string) *proxy {
 	ln, err := net.Listen("tcp", ip+":0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := &proxy{ln: ln, port: ln.Addr().(*net.TCPAddr).Port, target: target,
+	px := &proxy{ln: ln, port: ln.Addr().(*net.TCPAddr).Port,
 		blocked: map[string]bool{}, conns: map[net.Conn]string{}}
 	t.Cleanup(func() { ln.Close(); px.block("*") })
 	go px.serve()
@@ -76,6 +77,11 @@ func (px *proxy) serve() {
 		// Dial from the caller's address: the node behind the proxy admits
 		// Raft connections from its members' addresses only.
 		d := net.Dialer{Timeout: time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
+		if px.target == "" {
+			px.mu.Unlock()
+			c.Close()
+			continue
+		}
 		up, err := d.Dial("tcp", px.target)
 		if err != nil {
 			px.mu.Unlock()
@@ -108,6 +114,13 @@ func (px *proxy) pipe(dst, src net.Conn) {
 	delete(px.conns, dst)
 	delete(px.conns, src)
 	px.mu.Unlock()
+}
+
+// setTarget points the proxy at the node's Raft port.
+func (px *proxy) setTarget(addr string) {
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	px.target = addr
 }
 
 // block cuts off callers from these addresses ("*": everyone).

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -57,46 +59,57 @@ func buildSluice(t *testing.T) string {
 	return sluiceBin.path
 }
 
-func freePort(t *testing.T) int { return freePortOn(t, "127.0.0.1") }
-
-func freePortOn(t *testing.T, ip string) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 type proc struct {
-	t        *testing.T
-	bin      string
-	id       string
-	port     int
-	raftIP   string // each node's Raft traffic has its own loopback address
-	raftPort int
-	advPort  int // where peers dial this node's raft port (a proxy, or raftPort)
-	dir      string
-	logPath  string
-	always   []string // flags every start passes (TLS files)
-	cmd      *exec.Cmd
-	exited   chan struct{}
+	t         *testing.T
+	bin       string
+	id        string
+	port      int    // the RESP port: 0 until the first start reports it
+	raftIP    string // each node's Raft traffic has its own loopback address
+	raftPort  int    // 0 until the first start reports it
+	advPort   int    // where peers dial this node's raft port (a proxy, or raftPort); 0: raftPort
+	px        *proxy // in front of the Raft port, or nil
+	dir       string
+	logPath   string
+	portsPath string   // the node's --ports-file
+	always    []string // flags every start passes (TLS files)
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	expected  atomic.Bool // the harness ended the process (kill)
 }
 
 func (p *proc) addr() string { return fmt.Sprintf("127.0.0.1:%d", p.port) }
 
-// args are the flags every start of p has, then extra.
+// args are the flags every start of p has, then extra. The first start
+// lets the kernel choose the RESP and Raft ports (--port auto, --raft-bind
+// ip:0) and reads them from the ports file; later starts keep them, as a
+// restarted member must (its group knows it by them).
 func (p *proc) args(extra ...string) []string {
-	return append([]string{"--port", fmt.Sprint(p.port), "--node-id", p.id,
-		"--raft-bind", fmt.Sprintf("%s:%d", p.raftIP, p.raftPort),
-		"--raft-advertise", fmt.Sprintf("%s:%d", p.raftIP, p.advPort),
-		"--dir", p.dir, "--loglevel", "warning"}, append(append([]string(nil), p.always...), extra...)...)
+	port := "auto"
+	if p.port != 0 {
+		port = fmt.Sprint(p.port)
+	}
+	args := []string{"--port", port, "--node-id", p.id, "--raft-bind", fmt.Sprintf("%s:%d", p.raftIP, p.raftPort),
+		"--ports-file", p.portsPath, "--dir", p.dir, "--loglevel", "warning"}
+	if p.advPort != 0 {
+		args = append(args, "--raft-advertise", fmt.Sprintf("%s:%d", p.raftIP, p.advPort))
+	}
+	return append(args, append(append([]string(nil), p.always...), extra...)...)
+}
+
+// live are the processes started by the running tests, which waitFor
+// watches: one that exits unless the harness ended it fails the test at
+// once, with its log.
+var live struct {
+	sync.Mutex
+	procs map[*proc]bool
 }
 
 func (p *proc) start(extra ...string) {
 	p.t.Helper()
 	args := p.args(extra...)
+	if err := os.Remove(p.portsPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.t.Fatal(err)
+	}
 	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		p.t.Fatal(err)
@@ -108,19 +121,80 @@ func (p *proc) start(extra ...string) {
 		p.t.Fatal(err)
 	}
 	p.exited = make(chan struct{})
-	go func() { p.cmd.Wait(); logf.Close(); close(p.exited) }()
-	// Wait for the RESP port.
+	p.expected.Store(false)
+	go func(cmd *exec.Cmd, exited chan struct{}) { cmd.Wait(); logf.Close(); close(exited) }(p.cmd, p.exited)
+	live.Lock()
+	if live.procs == nil {
+		live.procs = map[*proc]bool{}
+	}
+	live.procs[p] = true
+	live.Unlock()
+	// Wait for the ports file: written once every listener serves.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", p.addr(), 100*time.Millisecond)
-		if err == nil {
-			c.Close()
+		if b, err := os.ReadFile(p.portsPath); err == nil {
+			p.readPorts(string(b))
 			return
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("%s did not start: %v\n%s", p.id, err, p.logTail())
+		select {
+		case <-p.exited:
+			p.t.Fatalf("%s exited before it was serving (%v):\n%s", p.id, p.cmd.ProcessState, p.logTail())
+		case <-time.After(10 * time.Millisecond):
 		}
-		time.Sleep(20 * time.Millisecond)
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%s wrote no ports file in 10 s:\n%s", p.id, p.logTail())
+		}
+	}
+}
+
+// readPorts takes the RESP and Raft ports from a ports file's text.
+func (p *proc) readPorts(text string) {
+	p.t.Helper()
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		name, addr, _ := strings.Cut(line, " ")
+		ap, err := netip.ParseAddrPort(addr)
+		if err != nil {
+			p.t.Fatalf("%s: ports file line %q: %v", p.id, line, err)
+		}
+		switch name {
+		case "resp":
+			p.port = int(ap.Port())
+		case "raft":
+			p.raftPort = int(ap.Port())
+		}
+	}
+	if p.port == 0 || p.raftPort == 0 {
+		p.t.Fatalf("%s: the ports file names no RESP or Raft port:\n%s", p.id, text)
+	}
+	if p.advPort == 0 {
+		p.advPort = p.raftPort
+	}
+	if p.px != nil {
+		p.px.setTarget(fmt.Sprintf("%s:%d", p.raftIP, p.raftPort))
+	}
+}
+
+// checkAlive fails t at once, with the log, if a process it started has
+// exited without the harness ending it.
+func checkAlive(t *testing.T) {
+	t.Helper()
+	live.Lock()
+	var dead *proc
+	for p := range live.procs {
+		if p.t != t {
+			continue
+		}
+		select {
+		case <-p.exited:
+			if !p.expected.Load() {
+				dead = p
+			}
+		default:
+		}
+	}
+	live.Unlock()
+	if dead != nil {
+		t.Fatalf("%s exited (%v):\n%s", dead.id, dead.cmd.ProcessState, dead.logTail())
 	}
 }
 
@@ -130,6 +204,7 @@ func (p *proc) kill() {
 	if p.cmd == nil {
 		return
 	}
+	p.expected.Store(true)
 	p.cmd.Process.Signal(syscall.SIGCONT)
 	p.cmd.Process.Kill()
 	<-p.exited
@@ -180,8 +255,8 @@ func startProcGroupWith(t *testing.T, withProxies bool, always func(p *proc) []s
 	var proxies []*proxy
 	if withProxies {
 		for _, p := range ps {
-			px := startProxy(t, p.raftIP, fmt.Sprintf("%s:%d", p.raftIP, p.raftPort))
-			p.advPort = px.port
+			px := startProxy(t, p.raftIP) // its target is the node's Raft port, once started
+			p.px, p.advPort = px, px.port
 			proxies = append(proxies, px)
 		}
 	}
@@ -198,6 +273,7 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
+		checkAlive(t)
 		if time.Now().After(deadline) {
 			t.Fatalf("condition not met within %v", d)
 		}

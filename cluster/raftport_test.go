@@ -150,9 +150,9 @@ func extraProc(t *testing.T, ps []*proc, i int) *proc {
 	t.Helper()
 	ip := fmt.Sprintf("127.0.0.%d", 10+i)
 	base := filepath.Dir(ps[0].dir)
-	p := &proc{t: t, bin: ps[0].bin, id: fmt.Sprintf("n%d", i), port: freePort(t), raftIP: ip, raftPort: freePortOn(t, ip),
-		dir: filepath.Join(base, fmt.Sprintf("n%d", i)), logPath: filepath.Join(base, fmt.Sprintf("n%d.log", i))}
-	p.advPort = p.raftPort
+	p := &proc{t: t, bin: ps[0].bin, id: fmt.Sprintf("n%d", i), raftIP: ip,
+		dir: filepath.Join(base, fmt.Sprintf("n%d", i)), logPath: filepath.Join(base, fmt.Sprintf("n%d.log", i)),
+		portsPath: filepath.Join(base, fmt.Sprintf("n%d.ports", i))}
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {

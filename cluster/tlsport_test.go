@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -216,9 +215,9 @@ func startTLSNode(t *testing.T, id string, r *certs.Reloader, bootstrap Bootstra
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := &tlsNode{id: id, addr: ln.Addr().String(), raftAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	tn := &tlsNode{id: id, addr: ln.Addr().String()}
 	node, err := Open(Config{
-		ID: id, RESPAddr: tn.addr, RaftBind: tn.raftAddr, Dir: t.TempDir(), Bootstrap: bootstrap, Join: join,
+		ID: id, RESPAddr: tn.addr, RaftBind: "127.0.0.1:0", Dir: t.TempDir(), Bootstrap: bootstrap, Join: join,
 		Logger: quiet, LeaderWait: 2 * time.Second, PeerWait: 5 * time.Second, RaftServerTLS: r.PeerServerConfig(), RaftClientTLS: r.ClientConfig(),
 		Logs: raft.NewInmemStore(), Stable: raft.NewInmemStore(), Snapshots: raft.NewInmemSnapshotStore(),
 		RaftConfig: func(c *raft.Config) {
@@ -236,6 +235,7 @@ func startTLSNode(t *testing.T, id string, r *certs.Reloader, bootstrap Bootstra
 		t.Fatal(err)
 	}
 	tn.node = node
+	_, tn.raftAddr = node.RaftAddrs() // the port the kernel chose
 	ccfg := commands.DefaultConfig()
 	ccfg.Cluster, ccfg.Logger = node, quiet
 	clock := commands.NewClock()

@@ -32,7 +32,8 @@ type raftTLS struct {
 	server, client *tls.Config
 }
 
-// newStreamLayer listens on bind. With a filter, Accept waits until the
+// newStreamLayer listens on bind and advertises advertise, or with
+// advertise's port 0 (bind's port 0) the port it is bound to. With a filter, Accept waits until the
 // filter is armed and then returns only the connections it admits; with
 // sec, only those that then complete mutual TLS.
 func newStreamLayer(bind string, advertise *net.TCPAddr, filter *peerFilter, sec *raftTLS) (*streamLayer, error) {
@@ -41,6 +42,10 @@ func newStreamLayer(bind string, advertise *net.TCPAddr, filter *peerFilter, sec
 		return nil, err
 	}
 	s := &streamLayer{ln: ln, advertise: advertise}
+	if advertise.Port == 0 {
+		// bind had port 0: peers dial the port the kernel chose.
+		s.advertise = &net.TCPAddr{IP: advertise.IP, Port: ln.Addr().(*net.TCPAddr).Port, Zone: advertise.Zone}
+	}
 	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
 		s.dialer.LocalAddr = &net.TCPAddr{IP: ip}
 	}
@@ -65,6 +70,10 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 func (s *streamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }
 func (s *streamLayer) Close() error              { return s.ln.Close() }
 func (s *streamLayer) Addr() net.Addr            { return s.advertise }
+
+// bound is the address the Raft port listens on (RaftBind with the port
+// the kernel chose for port 0).
+func (s *streamLayer) bound() net.Addr { return s.ln.Addr() }
 
 // newTCPTransport returns raft's network transport over a streamLayer,
 // without pipelined replication (see unpipelined).

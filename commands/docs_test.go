@@ -2,7 +2,6 @@ package commands
 
 import (
 	"flag"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,14 +219,11 @@ func startBinary(t *testing.T, args ...string) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	// Its snapshot file goes to a directory of the test's own.
-	cmd := exec.Command(bin, append([]string{"--port", port, "--dir", t.TempDir()}, args...)...)
+	// Its snapshot file goes to a directory of the test's own, and it reports the port the
+	// kernel chose for it (--port auto) in its ports file.
+	dir := t.TempDir()
+	ports := filepath.Join(dir, "sluice.ports")
+	cmd := exec.Command(bin, append([]string{"--port", "auto", "--bind", "127.0.0.1", "--dir", dir, "--ports-file", ports}, args...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -245,18 +241,21 @@ func startBinary(t *testing.T, args ...string) string {
 		}
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
-			c.Close()
-			return port
+		if b, err := os.ReadFile(ports); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if port, ok := strings.CutPrefix(line, "resp 127.0.0.1:"); ok {
+					return port
+				}
+			}
+			t.Fatalf("no RESP address in the ports file:\n%s", b)
 		}
 		select {
 		case <-done:
-			t.Fatalf("sluice %s exited before it listened: %v (its log is above)", strings.Join(cmd.Args[1:], " "), waitErr)
-		default:
+			t.Fatalf("sluice %s exited before it was serving: %v (its log is above)", strings.Join(cmd.Args[1:], " "), waitErr)
+		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("sluice did not start listening within 10s")
+			t.Fatal("sluice wrote no ports file within 10s")
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

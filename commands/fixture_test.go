@@ -281,7 +281,11 @@ type rawConn struct {
 
 func dialRaw(t *testing.T, addr string) *rawConn {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix" // redis-server's socket
+	}
+	nc, err := net.DialTimeout(network, addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,12 @@
 package compat
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,26 +31,29 @@ func startRedis(t *testing.T) *redisServer {
 	if err != nil {
 		t.Skip("redis-server not installed (apt-get install redis-server); the comparison with Redis is skipped")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+	// A Unix socket of the test's own: redis-server cannot be asked for a free TCP port
+	// (its --port 0 means no TCP), and a port found free may be taken before it binds.
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	var out bytes.Buffer // read once it has exited
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1})
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for rdb.Ping(ctx).Err() != nil {
+		select {
+		case <-exited:
+			t.Fatalf("redis-server exited: %v\n%s", cmd.ProcessState, out.String())
+		default:
+		}
 		if time.Now().After(deadline) {
 			t.Fatal("redis-server did not answer PING within 10 s")
 		}

@@ -69,7 +69,11 @@ func TestSuggestNamesTheNativeCommandForAModifiedScript(t *testing.T) {
 // when resp3) and returns the reply's bytes exactly.
 func rawCall(t *testing.T, addr string, resp3 bool, args ...string) []byte {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	network := "tcp"
+	if strings.HasPrefix(addr, "/") {
+		network = "unix" // redis-server's socket
+	}
+	conn, err := net.DialTimeout(network, addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

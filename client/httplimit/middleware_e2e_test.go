@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -257,8 +258,9 @@ func TestNewRefusesIncompleteOptions(t *testing.T) {
 
 // Failures are logged at most once per LogEvery; the next line says how many were not.
 func TestFailuresAreLoggedAtMostOncePerInterval(t *testing.T) {
-	dead := sluicetest.FreeAddr(t) // nothing listens there: every decision fails at once
-	rdb := redis.NewClient(&redis.Options{Addr: dead, MaxRetries: -1})
+	// A socket path nothing listens on: every decision fails at once.
+	dead := filepath.Join(t.TempDir(), "nothing.sock")
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: dead, MaxRetries: -1})
 	defer rdb.Close()
 	now := time.Unix(1800000000, 0)
 	var mu sync.Mutex

@@ -3,7 +3,6 @@ package sluicetest
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,25 +68,27 @@ type Server struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	log  strings.Builder
+
+	ports map[string]string // from the ports file, by listener
 }
 
-var readyRE = regexp.MustCompile(`ready to accept connections.*addr=(127\.0\.0\.1:\d+)`)
 
 // Start runs a server on 127.0.0.1 with --save 0 and its own --dir, plus args (such as
-// "--enable-debug-command", "yes"), and waits until it accepts connections. It is killed when
-// the test ends. The port is a free one unless args give --port (a node of a replicated group
-// needs its real port: it announces it to the others).
+// "--enable-debug-command", "yes"), and waits until it serves. It is killed when the test
+// ends. The RESP port is one the kernel chooses (--port auto) unless args give --port;
+// Listening says where each listener ended up.
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	s := &Server{t: t, args: args, dir: t.TempDir()}
-	s.start(freePort(t)) // --port 0 would serve no plaintext port, as in Redis
+	s.start("auto")
 	t.Cleanup(s.Kill)
 	return s
 }
 
 func (s *Server) start(port string) {
 	s.t.Helper()
-	argv := []string{"--bind", "127.0.0.1", "--save", "0", "--dir", s.dir}
+	portsFile := filepath.Join(s.dir, "sluice.ports")
+	argv := []string{"--bind", "127.0.0.1", "--save", "0", "--dir", s.dir, "--ports-file", portsFile}
 	if !slices.Contains(s.args, "--port") {
 		argv = append(argv, "--port", port)
 	}
@@ -102,37 +103,49 @@ func (s *Server) start(port string) {
 	if err := cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	done, ready := make(chan struct{}), make(chan string, 1)
+	done := make(chan struct{})
 	s.mu.Lock()
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			line := sc.Text()
 			s.mu.Lock()
-			s.log.WriteString(line + "\n")
+			s.log.WriteString(sc.Text() + "\n")
 			s.mu.Unlock()
-			if m := readyRE.FindStringSubmatch(line); m != nil {
-				select {
-				case ready <- m[1]:
-				default:
-				}
-			}
 		}
 		cmd.Wait()
 		close(done)
 	}()
-	select {
-	case addr := <-ready:
-		s.Addr = addr
-	case <-done:
-		s.t.Fatalf("sluice exited before it was ready:\n%s", s.Log())
-	case <-time.After(15 * time.Second):
-		cmd.Process.Kill()
-		s.t.Fatalf("sluice not ready in 15s:\n%s", s.Log())
+	// The ports file is written once every listener serves (a stale one is removed first).
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		if b, err := os.ReadFile(portsFile); err == nil {
+			s.ports = map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if name, addr, ok := strings.Cut(line, " "); ok {
+					if _, seen := s.ports[name]; !seen {
+						s.ports[name] = addr
+					}
+				}
+			}
+			s.Addr = s.ports["resp"]
+			return
+		}
+		select {
+		case <-done:
+			s.t.Fatalf("sluice exited before it was ready:\n%s", s.Log())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			s.t.Fatalf("sluice not ready in 15s:\n%s", s.Log())
+		}
 	}
 }
+
+// Listening returns the address of one of the server's listeners, by its name in the
+// server's --ports-file: "resp", "tls", "raft", "grpc" or "metrics" ("" if it has none).
+func (s *Server) Listening(name string) string { return s.ports[name] }
 
 // Log returns what the server has logged so far, across restarts.
 func (s *Server) Log() string {
@@ -198,7 +211,8 @@ func (s *Server) Resume() {
 }
 
 // Restart kills the process and starts it again on the same address with the same arguments
-// (its state is lost: --save 0).
+// (its state is lost: --save 0): the port it held until the kill, as a restarted server keeps
+// its configured port.
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Kill()
@@ -216,18 +230,6 @@ func (s *Server) Client(protocol int) *redis.Client {
 	return rdb
 }
 
-// FreeAddr returns a 127.0.0.1 address whose port was free a moment ago, for a server's second
-// port (--raft-bind).
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // HasFlag reports whether the server knows a command-line flag ("--policies"), from its
 // --help, so that a test of a newer feature can skip on an older server.
 func HasFlag(t testing.TB, flag string) bool {
@@ -236,14 +238,3 @@ func HasFlag(t testing.TB, flag string) bool {
 	return regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(flag) + `\b`).Match(out)
 }
 
-// freePort returns a port on 127.0.0.1 that nothing listens on just now.
-func freePort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}

@@ -346,7 +346,7 @@ func TestAppendOnlyIsRefusedInARaftGroup(t *testing.T) {
 		t.Fatalf("exit code %d, output:\n%s", code, out)
 	}
 	// A replicated node's state is the Raft log's: BGREWRITEAOF says so.
-	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", "127.0.0.1:0",
 		"--bootstrap", "force")
 	err := client(t, p).Do(context.Background(), "BGREWRITEAOF").Err()
 	if err == nil || !strings.Contains(err.Error(), "not available in a Raft group") {

@@ -22,7 +22,8 @@ import (
 // own: where to listen, the files, the key space's size and limit.
 type config struct {
 	file            string
-	port            int
+	port            int    // the plaintext RESP port (0: none; autoPort: the kernel's choice)
+	portsFile       string // where the bound addresses are written (listen.go)
 	bind            []string
 	shards          int
 	loglevel        string
@@ -68,7 +69,7 @@ type config struct {
 	tlsClientCertFile, tlsClientKeyFile string
 	tlsCAFile                           string
 	tlsReplication                      string
-	tlsPort                             int    // the clients' TLS port (0: none)
+	tlsPort                             int    // the clients' TLS port (0: none; autoPort: the kernel's choice)
 	tlsAuthClients                      string // yes, no or optional
 	tlsProtocols, tlsCiphers            string
 	tlsCiphersuites                     string
@@ -113,8 +114,10 @@ type setting struct {
 }
 
 var settings = []setting{
-	{"port", func(c *config, a []string) error { return intArg(a, 0, 65535, &c.port) },
-		func(c *config) string { return strconv.Itoa(c.port) }},
+	{"port", func(c *config, a []string) error { return portArg(a, &c.port) },
+		func(c *config) string { return portString(c.port) }},
+	{"ports-file", func(c *config, a []string) error { return stringArg(a, &c.portsFile) },
+		func(c *config) string { return c.portsFile }},
 	{"bind", func(c *config, a []string) error {
 		if len(a) == 0 {
 			return errors.New("wrong number of arguments")
@@ -274,8 +277,8 @@ var settings = []setting{
 		func(c *config) string { return strings.Join(c.cluster.RaftAllow, " ") }},
 	{"raft-fsync", func(c *config, a []string) error { return boolArg(a, &c.cluster.Fsync) },
 		func(c *config) string { return yesNo(c.cluster.Fsync) }},
-	{"tls-port", func(c *config, a []string) error { return intArg(a, 0, 65535, &c.tlsPort) },
-		func(c *config) string { return strconv.Itoa(c.tlsPort) }},
+	{"tls-port", func(c *config, a []string) error { return portArg(a, &c.tlsPort) },
+		func(c *config) string { return portString(c.tlsPort) }},
 	{"tls-auth-clients", func(c *config, a []string) error { return enumArg(a, &c.tlsAuthClients, "yes", "no", "optional") },
 		func(c *config) string { return c.tlsAuthClients }},
 	{"tls-cert-file", func(c *config, a []string) error { return stringArg(a, &c.tlsCertFile) },

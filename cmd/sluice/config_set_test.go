@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,8 +32,9 @@ func TestConfigSetThenRewriteSurvivesARestart(t *testing.T) {
 	if err := os.WriteFile(file, []byte(conf), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	argv := []string{file, "--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}
+	argv := []string{file, "--port", "auto", "--bind", "127.0.0.1"}
 	p := startArgv(t, argv)
+	argv[2] = portOf(p) // the restart keeps the port
 	rdb := client(t, p)
 	ctx := context.Background()
 	for _, kv := range [][2]string{{"slowlog-max-len", "7"}, {"maxmemory", "10mb"}, {"loglevel", "verbose"},
@@ -187,7 +186,7 @@ func TestConfigSetChangesTheRunningServer(t *testing.T) {
 // with, so CONFIG SET requirepass on one node is refused, and the password
 // stays.
 func TestConfigSetRequirepassIsRefusedOnAReplicatedNode(t *testing.T) {
-	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", "127.0.0.1:0",
 		"--bootstrap", "force")
 	rdb := client(t, p)
 	ctx := context.Background()

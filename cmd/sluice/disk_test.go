@@ -133,3 +133,51 @@ func TestShutdownSaveOnABrokenDisk(t *testing.T) {
 		})
 	}
 }
+
+// CONFIG REWRITE on a full disk: the new file cannot be written, so the
+// command answers an error and the config file is left as it was (a
+// failed write must not be renamed over it).
+func TestConfigRewriteOnAFullDiskKeepsTheFile(t *testing.T) {
+	mnt := mountTmpfs(t, 64<<10)
+	file := filepath.Join(mnt, "sluice.conf")
+	conf := "# sluice's configuration\nslowlog-max-len 64\n"
+	if err := os.WriteFile(file, []byte(conf), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	p := startArgv(t, []string{file, "--port", "auto", "--bind", "127.0.0.1", "--dir", t.TempDir(), "--save", "0"})
+	rdb := client(t, p)
+	ctx := context.Background()
+	if err := rdb.ConfigSet(ctx, "slowlog-max-len", "7").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Fill the file system: every block taken, inodes left (the new
+	// file is created, and its write fails).
+	f, err := os.Create(filepath.Join(mnt, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := make([]byte, 4096)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	for {
+		if _, err := f.Write(chunk[:1]); err != nil {
+			break
+		}
+	}
+	f.Close()
+	err = rdb.ConfigRewrite(ctx).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "ERR ") {
+		t.Fatalf("CONFIG REWRITE on a full disk: %v; want an error", err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != conf {
+		t.Fatalf("the config file after a failed CONFIG REWRITE: %q, %v; want it unchanged: %q", b, err, conf)
+	}
+	left, _ := filepath.Glob(filepath.Join(mnt, ".sluice.conf.rewrite-*"))
+	if len(left) != 0 {
+		t.Fatalf("temporary files left behind: %v", left)
+	}
+	t.Logf("CONFIG REWRITE answered %q", err)
+}

@@ -4,11 +4,12 @@ import (
 	"context"
 	"net"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/childproc"
 )
 
 // TestRedisExporterScrapesWithoutErrors runs the Prometheus Redis exporter
@@ -28,14 +29,33 @@ func TestRedisExporterScrapesWithoutErrors(t *testing.T) {
 	}
 	rdb.Do(ctx, "RL.TOKEN", "user:1", "bad", 2) // an error reply, for errorstats
 
-	web := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	cmd := exec.Command(bin, "--redis.addr", "redis://"+p.addr, "--web.listen-address", web)
+	// The exporter listens on a port the kernel chooses and does not say
+	// which: the test finds it in /proc.
+	cmd := exec.Command(bin, "--redis.addr", "redis://"+p.addr, "--web.listen-address", "127.0.0.1:0")
+	childproc.KillWithParent(cmd)
 	var log lockedBuffer // written by exec's copying goroutine, read here
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	var web string
+	for deadline := time.Now().Add(10 * time.Second); web == ""; {
+		if addrs, _ := childproc.ListenAddrs(cmd.Process.Pid); len(addrs) > 0 {
+			web = addrs[0].String()
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the exporter exited (%v):\n%s", cmd.ProcessState, log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the exporter did not listen in 10 s:\n%s", log.String())
+		}
+	}
 
 	var body string
 	deadline := time.Now().Add(10 * time.Second)
@@ -47,6 +67,11 @@ func TestRedisExporterScrapesWithoutErrors(t *testing.T) {
 		}
 		if code == 200 && strings.Contains(body, "redis_up 1") {
 			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the exporter exited (%v):\n%s", cmd.ProcessState, log.String())
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the exporter did not scrape sluice in 10 s:\n%s\n%s", body, log.String())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ import (
 // memory and INFO stats report its replica's keyspace (its memory, keys,
 // expiry and sweep), as a single node's do.
 func TestReplicatedNodeInfoReportsItsKeyspace(t *testing.T) {
-	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", "127.0.0.1:0",
 		"--bootstrap", "force")
 	rdb := client(t, p)
 	ctx := context.Background()

@@ -63,7 +63,7 @@ var readyRE = regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
 // ready; it is stopped when the test ends.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	return startArgv(t, append([]string{"--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}, args...))
+	return startArgv(t, append([]string{"--port", "auto", "--bind", "127.0.0.1"}, args...))
 }
 
 // startArgv runs the server with exactly argv, as start does.
@@ -222,7 +222,7 @@ func TestSnapshotSurvivesRestartAndCorruptionStopsStart(t *testing.T) {
 	path := filepath.Join(dir, "sluice.snap")
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, b[:len(b)-5], 0o600)
-	out, err := exec.Command(binPath, "--port", strconv.Itoa(freePort(t)), "--dir", dir).CombinedOutput()
+	out, err := exec.Command(binPath, "--port", "auto", "--dir", dir).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "refusing to start") || !strings.Contains(string(out), "truncated") {
 		t.Fatalf("truncated snapshot: err %v, output %s; want a refusal", err, out)
 	}

@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -223,15 +223,92 @@ func TestShutdownCommandSavesAndExitsZero(t *testing.T) {
 
 func portOf(p *proc) string { return p.addr[strings.LastIndexByte(p.addr, ':')+1:] }
 
-// freePort returns a loopback port nothing listens on (for --raft-bind).
-func freePort(t *testing.T) int {
+// ports waits up to 10 s for the process's --ports-file at path (failing
+// at once if the process exits first) and returns its addresses by name.
+func (p *proc) ports(t *testing.T, path string) map[string]string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			out := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if name, addr, ok := strings.Cut(line, " "); ok {
+					out[name] = addr
+				}
+			}
+			return out
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("exited with %d before writing %s:\n%s", p.code, path, p.logText())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ports file %s in 10 s:\n%s", path, p.logText())
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A group on ports the kernel chooses: --port auto and --raft-bind
+// 127.0.0.1:0. Each node reports its bound addresses in its ports file,
+// advertises them to the group, and a second node joins through the
+// first's reported RESP address.
+func TestAutoPortsAreReportedAndAdvertised(t *testing.T) {
+	var nodes []*proc
+	var addrs []map[string]string
+	for i, extra := range [][]string{{"--bootstrap", "yes", "--metrics-bind", "127.0.0.1:0", "--grpc-bind", "127.0.0.1:0"}, {"--join", ""}} {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "ports")
+		if extra[0] == "--join" {
+			extra[1] = addrs[0]["resp"]
+		}
+		p := start(t, append([]string{"--dir", dir, "--node-id", fmt.Sprintf("n%d", i+1), "--raft-bind", "127.0.0.1:0",
+			"--ports-file", file}, extra...)...)
+		a := p.ports(t, file)
+		if a["resp"] != p.addr {
+			t.Fatalf("n%d: ports file resp %q; it said it was ready on %q", i+1, a["resp"], p.addr)
+		}
+		for _, name := range []string{"resp", "raft"} {
+			if _, port, _ := net.SplitHostPort(a[name]); port == "" || port == "0" {
+				t.Fatalf("n%d: ports file %v: no bound %s port", i+1, a, name)
+			}
+		}
+		nodes, addrs = append(nodes, p), append(addrs, a)
+	}
+	for _, name := range []string{"grpc", "metrics"} {
+		if c, err := net.Dial("tcp", addrs[0][name]); err != nil {
+			t.Fatalf("the %s address in the ports file, %s: %v", name, addrs[0][name], err)
+		} else {
+			c.Close()
+		}
+	}
+	rdb := client(t, nodes[0])
+	if got := configGet(t, rdb, "port"); "127.0.0.1:"+got != addrs[0]["resp"] {
+		t.Fatalf("CONFIG GET port = %s; the node listens on %s", got, addrs[0]["resp"])
+	}
+	want := fmt.Sprintf("n1 %s %s\nn2 %s %s", addrs[0]["raft"], addrs[0]["resp"], addrs[1]["raft"], addrs[1]["resp"])
+	var got string
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		nodes[1].up(t, "while joining")
+		if v, err := rdb.Do(context.Background(), "RAFT.MEMBERS").Slice(); err == nil {
+			var lines []string
+			for _, m := range v {
+				f := map[string]string{}
+				kv := m.([]any)
+				for i := 0; i+1 < len(kv); i += 2 {
+					f[fmt.Sprint(kv[i])] = fmt.Sprint(kv[i+1])
+				}
+				lines = append(lines, f["id"]+" "+f["raft_addr"]+" "+f["resp_addr"])
+			}
+			sort.Strings(lines)
+			if got = strings.Join(lines, "\n"); got == want {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("RAFT.MEMBERS:\n%s\nwant\n%s", got, want)
+		}
+	}
 }
 
 func TestStartupSaysWhatSnapshotItFound(t *testing.T) {
@@ -289,9 +366,9 @@ func TestSecondServerOnTheSameDirIsRefused(t *testing.T) {
 		dir, pid, filepath.Join(dir, "sluice.lock"))
 	for _, args := range [][]string{
 		{"--dir", dir},
-		{"--dir", dir, "--node-id", "n2", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--bootstrap", "yes"},
+		{"--dir", dir, "--node-id", "n2", "--raft-bind", "127.0.0.1:0", "--bootstrap", "yes"},
 	} {
-		out, code, err := runFor(5*time.Second, append([]string{"--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1"}, args...)...)
+		out, code, err := runFor(5*time.Second, append([]string{"--port", "auto", "--bind", "127.0.0.1"}, args...)...)
 		if code != exitFailed || !strings.Contains(string(out), want) {
 			t.Fatalf("second server %v: %v\n%s\nwant exit %d and %q", args, err, out, exitFailed, want)
 		}
@@ -300,9 +377,9 @@ func TestSecondServerOnTheSameDirIsRefused(t *testing.T) {
 
 	// A replicated node holds its --dir too.
 	raftDir := t.TempDir()
-	n := start(t, "--dir", raftDir, "--node-id", "n1", "--raft-bind", fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+	n := start(t, "--dir", raftDir, "--node-id", "n1", "--raft-bind", "127.0.0.1:0",
 		"--bootstrap", "yes")
-	out, _, err := runFor(5*time.Second, "--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1", "--dir", raftDir)
+	out, _, err := runFor(5*time.Second, "--port", "auto", "--bind", "127.0.0.1", "--dir", raftDir)
 	if err == nil || !strings.Contains(string(out), "--dir "+raftDir+" is in use by another sluice process") {
 		t.Fatalf("a single node on a replicated node's --dir: %v\n%s", err, out)
 	}
@@ -332,7 +409,7 @@ func TestNonLoopbackBindWithoutPasswordWarns(t *testing.T) {
 		{[]string{"--bind", "127.0.0.1", exposed, "--enable-debug-command", "yes"}, `level=WARN msg="DANGER: listening on 192.0.2.1 with no password and --enable-debug-command yes`},
 		{[]string{"--bind", exposed, "--requirepass", "s3cret"}, ""},
 	} {
-		out, _, _ := runFor(5*time.Second, append([]string{"--port", strconv.Itoa(freePort(t)), "--save", "0", "--dir", t.TempDir()}, tc.args...)...)
+		out, _, _ := runFor(5*time.Second, append([]string{"--port", "auto", "--save", "0", "--dir", t.TempDir()}, tc.args...)...)
 		got := strings.Contains(string(out), "with no password")
 		if tc.want == "" && got || tc.want != "" && !strings.Contains(string(out), tc.want) {
 			t.Fatalf("%v:\n%s\nwant %q", tc.args, out, tc.want)

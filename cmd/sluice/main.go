@@ -93,6 +93,12 @@ func run(cfg config) error {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
 	defer lock.Unlock()
+	// A ports file from an earlier run would name ports this run may not get.
+	if cfg.portsFile != "" {
+		if err := os.Remove(cfg.portsFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("ports file: %w", err)
+		}
+	}
 
 	tlsr, err := loadTLS(log, cfg)
 	if err != nil {
@@ -109,6 +115,23 @@ func run(cfg config) error {
 		return err
 	}
 	defer obs.stop()
+
+	// An auto port is bound now: a node announces its RESP address to its
+	// group, and CONFIG GET port says the port. Nobody knows the port
+	// before the ports file is written, so nobody waits on it meanwhile.
+	warnExposed(log, cfg)
+	var lns []clientListener
+	if cfg.port == autoPort || cfg.tlsPort == autoPort {
+		if lns, err = listenClients(&cfg); err != nil {
+			return err
+		}
+	}
+	serving := false
+	defer func() {
+		if !serving {
+			closeListeners(lns)
+		}
+	}()
 
 	st := store.New(cfg.shards)
 	st.SetStopWritesOnSaveError(cfg.stopWritesOnSaveError)
@@ -159,7 +182,8 @@ func run(cfg config) error {
 		defer node.Close()
 		ks = node
 		cfg.save = 0
-		log.Info("replication on", "node_id", ccfg.ID, "raft_bind", ccfg.RaftBind, "dir", cfg.dir,
+		bound, _ := node.RaftAddrs()
+		log.Info("replication on", "node_id", ccfg.ID, "raft_bind", bound, "dir", cfg.dir,
 			"fsync", yesNo(ccfg.Fsync))
 	} else {
 		evict, err := store.ParsePolicy(cfg.maxmemoryPolicy)
@@ -233,7 +257,6 @@ func run(cfg config) error {
 	hup := make(chan os.Signal, 1) // reloads the TLS certificates; as Redis, never stops the server
 	signal.Notify(hup, syscall.SIGHUP)
 
-	warnExposed(log, cfg)
 	if cfg.port == 0 && cfg.tlsPort == 0 {
 		if cfg.grpcBind == "" {
 			return errors.New("--port 0 and no --tls-port: no port to serve clients on")
@@ -242,27 +265,9 @@ func run(cfg config) error {
 	}
 	// The plaintext port and the TLS port side by side, on every --bind
 	// address, as Redis; --port 0 closes the plaintext one.
-	type listener struct {
-		ln  net.Listener
-		tls bool
-	}
-	var lns []listener
-	for _, host := range cfg.bind {
-		for _, l := range []struct {
-			port int
-			tls  bool
-		}{{cfg.port, false}, {cfg.tlsPort, true}} {
-			if l.port == 0 {
-				continue
-			}
-			ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(l.port)))
-			if err != nil {
-				for _, l := range lns {
-					l.ln.Close()
-				}
-				return err
-			}
-			lns = append(lns, listener{ln, l.tls})
+	if lns == nil {
+		if lns, err = listenClients(&cfg); err != nil {
+			return err
 		}
 	}
 	errs := make(chan error, len(lns))
@@ -279,9 +284,6 @@ func run(cfg config) error {
 	grpcErrs := make(chan error, 1)
 	front, err := startGRPC(log, cfg, ks, rules, clock, grpcErrs)
 	if err != nil {
-		for _, l := range lns {
-			l.ln.Close()
-		}
 		return err
 	}
 	live.mu.Lock()
@@ -290,6 +292,10 @@ func run(cfg config) error {
 		front.svc.SetMaxKey(int(live.cfg.server.Limits.MaxBulk))
 	}
 	live.mu.Unlock()
+	if err := writePortsFile(cfg.portsFile, boundAddrs(lns, node, obs, front)); err != nil {
+		return err
+	}
+	serving = true
 
 	stopSaves := make(chan struct{})
 	if live.saves != nil {

@@ -18,8 +18,9 @@ import (
 
 // observer is the running metrics endpoint; a nil one does nothing.
 type observer struct {
-	srv *metrics.Server
-	log *slog.Logger
+	srv  *metrics.Server
+	log  *slog.Logger
+	addr string // the address it listens on
 }
 
 // errNotServing is /readyz's answer once the server stops.
@@ -38,7 +39,7 @@ func startMetrics(log *slog.Logger, cfg config) (*observer, error) {
 	if host, _, _ := net.SplitHostPort(cfg.metricsBind); !isLoopback(host) {
 		log.Warn("the metrics endpoint listens on " + host + ": anyone who can reach it can read the server's figures")
 	}
-	o := &observer{srv: metrics.NewServer(), log: log}
+	o := &observer{srv: metrics.NewServer(), log: log, addr: ln.Addr().String()}
 	go func() {
 		if err := o.srv.Serve(ln); err != nil {
 			log.Error("the metrics endpoint failed", "err", err)

@@ -107,8 +107,9 @@ func (l *rulesLoader) close() {
 
 // grpcFrontEnd is the running gRPC server.
 type grpcFrontEnd struct {
-	srv *rls.Server
-	svc *rls.Service
+	srv  *rls.Server
+	svc  *rls.Service
+	addr string // the address it listens on
 }
 
 // startGRPC listens on --grpc-bind and serves the rate limit service
@@ -140,7 +141,7 @@ func startGRPC(log *slog.Logger, cfg config, dec rls.Decider, reg *policy.Regist
 		"count_over_limit", yesNo(cfg.rls.CountOverLimit), "max_connections", cfg.grpcLimits.MaxConnections,
 		"max_concurrent_streams", cfg.grpcLimits.MaxConcurrentStreams, "max_message_size", cfg.grpcLimits.MaxMessageSize)
 	go func() { errs <- srv.Serve(ln) }()
-	return &grpcFrontEnd{srv: srv, svc: svc}, nil
+	return &grpcFrontEnd{srv: srv, svc: svc, addr: ln.Addr().String()}, nil
 }
 
 // stop reports NOT_SERVING to health checks and lets the calls in progress

@@ -148,7 +148,7 @@ func TestBrokenRulesFileStopsTheStart(t *testing.T) {
 	if err := os.WriteFile(path, []byte("domain: api\ndescriptors:\n  - rate_limit: {unit: hour, requests_per_unit: 1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, code, _ := runFor(5*time.Second, "--port", strconv.Itoa(freePort(t)), "--bind", "127.0.0.1", "--dir", dir, "--policies", path, "--grpc-bind", "127.0.0.1:0")
+	out, code, _ := runFor(5*time.Second, "--port", "auto", "--bind", "127.0.0.1", "--dir", dir, "--policies", path, "--grpc-bind", "127.0.0.1:0")
 	if code != exitUsage || !strings.Contains(string(out), "rules.yaml:3:5: descriptor has empty key") {
 		t.Fatalf("exit code %d; want %d with the fault's position\n%s", code, exitUsage, out)
 	}

@@ -145,7 +145,7 @@ func replaceFile(path string, data []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a failure; gone after the rename
-	if _, err := tmp.Write(data); err == nil {
+	if _, err = tmp.Write(data); err == nil {
 		err = tmp.Sync()
 	}
 	if err != nil {

@@ -4,12 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,8 +40,8 @@ func newTLSParty(t *testing.T, ca *certstest.CA, cn string) tlsParty {
 	return tlsParty{files: f, cfg: &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: "localhost"}}
 }
 
-func tlsArgs(f certstest.Files, port int) []string {
-	return []string{"--tls-port", strconv.Itoa(port), "--tls-cert-file", f.Cert, "--tls-key-file", f.Key,
+func tlsArgs(f certstest.Files, port string) []string {
+	return []string{"--tls-port", port, "--tls-cert-file", f.Cert, "--tls-key-file", f.Key,
 		"--tls-ca-cert-file", f.CA, "--save", "0"}
 }
 
@@ -60,9 +59,10 @@ func tlsClient(t *testing.T, addr string, cfg *tls.Config) *redis.Client {
 func TestTLSPortServesGoRedisAndRedisCLI(t *testing.T) {
 	ca := certstest.NewCA(t, "sluice test CA")
 	srvSide, cli := newTLSParty(t, ca, "server"), newTLSParty(t, ca, "client")
-	port := freePort(t)
-	p := start(t, append(tlsArgs(srvSide.files, port), "--dir", t.TempDir())...)
-	taddr := fmt.Sprintf("127.0.0.1:%d", port)
+	ports := filepath.Join(t.TempDir(), "ports")
+	p := start(t, append(tlsArgs(srvSide.files, "auto"), "--dir", t.TempDir(), "--ports-file", ports)...)
+	taddr := p.ports(t, ports)["tls"]
+	port := taddr[strings.LastIndexByte(taddr, ':')+1:]
 	ctx := context.Background()
 
 	sec := tlsClient(t, taddr, cli.cfg)
@@ -78,12 +78,12 @@ func TestTLSPortServesGoRedisAndRedisCLI(t *testing.T) {
 		t.Log("redis-cli is not installed: skipping its part")
 	} else {
 		out, err := exec.Command("redis-cli", "--tls", "--cacert", cli.files.CA, "--cert", cli.files.Cert,
-			"--key", cli.files.Key, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "RL.TOKEN", "tls:k", "1/h", "10", "1").CombinedOutput()
+			"--key", cli.files.Key, "-h", "127.0.0.1", "-p", port, "RL.TOKEN", "tls:k", "1/h", "10", "1").CombinedOutput()
 		if err != nil || strings.Fields(string(out))[2] != "7" {
 			t.Fatalf("redis-cli --tls: %v\n%s\nwant 7 tokens left", err, out)
 		}
 		out, _ = exec.Command("redis-cli", "--tls", "--cacert", cli.files.CA, "-h", "127.0.0.1",
-			"-p", strconv.Itoa(port), "PING").CombinedOutput()
+			"-p", port, "PING").CombinedOutput()
 		if strings.Contains(string(out), "PONG") {
 			t.Fatalf("redis-cli --tls without a client certificate got PONG:\n%s", out)
 		}
@@ -107,9 +107,10 @@ func TestTLSPortServesGoRedisAndRedisCLI(t *testing.T) {
 func TestPortZeroServesTLSOnly(t *testing.T) {
 	ca := certstest.NewCA(t, "sluice test CA")
 	srvSide, cli := newTLSParty(t, ca, "server"), newTLSParty(t, ca, "client")
-	port := freePort(t)
-	p := start(t, append(tlsArgs(srvSide.files, port), "--port", "0", "--tls-auth-clients", "no", "--dir", t.TempDir())...)
-	if want := fmt.Sprintf("127.0.0.1:%d", port); p.addr != want {
+	ports := filepath.Join(t.TempDir(), "ports")
+	p := start(t, append(tlsArgs(srvSide.files, "auto"), "--port", "0", "--tls-auth-clients", "no", "--dir", t.TempDir(),
+		"--ports-file", ports)...)
+	if want := p.ports(t, ports)["tls"]; p.addr != want {
 		t.Fatalf("the first address served is %s; want the TLS port %s only", p.addr, want)
 	}
 	if n := strings.Count(p.logText(), "ready to accept connections"); n != 1 {
@@ -128,9 +129,9 @@ func TestPortZeroServesTLSOnly(t *testing.T) {
 func TestCertificateRotationKeepsOpenTLSConnections(t *testing.T) {
 	ca := certstest.NewCA(t, "sluice test CA")
 	srvSide, cli := newTLSParty(t, ca, "server"), newTLSParty(t, ca, "client")
-	port := freePort(t)
-	p := start(t, append(tlsArgs(srvSide.files, port), "--dir", t.TempDir())...)
-	taddr := fmt.Sprintf("127.0.0.1:%d", port)
+	ports := filepath.Join(t.TempDir(), "ports")
+	p := start(t, append(tlsArgs(srvSide.files, "auto"), "--dir", t.TempDir(), "--ports-file", ports)...)
+	taddr := p.ports(t, ports)["tls"]
 	ctx := context.Background()
 
 	serial := func() *big.Int {

@@ -93,12 +93,12 @@ func warnExposed(log *slog.Logger, cfg config) {
 				"anyone who can reach this port can move the server clock with DEBUG CLOCK and refill or reset "+
 				"every limit at once, and FLUSHALL, RL.RESET or DEL any of them. "+
 				"Set --requirepass and --enable-debug-command no (or local), or --bind 127.0.0.1",
-				"bind", host, "port", cfg.port)
+				"bind", host, "port", portString(cfg.port))
 			continue
 		}
 		log.Warn("listening on "+host+" with no password: anyone who can reach this port can reset every limit "+
 			"(FLUSHALL, RL.RESET, DEL) and hand every client a fresh burst. Set --requirepass, or --bind 127.0.0.1",
-			"bind", host, "port", cfg.port)
+			"bind", host, "port", portString(cfg.port))
 	}
 }
 

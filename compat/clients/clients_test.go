@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,23 +38,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// server is a sluice process on a fixed port, restartable on that port.
+// server is a sluice process, restartable on its port: the first start lets the kernel
+// choose it (--port auto) and reads it from the ports file; a restart keeps it, as a
+// restarted server keeps its configured port.
 type server struct {
-	t    *testing.T
-	port string
-	dir  string
-	cmd  *exec.Cmd
+	t      *testing.T
+	port   string
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
 }
 
 func startServer(t *testing.T) *server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	s := &server{t: t, port: port, dir: t.TempDir()}
+	s := &server{t: t, port: "auto", dir: t.TempDir()}
 	s.start()
 	t.Cleanup(s.stop)
 	return s
@@ -64,28 +59,41 @@ func startServer(t *testing.T) *server {
 
 func (s *server) start() {
 	s.t.Helper()
-	s.cmd = exec.Command(sluiceBin, "--port", s.port, "--bind", "127.0.0.1", "--dir", s.dir, "--loglevel", "warning")
+	ports := filepath.Join(s.dir, "sluice.ports")
+	s.cmd = exec.Command(sluiceBin, "--port", s.port, "--bind", "127.0.0.1", "--dir", s.dir, "--loglevel", "warning",
+		"--ports-file", ports)
 	s.cmd.Stderr = os.Stderr
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func(cmd *exec.Cmd) { cmd.Wait(); close(exited) }(s.cmd)
+	s.exited = exited
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+s.port, time.Second)
-		if err == nil {
-			c.Close()
-			return
+		if b, err := os.ReadFile(ports); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if addr, ok := strings.CutPrefix(line, "resp 127.0.0.1:"); ok {
+					s.port = addr
+					return
+				}
+			}
+			s.t.Fatalf("no RESP address in the ports file:\n%s", b)
+		}
+		select {
+		case <-exited:
+			s.t.Fatalf("sluice exited before it was serving: %v (its log is above)", s.cmd.ProcessState)
+		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("sluice did not listen on %s within 10s", s.port)
+			s.t.Fatal("sluice wrote no ports file within 10s")
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
 func (s *server) stop() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Kill()
-		s.cmd.Wait()
+		<-s.exited
 		s.cmd = nil
 	}
 }
@@ -101,13 +109,11 @@ func (s *server) stop() {
 func (s *server) restart() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		s.cmd.Process.Signal(syscall.SIGTERM)
-		exited := make(chan struct{})
-		go func() { s.cmd.Wait(); close(exited) }()
 		select {
-		case <-exited:
+		case <-s.exited:
 		case <-time.After(10 * time.Second):
 			s.cmd.Process.Kill()
-			<-exited
+			<-s.exited
 		}
 		s.cmd = nil
 	}

@@ -3,6 +3,8 @@
 package childproc
 
 import (
+	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -54,5 +56,37 @@ func TestChildDiesWithItsParent(t *testing.T) {
 			t.Fatalf("child %d outlived its killed parent by 10 s", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A child listening on a port the kernel chose: ListenAddrs finds it.
+func TestListenAddrsFindsAChildsPort(t *testing.T) {
+	if os.Getenv("CHILDPROC_LISTEN") == "1" {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString(ln.Addr().String() + "\n")
+		time.Sleep(time.Minute)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestListenAddrsFindsAChildsPort$")
+	cmd.Env = append(os.Environ(), "CHILDPROC_LISTEN=1")
+	KillWithParent(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	said, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the child said nothing: %v", err)
+	}
+	got, err := ListenAddrs(cmd.Process.Pid)
+	if err != nil || len(got) != 1 || got[0].String() != strings.TrimSpace(said) {
+		t.Fatalf("ListenAddrs = %v, %v; the child listens on %s", got, err, said)
 	}
 }
