@@ -8,7 +8,7 @@ import (
 )
 
 // ACL: users and their permissions, with Redis 7's subcommands and replies
-// (acl.go wires the checks). Changes apply to the node that receives them,
+// (acl_wiring.go wires the checks). Changes apply to the node that receives them,
 // or to the whole group through its Raft log (changeUsers, below).
 
 func init() {

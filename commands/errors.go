@@ -101,7 +101,7 @@ var (
 	errNoScript        = codeError("NOSCRIPT No matching script. Please use EVAL.")
 	errNotBusy         = codeError("NOTBUSY No scripts in execution right now.")
 	errNoStrings       = replyError("this server's keyspace holds no strings (scripts and string commands are unavailable)")
-	// Transactions (tx.go), in Redis's words.
+	// Transactions (cmd_tx.go), in Redis's words.
 	errNestedMulti    = replyError("MULTI calls can not be nested")
 	errExecNoMulti    = replyError("EXEC without MULTI")
 	errDiscardNoMulti = replyError("DISCARD without MULTI")
@@ -146,7 +146,7 @@ func errUnknownCommand(args [][]byte) replyError {
 }
 
 // errACL is an error of the acl package as a reply: its text is Redis's
-// (acl.go's vocabulary), with the generic code unless it has its own.
+// (acl_wiring.go's vocabulary), with the generic code unless it has its own.
 func errACL(err error) error {
 	text := sanitize(err.Error())
 	if hasErrorCode(text) {

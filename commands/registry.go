@@ -10,7 +10,7 @@ type command struct {
 	flags   cmdFlags
 	class   deferClass // how its work runs (set by register, from flags)
 	run     func(s *session, args [][]byte)
-	acl     *acl.Command // the ACL's handle (acl.go), set before the first Handler serves
+	acl     *acl.Command // the ACL's handle (acl_wiring.go), set before the first Handler serves
 
 	// What COMMAND and COMMAND DOCS report.
 	group      string
