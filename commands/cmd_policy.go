@@ -15,7 +15,7 @@ import (
 
 func init() {
 	register(&command{
-		name: "rl.policy", arity: -2, flags: flagAdmin, run: cmdPolicy, group: "rate-limit", since: "0.1.0",
+		name: "rl.policy", arity: -2, flags: flagAdmin, run: cmdPolicy, categories: []string{"policy"}, group: "rate-limit", since: "0.1.0",
 		summary: "Defines, reads, deletes and lists named limits (policies) that RL.CHECK decides with; " +
 			"RELOAD reads the rules files again.",
 		complexity: "O(1) for GET; O(N) in the number of policies for SET, DEL and LIST",

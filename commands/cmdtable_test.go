@@ -102,27 +102,10 @@ func accessName(a acl.Access) string {
 // aclKeyPositions lists the arguments the ACL checks as keys for args, with
 // the access it checks: "3:RW 7:RW".
 func aclKeyPositions(args [][]byte) string {
-	cmd := lookupCommand(args[0])
 	var out []string
-	if !policyForm(cmd, args) {
-		for _, ks := range aclKeys(cmd) {
-			last := ks.Last
-			if last < 0 {
-				last += len(args)
-			}
-			for i := ks.First; i <= last && i < len(args); i += ks.Step {
-				out = append(out, fmt.Sprintf("%d:%s", i, accessName(ks.Access)))
-			}
-		}
-	}
-	if cmd.group == "scripting" {
-		n, _ := parseInt(args[2])
-		access := acl.Read | acl.Write
-		if strings.HasSuffix(cmd.name, "_ro") {
-			access = acl.Read
-		}
-		for i := 3; i < 3+int(n); i++ {
-			out = append(out, fmt.Sprintf("%d:%s", i, accessName(access)))
+	if locate := aclLocate(lookupCommand(args[0])); locate != nil {
+		for _, k := range locate(args, nil) {
+			out = append(out, fmt.Sprintf("%d:%s", k.Pos, accessName(k.Access)))
 		}
 	}
 	return strings.Join(out, " ")

@@ -49,6 +49,12 @@ var (
 	errNoCluster          = replyError("This instance has cluster support disabled")
 	errOutOfRangePositive = replyError("value is out of range, must be positive")
 
+	// COMMAND GETKEYS and GETKEYSANDFLAGS (cmd_command.go), in Redis's words.
+	errGetKeysNoCommand = replyError("Invalid command specified")
+	errGetKeysNoKeys    = replyError("The command has no key arguments")
+	errGetKeysArity     = replyError("Invalid number of arguments specified for command")
+	errGetKeysInvalid   = replyError("Invalid arguments specified for command")
+
 	// CONFIG SET and CONFIG REWRITE (config_set.go), in Redis's words.
 	errNoSettings = replyError("CONFIG SET is not available on this server")
 	// ErrNoConfigFile is CONFIG REWRITE's answer when the server was started
