@@ -30,14 +30,14 @@ var aclRegistry = sync.OnceValues(func() (*acl.Registry, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		cmd := commandTable[name]
-		locate := aclLocate(cmd)
+		locate, ranges := aclLocate(cmd), aclRanges(cmd)
 		if cmd.acl, err = reg.Register(acl.Spec{Name: name, Categories: aclCategories(cmd, ""),
-			Locate: locate, NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
+			Keys: ranges, Locate: locate, NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
 			return nil, err
 		}
 		for _, sub := range cmd.subs {
 			if _, err := reg.Register(acl.Spec{Name: name + "|" + sub, Categories: aclCategories(cmd, sub),
-				Locate: locate, NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
+				Keys: ranges, Locate: locate, NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
 				return nil, err
 			}
 		}
@@ -149,7 +149,7 @@ func (s *session) permError(cmd *command, args [][]byte, ctx acl.Context) error 
 			}
 		}
 	}
-	d := p.Check(ac, args) // the command, then the keys its registration locates (aclLocate)
+	d := p.Check(ac, args) // the command, then the keys its registration locates (aclRanges, aclLocate)
 	if d.Reason == acl.Allowed {
 		return nil
 	}

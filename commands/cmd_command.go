@@ -119,7 +119,7 @@ func (s *session) commandGetKeys(args [][]byte, withFlags bool) {
 	if withFlags {
 		name = "command|getkeysandflags"
 	}
-	if len(args) < 3 {
+	if len(args) < 4 {
 		s.writeError(errWrongArgs(name))
 		return
 	}

@@ -38,15 +38,15 @@ func init() {
 // the command checks them against the ACL (policyKeys).
 func policyFormKeys(flags keyFlags) func(args [][]byte, out []keyRef) ([]keyRef, bool) {
 	return func(args [][]byte, out []keyRef) ([]keyRef, bool) {
-		first := 1
+		first, f := 1, flags
 		if len(args) >= 4 && equalFold(args[1], "policy") {
-			first, flags = 3, flags|keyDerived
+			first, f = 3, flags|keyDerived
 		}
 		if len(args) <= first {
 			return out, false
 		}
 		for i := first; i < len(args); i++ {
-			out = append(out, keyRef{pos: i, flags: flags})
+			out = append(out, keyRef{pos: i, flags: f})
 		}
 		return out, true
 	}

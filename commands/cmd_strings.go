@@ -24,7 +24,7 @@ func init() {
 	register(
 		keyed(keyRO|keyAccess, &command{name: "get", arity: 2, flags: flagReadOnly | flagFast, run: cmdGet,
 			summary: "Returns the string value of a key.", arguments: []argDoc{key}}),
-		keyNotes("RW and ACCESS due to the optional `GET` argument", keyed(keyRW|keyAccess|keyUpdate|keyVariableFlags, &command{name: "set", arity: -3, flags: flagWrite, run: cmdSet,
+		keyNotes("RW and ACCESS due to the optional `GET` argument", keyed(keyRW|keyAccess|keyUpdate|keyVariableFlags, &command{name: "set", arity: -3, flags: flagWrite, run: cmdSet, getKeys: setKeys,
 			summary: "Sets a key's string value, with an optional expiry and condition.",
 			arguments: []argDoc{key, {name: "value", typ: "string"},
 				{name: "condition", typ: "string", optional: true},
@@ -66,6 +66,23 @@ func init() {
 func keyNotes(notes string, c *command) *command {
 	c.keySpecs[0].notes = notes
 	return c
+}
+
+// setKeys is SET's getKeys, for its variable flags: with GET it reads the
+// old value (RW access update), without it overwrites (OW update), as
+// Redis's setGetKeys.
+func setKeys(args [][]byte, out []keyRef) ([]keyRef, bool) {
+	flags := keyOW | keyUpdate
+	for _, a := range args[min(3, len(args)):] {
+		if equalFold(a, "get") {
+			flags = keyRW | keyAccess | keyUpdate
+			break
+		}
+	}
+	if len(args) < 2 {
+		return out, false
+	}
+	return append(out, keyRef{pos: 1, flags: flags}), true
 }
 
 // allKeys makes every argument of c a key.

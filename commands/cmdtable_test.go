@@ -103,7 +103,17 @@ func accessName(a acl.Access) string {
 // the access it checks: "3:RW 7:RW".
 func aclKeyPositions(args [][]byte) string {
 	var out []string
-	if locate := aclLocate(lookupCommand(args[0])); locate != nil {
+	cmd := lookupCommand(args[0])
+	for _, ks := range aclRanges(cmd) {
+		last := ks.Last
+		if last < 0 {
+			last += len(args)
+		}
+		for i := ks.First; i <= last && i < len(args); i += ks.Step {
+			out = append(out, fmt.Sprintf("%d:%s", i, accessName(ks.Access)))
+		}
+	}
+	if locate := aclLocate(cmd); locate != nil {
 		for _, k := range locate(args, nil) {
 			out = append(out, fmt.Sprintf("%d:%s", k.Pos, accessName(k.Access)))
 		}

@@ -174,10 +174,32 @@ func aclAccess(flags keyFlags) acl.Access {
 	return a
 }
 
+// aclRanges are the ACL's Spec.Keys for cmd when its specs are plain
+// ranges of keys it names (the ACL checks them without allocating); nil
+// when aclLocate must find them.
+func aclRanges(cmd *command) []acl.KeySpec {
+	if cmd.getKeys != nil {
+		return nil
+	}
+	var out []acl.KeySpec
+	for _, ks := range cmd.keySpecs {
+		if ks.keyword != "" || ks.keyNum || ks.limit > 1 || ks.flags&(keyDerived|keyNotKey|keyIncomplete) != 0 {
+			return nil
+		}
+		last := ks.lastKey
+		if last >= 0 {
+			last += ks.index
+		}
+		out = append(out, acl.KeySpec{First: ks.index, Last: last, Step: ks.keyStep, Access: aclAccess(ks.flags)})
+	}
+	return out
+}
+
 // aclLocate is the ACL's Spec.Locate for cmd: its keys, without the ones
-// it derives its state keys from (the command checks those itself).
+// it derives its state keys from (the command checks those itself); nil
+// when it has no keys or aclRanges locates them.
 func aclLocate(cmd *command) func(argv [][]byte, buf []acl.KeyRef) []acl.KeyRef {
-	if len(cmd.keySpecs) == 0 {
+	if len(cmd.keySpecs) == 0 || aclRanges(cmd) != nil {
 		return nil
 	}
 	return func(argv [][]byte, buf []acl.KeyRef) []acl.KeyRef {

@@ -21,8 +21,9 @@ type command struct {
 	subs       []string // subcommand names, for COMMAND's tenth field
 
 	// keySpecs locate its keys (keyspecs.go); getKeys, when set, finds them
-	// instead, for specs marked keyIncomplete (Redis's getkeys_proc): it
-	// appends to out and returns it, false if args do not fit.
+	// instead, for specs marked keyIncomplete or keyVariableFlags (Redis's
+	// getkeys_proc): it appends to out and returns it, false if args do not
+	// fit.
 	keySpecs []keySpec
 	getKeys  func(args [][]byte, out []keyRef) ([]keyRef, bool)
 
@@ -92,7 +93,7 @@ func register(cmds ...*command) {
 		}
 		var movable bool
 		cmd.firstKey, cmd.lastKey, cmd.keyStep, movable = legacyKeys(cmd.keySpecs)
-		if movable || cmd.getKeys != nil {
+		if movable {
 			cmd.flags |= flagMovableKeys
 		}
 		commandTable[cmd.name] = cmd
