@@ -79,7 +79,7 @@ type Denial struct {
 // Check reports whether the user may run c with these arguments (argv[0]
 // is the command's name; for a subcommand argv[1] is its name): the
 // command's bit (or an allowed first argument), then every key its
-// KeySpecs locate. Keys the registry cannot locate are the caller's to
+// KeySpecs (or its Locate) locate. Keys the registry cannot locate are the caller's to
 // check with CheckKey.
 func (p *Perms) Check(c *Command, argv [][]byte) Denial {
 	if p.fast {
@@ -89,6 +89,15 @@ func (p *Perms) Check(c *Command, argv [][]byte) Denial {
 		return Denial{Reason: DeniedCommand}
 	}
 	if p.allKeys {
+		return Denial{}
+	}
+	if c.locate != nil {
+		var buf [8]KeyRef
+		for _, k := range c.locate(argv, buf[:0]) {
+			if !p.keyAllowed(argv[k.Pos], k.Access) {
+				return Denial{Reason: DeniedKey, Pos: k.Pos}
+			}
+		}
 		return Denial{}
 	}
 	for _, ks := range c.keys {

@@ -42,6 +42,12 @@ type KeySpec struct {
 	Access            Access
 }
 
+// KeyRef is a key Spec.Locate found: argv[Pos], used with Access.
+type KeyRef struct {
+	Pos    int
+	Access Access
+}
+
 // Spec describes a command to register.
 type Spec struct {
 	// Name is the command's name in lower case ("rl.token"), or a
@@ -51,6 +57,11 @@ type Spec struct {
 	Categories []string
 	// Keys locate the command's keys.
 	Keys []KeySpec
+	// Locate, when set, locates the keys instead of Keys: it appends to buf
+	// the position in argv of each key the ACL checks, with its access, and
+	// returns it. It serves the commands whose keys no fixed range locates
+	// (EVAL's numkeys, a form that derives its keys).
+	Locate func(argv [][]byte, buf []KeyRef) []KeyRef
 	// NoAuth commands (AUTH, HELLO, QUIT) are allowed to every user, as
 	// Redis's CMD_NO_AUTH commands are.
 	NoAuth bool
@@ -65,6 +76,7 @@ type Command struct {
 	Subs   []*Command // subcommands, in registration order
 	cats   uint64
 	keys   []KeySpec
+	locate func(argv [][]byte, buf []KeyRef) []KeyRef
 	noAuth bool
 }
 
@@ -101,7 +113,8 @@ func (r *Registry) Register(s Spec) (*Command, error) {
 	if r.byName[s.Name] != nil {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicateCommand, s.Name)
 	}
-	c := &Command{ID: len(r.all), Name: s.Name, keys: append([]KeySpec(nil), s.Keys...), noAuth: s.NoAuth}
+	c := &Command{ID: len(r.all), Name: s.Name, keys: append([]KeySpec(nil), s.Keys...), locate: s.Locate,
+		noAuth: s.NoAuth}
 	for _, name := range s.Categories {
 		i := r.category(name)
 		if i < 0 {

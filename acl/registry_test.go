@@ -94,3 +94,50 @@ func TestRegistryRefusesBadCommands(t *testing.T) {
 		t.Fatalf("Categories() = %v", got)
 	}
 }
+
+// TestLocateFindsTheKeys: a command registered with Locate has the keys
+// Locate returns checked, with their access, instead of Keys' ranges (EVAL's
+// numkeys: "eval s 2 a b c" has keys a and b, not c).
+func TestLocateFindsTheKeys(t *testing.T) {
+	reg, err := NewRegistry(Categories)
+	if err != nil {
+		t.Fatal(err)
+	}
+	numkeys := func(argv [][]byte, buf []KeyRef) []KeyRef {
+		n := int(argv[2][0] - '0')
+		for i := 3; i < 3+n && i < len(argv); i++ {
+			buf = append(buf, KeyRef{Pos: i, Access: Read | Write})
+		}
+		return buf
+	}
+	c, err := reg.Register(Spec{Name: "eval", Categories: []string{"slow"}, Keys: []KeySpec{{First: 1, Last: -1, Step: 1}},
+		Locate: numkeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := NewUsers(reg)
+	if err := us.SetUser("u", "on", "+@all", "~a", "~b", "%R~c"); err != nil {
+		t.Fatal(err)
+	}
+	p := us.Get("u").Perms()
+	argv := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i, a := range s {
+			out[i] = []byte(a)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		argv []string
+		want Denial
+	}{
+		{[]string{"eval", "s", "2", "a", "b", "x"}, Denial{}},
+		{[]string{"eval", "s", "3", "a", "b", "x"}, Denial{Reason: DeniedKey, Pos: 5}},
+		{[]string{"eval", "s", "1", "c"}, Denial{Reason: DeniedKey, Pos: 3}}, // read only: c needs write too
+		{[]string{"eval", "s", "0", "x"}, Denial{}},
+	} {
+		if got := p.Check(c, argv(tc.argv...)); got != tc.want {
+			t.Errorf("Check(%v) = %+v; want %+v", tc.argv, got, tc.want)
+		}
+	}
+}

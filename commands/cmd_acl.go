@@ -8,14 +8,16 @@ import (
 )
 
 // ACL: users and their permissions, with Redis 7's subcommands and replies
-// (acl.go wires the checks). Changes apply to the node that receives them,
+// (acl_wiring.go wires the checks). Changes apply to the node that receives them,
 // or to the whole group through its Raft log (changeUsers, below).
 
 func init() {
 	register(&command{name: "acl", arity: -2, flags: flagAdmin, run: cmdACL, group: "server", since: "0.1.0",
 		summary:    "Manages users and their permissions: SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT, LOG, SAVE, LOAD, DRYRUN.",
 		complexity: "O(1), LIST, USERS, SAVE, LOAD O(N) in the users",
-		subs:       []string{"setuser", "getuser", "deluser", "list", "users", "whoami", "cat", "log", "save", "load", "dryrun", "help"}})
+		subs:       []string{"setuser", "getuser", "deluser", "list", "users", "whoami", "cat", "log", "save", "load", "dryrun", "help"},
+		// Redis's: not @admin.
+		subCategories: map[string][]string{"whoami": {"connection"}, "cat": {"connection"}, "help": {"connection"}}})
 }
 
 var aclHelp = []string{

@@ -20,7 +20,7 @@ func init() {
 			{name: "p1", typ: "string"}, {name: "p2", typ: "string"},
 			{name: "algorithm key p1 p2", typ: "string", optional: true, multiple: true},
 		},
-		firstKey: 3, lastKey: -3, keyStep: 4,
+		keySpecs: []keySpec{keyRange(keyRW|keyAccess|keyUpdate, 3, -3, 4)}, // every fourth argument from the third
 	})
 }
 

@@ -25,6 +25,11 @@ func init() {
 			{name: "policy subject", typ: "string", optional: true, multiple: true},
 			{name: "n", typ: "integer", optional: true},
 		},
+		// The subjects route the call (policy.SplitCheckKey keeps a subject's
+		// state keys in its slot); the state keys are derived, and checked
+		// against the ACL by cmdCheck and checkAll.
+		keySpecs:   []keySpec{keyRange(keyRW|keyAccess|keyUpdate|keyDerived, 2, -1, 2)},
+		categories: []string{"policy"},
 	})
 }
 

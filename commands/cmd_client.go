@@ -11,8 +11,13 @@ import (
 func init() {
 	register(&command{name: "client", arity: -2, run: cmdClient, group: "connection", since: "0.1.0",
 		summary: "Inspects and names connections: ID, SETNAME, GETNAME, SETINFO, INFO, LIST [TYPE|ID], KILL (with Redis's filters), PAUSE, UNPAUSE, NO-EVICT.", complexity: "O(1), LIST O(N)",
-		subs: []string{"id", "setname", "getname", "setinfo", "info", "list", "kill", "pause", "unpause", "no-evict", "named-reply", "help"}})
+		subs:          []string{"id", "setname", "getname", "setinfo", "info", "list", "kill", "pause", "unpause", "no-evict", "named-reply", "help"},
+		subCategories: map[string][]string{"kill": clientAdmin, "list": clientAdmin, "no-evict": clientAdmin}})
 }
+
+// clientAdmin are the categories of CLIENT KILL, LIST and NO-EVICT, which
+// Redis gives @admin @dangerous.
+var clientAdmin = []string{"connection", "admin", "dangerous"}
 
 var clientHelp = []string{
 	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -15,7 +15,7 @@ import (
 
 func init() {
 	register(
-		&command{name: "info", arity: -1, flags: flagLoading, run: cmdInfo, group: "server", since: "0.1.0",
+		&command{name: "info", arity: -1, flags: flagLoading, run: cmdInfo, categories: []string{"dangerous"}, group: "server", since: "0.1.0",
 			summary: "Reports the server's state: server, clients, memory, stats, keyspace.", complexity: "O(1), keyspace O(N)",
 			arguments: []argDoc{{name: "section", typ: "string", optional: true, multiple: true}}},
 		&command{name: "config", arity: -2, flags: flagAdmin, run: cmdConfig, group: "server", since: "0.1.0",

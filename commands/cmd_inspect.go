@@ -17,16 +17,39 @@ func init() {
 			group: "rate-limit", since: "0.1.0", complexity: "O(1), O(N) for a log or leases of N entries",
 			summary:   "Shows a key's limiter state: algorithm, expiry and the raw state fields; nil if absent.",
 			arguments: []argDoc{{name: "key", typ: "key"}},
-			firstKey:  1, lastKey: 1, keyStep: 1,
+			keySpecs:  []keySpec{keyRange(keyRO|keyAccess|keyIncomplete, 1, 0, 1)},
+			getKeys:   policyFormKeys(keyRO | keyAccess),
 		},
 		&command{
 			name: "rl.reset", arity: -2, flags: flagWrite, run: cmdRLReset,
 			group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of keys",
-			summary:   "Puts limiters back to their initial state (deletes their state); replies how many had one.",
-			arguments: []argDoc{{name: "key", typ: "key", multiple: true}},
-			firstKey:  1, lastKey: -1, keyStep: 1,
+			summary:    "Puts limiters back to their initial state (deletes their state); replies how many had one.",
+			arguments:  []argDoc{{name: "key", typ: "key", multiple: true}},
+			keySpecs:   []keySpec{keyRange(keyRM|keyDelete|keyIncomplete, 1, -1, 1)},
+			getKeys:    policyFormKeys(keyRM | keyDelete),
+			categories: []string{"keyspace"},
 		},
 	)
+}
+
+// policyFormKeys is RL.INFO's and RL.RESET's getKeys, for keys used with
+// flags: the keys, or in the POLICY form (RL.RESET POLICY policy subject
+// …) the subjects, which route as keys; their state keys are derived, and
+// the command checks them against the ACL (policyKeys).
+func policyFormKeys(flags keyFlags) func(args [][]byte, out []keyRef) ([]keyRef, bool) {
+	return func(args [][]byte, out []keyRef) ([]keyRef, bool) {
+		first, f := 1, flags
+		if len(args) >= 4 && equalFold(args[1], "policy") {
+			first, f = 3, flags|keyDerived
+		}
+		if len(args) <= first {
+			return out, false
+		}
+		for i := first; i < len(args); i++ {
+			out = append(out, keyRef{pos: i, flags: f})
+		}
+		return out, true
+	}
 }
 
 // cmdRLInfo: RL.INFO key

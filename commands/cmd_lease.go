@@ -16,14 +16,14 @@ func init() {
 				{name: "key", typ: "key"}, {name: "limit", typ: "integer"}, {name: "lease", typ: "string"},
 				{name: "id", typ: "string"},
 			},
-			firstKey: 1, lastKey: 1, keyStep: 1,
+			keySpecs: []keySpec{keyRange(keyRW|keyAccess|keyUpdate, 1, 0, 1)},
 		},
 		&command{
 			name: "rl.release", arity: 3, flags: flagDecision | flagWrite | flagFast, run: cmdRelease,
 			group: "rate-limit", since: "0.1.0", complexity: "O(N) where N is the number of holders",
 			summary:   "Ends id's lease on a concurrency limit: 1 if it held one, 0 otherwise.",
 			arguments: []argDoc{{name: "key", typ: "key"}, {name: "id", typ: "string"}},
-			firstKey:  1, lastKey: 1, keyStep: 1,
+			keySpecs:  []keySpec{keyRange(keyRW|keyAccess|keyUpdate, 1, 0, 1)},
 		},
 	)
 }

@@ -23,7 +23,7 @@ func init() {
 		return &command{
 			name: name, arity: -4, maxArgs: 5, flags: flagDecision | flagWrite | flagFast, run: run,
 			group: "rate-limit", since: "0.1.0", complexity: complexity, summary: summary, arguments: args,
-			firstKey: 1, lastKey: 1, keyStep: 1,
+			keySpecs: []keySpec{keyRange(keyRW|keyAccess|keyUpdate, 1, 0, 1)},
 		}
 	}
 	register(

@@ -21,7 +21,8 @@ import (
 func init() {
 	register(&command{
 		name: "rl.match", arity: -5, flags: flagWrite, run: cmdMatch,
-		group: "rate-limit", since: "0.1.0", complexity: "O(N) in the descriptors' entries",
+		categories: []string{"limiter", "policy"}, // decisions under the rules files' domains
+		group:      "rate-limit", since: "0.1.0", complexity: "O(N) in the descriptors' entries",
 		summary: "Applies a rules file's domain to a request's descriptors as Envoy's rate limit service does, " +
 			"taking HITS units (default 1; 0 checks without counting), and replies the overall code and one " +
 			"status per descriptor.",

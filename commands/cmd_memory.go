@@ -20,11 +20,11 @@ func init() {
 	register(
 		&command{name: "memory", arity: -2, flags: flagReadOnly, run: cmdMemory, group: "server", since: "0.2.0",
 			summary:    "MEMORY USAGE key [SAMPLES count] | STATS | DOCTOR | MALLOC-STATS | PURGE | HELP: the memory of a key and of the server.",
-			complexity: "O(1)", firstKey: 2, lastKey: 2, keyStep: 1,
+			complexity: "O(1)", keySpecs: []keySpec{keyRange(keyRO, 2, 0, 1)},
 			subs: []string{"usage", "stats", "doctor", "malloc-stats", "purge", "help"}},
 		&command{name: "object", arity: -2, flags: flagReadOnly, run: cmdObject, group: "generic", since: "0.2.0",
 			summary:    "OBJECT FREQ | ENCODING | IDLETIME | REFCOUNT key | HELP: a key's internals, as far as sluice keeps them.",
-			complexity: "O(1)", firstKey: 2, lastKey: 2, keyStep: 1,
+			complexity: "O(1)", keySpecs: []keySpec{keyRange(keyRO, 2, 0, 1)},
 			subs: []string{"freq", "encoding", "idletime", "refcount", "help"}},
 	)
 }

@@ -20,12 +20,35 @@ import (
 
 func init() {
 	register(&command{
-		name: "rl.override", arity: -2, flags: flagWrite, run: cmdOverride, group: "rate-limit", since: "0.1.0",
+		name: "rl.override", arity: -2, run: cmdOverride, group: "rate-limit", since: "0.1.0",
 		summary: "Gives one subject of a policy its own limit, UNLIMITED or DENY (SET), reads (GET), " +
 			"deletes (DEL) and lists (LIST) the overrides that RL.CHECK decides with.",
 		complexity: "O(1) for SET, GET and DEL; LIST visits about COUNT keys of the key space per call",
 		subs:       []string{"set", "get", "del", "list", "help"},
+		flags:      flagWrite | flagNoMandatoryKeys,
+		// SET, GET and DEL route by the subject (the override lives in the
+		// subject's slot, policy.SplitCheckKey); its key is derived and
+		// checked against the ACL by the subcommand.
+		keySpecs:   []keySpec{keyRange(keyRW|keyUpdate|keyIncomplete, 3, 0, 1)},
+		getKeys:    overrideKeys,
+		categories: []string{"policy"},
 	})
+}
+
+// overrideKeys is RL.OVERRIDE's getKeys: the subject of SET, GET and DEL.
+func overrideKeys(args [][]byte, out []keyRef) ([]keyRef, bool) {
+	if len(args) < 4 {
+		return out, len(args) >= 2 && (equalFold(args[1], "list") || equalFold(args[1], "help"))
+	}
+	switch {
+	case equalFold(args[1], "set"):
+		return append(out, keyRef{pos: 3, flags: keyOW | keyUpdate | keyDerived}), true
+	case equalFold(args[1], "get"):
+		return append(out, keyRef{pos: 3, flags: keyRO | keyAccess | keyDerived}), true
+	case equalFold(args[1], "del"):
+		return append(out, keyRef{pos: 3, flags: keyRM | keyDelete | keyDerived}), true
+	}
+	return out, equalFold(args[1], "list")
 }
 
 var overrideHelp = []string{

@@ -20,6 +20,15 @@ func init() {
 			"RELOAD reads the rules files again.",
 		complexity: "O(1) for GET; O(N) in the number of policies for SET, DEL and LIST",
 		subs:       []string{"set", "get", "del", "list", "reload", "help"},
+		// SET, DEL and RELOAD change every tenant's limits: @admin
+		// @dangerous only (the flag), as CONFIG SET, so that +@policy does
+		// not grant them; the command itself is outside @policy too, or
+		// +@policy would grant its subcommands with it.
+		subCategories: map[string][]string{
+			"get":  {"admin", "dangerous", "policy"},
+			"list": {"admin", "dangerous", "policy"},
+			"help": {"admin", "dangerous", "policy"},
+		},
 	})
 }
 

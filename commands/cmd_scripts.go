@@ -21,17 +21,24 @@ func init() {
 		{name: "arg", typ: "string", optional: true, multiple: true},
 	}
 	shaArgs := append([]argDoc{{name: "sha1", typ: "string"}}, evalArgs[1:]...)
+	// Redis's: numkeys after the script, then that many keys.
+	rw := []keySpec{keyCount(keyRW|keyAccess|keyUpdate, 2, 0, 1, 1)}
+	ro := []keySpec{keyCount(keyRO|keyAccess, 2, 0, 1, 1)}
+	evalRW := []keySpec{rw[0]}
+	evalRW[0].notes = "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"
+	evalRO := []keySpec{ro[0]}
+	evalRO[0].notes = "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"
 	register(
-		&command{name: "eval", arity: -3, flags: flagWrite, run: cmdEval, group: "scripting", since: "0.1.0",
+		&command{name: "eval", arity: -3, flags: flagWrite | flagNoMandatoryKeys, keySpecs: evalRW, run: cmdEval, group: "scripting", since: "0.1.0",
 			summary: "Runs a known limiter script natively, recognised by its text.", complexity: "O(number of keys)",
 			arguments: evalArgs},
-		&command{name: "evalsha", arity: -3, flags: flagWrite, run: cmdEval, group: "scripting", since: "0.1.0",
+		&command{name: "evalsha", arity: -3, flags: flagWrite | flagNoMandatoryKeys, keySpecs: rw, run: cmdEval, group: "scripting", since: "0.1.0",
 			summary: "Runs a known limiter script natively, named by its SHA1.", complexity: "O(number of keys)",
 			arguments: shaArgs},
-		&command{name: "eval_ro", arity: -3, flags: flagReadOnly, run: cmdEval, group: "scripting", since: "0.1.0",
+		&command{name: "eval_ro", arity: -3, flags: flagReadOnly | flagNoMandatoryKeys, keySpecs: evalRO, run: cmdEval, group: "scripting", since: "0.1.0",
 			summary: "Runs a known limiter script natively; its first write fails.", complexity: "O(number of keys)",
 			arguments: evalArgs},
-		&command{name: "evalsha_ro", arity: -3, flags: flagReadOnly, run: cmdEval, group: "scripting", since: "0.1.0",
+		&command{name: "evalsha_ro", arity: -3, flags: flagReadOnly | flagNoMandatoryKeys, keySpecs: ro, run: cmdEval, group: "scripting", since: "0.1.0",
 			summary:    "Runs a known limiter script natively, named by its SHA1; its first write fails.",
 			complexity: "O(number of keys)", arguments: shaArgs},
 		&command{name: "script", arity: -2, run: cmdScript, group: "scripting", since: "0.1.0",

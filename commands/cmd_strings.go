@@ -13,57 +13,81 @@ import "github.com/sluice-rl/sluice/compat"
 func init() {
 	key := argDoc{name: "key", typ: "key"}
 	expireOpts := []argDoc{{name: "condition", typ: "string", optional: true}}
-	keyed := func(c *command) *command {
-		c.group, c.since, c.firstKey, c.lastKey, c.keyStep = "string", "0.1.0", 1, 1, 1
+	keyed := func(flags keyFlags, c *command) *command {
+		c.group, c.since = "string", "0.1.0"
+		c.keySpecs = []keySpec{keyRange(flags, 1, 0, 1)}
 		if c.complexity == "" {
 			c.complexity = "O(1)"
 		}
 		return c
 	}
 	register(
-		keyed(&command{name: "get", arity: 2, flags: flagReadOnly | flagFast, run: cmdGet,
+		keyed(keyRO|keyAccess, &command{name: "get", arity: 2, flags: flagReadOnly | flagFast, run: cmdGet,
 			summary: "Returns the string value of a key.", arguments: []argDoc{key}}),
-		keyed(&command{name: "set", arity: -3, flags: flagWrite, run: cmdSet,
+		keyNotes("RW and ACCESS due to the optional `GET` argument", keyed(keyRW|keyAccess|keyUpdate|keyVariableFlags, &command{name: "set", arity: -3, flags: flagWrite, run: cmdSet, getKeys: setKeys,
 			summary: "Sets a key's string value, with an optional expiry and condition.",
 			arguments: []argDoc{key, {name: "value", typ: "string"},
 				{name: "condition", typ: "string", optional: true},
 				{name: "get", typ: "pure-token", token: "GET", optional: true},
-				{name: "expiration", typ: "string", optional: true}}}),
-		keyed(&command{name: "incr", arity: 2, flags: flagWrite | flagFast, run: cmdIncr,
+				{name: "expiration", typ: "string", optional: true}}})),
+		keyed(keyRW|keyAccess|keyUpdate, &command{name: "incr", arity: 2, flags: flagWrite | flagFast, run: cmdIncr,
 			summary: "Increments the integer value of a key by one.", arguments: []argDoc{key}}),
-		keyed(&command{name: "incrby", arity: 3, flags: flagWrite | flagFast, run: cmdIncr,
+		keyed(keyRW|keyAccess|keyUpdate, &command{name: "incrby", arity: 3, flags: flagWrite | flagFast, run: cmdIncr,
 			summary:   "Increments the integer value of a key by a number.",
 			arguments: []argDoc{key, {name: "increment", typ: "integer"}}}),
-		keyed(&command{name: "decr", arity: 2, flags: flagWrite | flagFast, run: cmdIncr,
+		keyed(keyRW|keyAccess|keyUpdate, &command{name: "decr", arity: 2, flags: flagWrite | flagFast, run: cmdIncr,
 			summary: "Decrements the integer value of a key by one.", arguments: []argDoc{key}}),
-		keyed(&command{name: "decrby", arity: 3, flags: flagWrite | flagFast, run: cmdIncr,
+		keyed(keyRW|keyAccess|keyUpdate, &command{name: "decrby", arity: 3, flags: flagWrite | flagFast, run: cmdIncr,
 			summary:   "Decrements the integer value of a key by a number.",
 			arguments: []argDoc{key, {name: "decrement", typ: "integer"}}}),
-		keyed(&command{name: "expire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
+		keyed(keyRW|keyUpdate, &command{name: "expire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
 			summary:   "Sets a string key's time to live in seconds (WRONGTYPE on a limiter's state).",
 			arguments: append([]argDoc{key, {name: "seconds", typ: "integer"}}, expireOpts...)}),
-		keyed(&command{name: "setex", arity: 4, flags: flagWrite, run: cmdStr1,
+		keyed(keyOW|keyUpdate, &command{name: "setex", arity: 4, flags: flagWrite, run: cmdStr1,
 			summary:   "Sets a key's string value and its time to live in seconds.",
 			arguments: []argDoc{key, {name: "seconds", typ: "integer"}, {name: "value", typ: "string"}}}),
-		keyed(&command{name: "psetex", arity: 4, flags: flagWrite, run: cmdStr1,
+		keyed(keyOW|keyUpdate, &command{name: "psetex", arity: 4, flags: flagWrite, run: cmdStr1,
 			summary:   "Sets a key's string value and its time to live in milliseconds.",
 			arguments: []argDoc{key, {name: "milliseconds", typ: "integer"}, {name: "value", typ: "string"}}}),
-		keyed(&command{name: "setnx", arity: 3, flags: flagWrite | flagFast, run: cmdStr1,
+		keyed(keyOW|keyInsert, &command{name: "setnx", arity: 3, flags: flagWrite | flagFast, run: cmdStr1,
 			summary: "Sets a key's string value only if the key does not exist.", arguments: []argDoc{key, {name: "value", typ: "string"}}}),
-		keyed(&command{name: "getdel", arity: 2, flags: flagWrite | flagFast, run: cmdStr1,
+		keyed(keyRW|keyAccess|keyDelete, &command{name: "getdel", arity: 2, flags: flagWrite | flagFast, run: cmdStr1,
 			summary: "Returns the string value of a key and deletes the key.", arguments: []argDoc{key}}),
-		allKeys(keyed(&command{name: "mget", arity: -2, flags: flagReadOnly | flagFast, run: cmdMget,
+		allKeys(keyed(keyRO|keyAccess, &command{name: "mget", arity: -2, flags: flagReadOnly | flagFast, run: cmdMget,
 			summary:    "Returns the string values of keys, atomically (a null for a key that holds no string).",
 			complexity: "O(N) for N keys", arguments: []argDoc{{name: "key", typ: "key", multiple: true}}})),
-		keyed(&command{name: "pexpire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
+		keyed(keyRW|keyUpdate, &command{name: "pexpire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
 			summary:   "Sets a string key's time to live in milliseconds (WRONGTYPE on a limiter's state).",
 			arguments: append([]argDoc{key, {name: "milliseconds", typ: "integer"}}, expireOpts...)}),
 	)
 }
 
+// keyNotes gives c's key spec its notes.
+func keyNotes(notes string, c *command) *command {
+	c.keySpecs[0].notes = notes
+	return c
+}
+
+// setKeys is SET's getKeys, for its variable flags: with GET it reads the
+// old value (RW access update), without it overwrites (OW update), as
+// Redis's setGetKeys.
+func setKeys(args [][]byte, out []keyRef) ([]keyRef, bool) {
+	flags := keyOW | keyUpdate
+	for _, a := range args[min(3, len(args)):] {
+		if equalFold(a, "get") {
+			flags = keyRW | keyAccess | keyUpdate
+			break
+		}
+	}
+	if len(args) < 2 {
+		return out, false
+	}
+	return append(out, keyRef{pos: 1, flags: flags}), true
+}
+
 // allKeys makes every argument of c a key.
 func allKeys(c *command) *command {
-	c.lastKey = -1
+	c.keySpecs[0].lastKey = -1
 	return c
 }
 

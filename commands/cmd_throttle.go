@@ -23,7 +23,7 @@ func init() {
 			{name: "key", typ: "key"}, {name: "max_burst", typ: "integer"}, {name: "count", typ: "integer"},
 			{name: "period", typ: "integer"}, {name: "quantity", typ: "integer", optional: true},
 		},
-		firstKey: 1, lastKey: 1, keyStep: 1,
+		keySpecs: []keySpec{keyRange(keyRW|keyAccess|keyUpdate, 1, 0, 1)},
 	})
 }
 

@@ -97,7 +97,7 @@ func (s *session) unqueue(mark int) {
 func (s *session) runDeferred() {
 	q := &s.queue
 	if s.tx.active {
-		return // the queue holds the transaction's decisions until EXEC (tx.go)
+		return // the queue holds the transaction's decisions until EXEC (cmd_tx.go)
 	}
 	if len(q.kinds) == 0 {
 		q.class = classNone

@@ -49,6 +49,12 @@ var (
 	errNoCluster          = replyError("This instance has cluster support disabled")
 	errOutOfRangePositive = replyError("value is out of range, must be positive")
 
+	// COMMAND GETKEYS and GETKEYSANDFLAGS (cmd_command.go), in Redis's words.
+	errGetKeysNoCommand = replyError("Invalid command specified")
+	errGetKeysNoKeys    = replyError("The command has no key arguments")
+	errGetKeysArity     = replyError("Invalid number of arguments specified for command")
+	errGetKeysInvalid   = replyError("Invalid arguments specified for command")
+
 	// CONFIG SET and CONFIG REWRITE (config_set.go), in Redis's words.
 	errNoSettings = replyError("CONFIG SET is not available on this server")
 	// ErrNoConfigFile is CONFIG REWRITE's answer when the server was started
@@ -101,7 +107,7 @@ var (
 	errNoScript        = codeError("NOSCRIPT No matching script. Please use EVAL.")
 	errNotBusy         = codeError("NOTBUSY No scripts in execution right now.")
 	errNoStrings       = replyError("this server's keyspace holds no strings (scripts and string commands are unavailable)")
-	// Transactions (tx.go), in Redis's words.
+	// Transactions (cmd_tx.go), in Redis's words.
 	errNestedMulti    = replyError("MULTI calls can not be nested")
 	errExecNoMulti    = replyError("EXEC without MULTI")
 	errDiscardNoMulti = replyError("DISCARD without MULTI")
@@ -146,7 +152,7 @@ func errUnknownCommand(args [][]byte) replyError {
 }
 
 // errACL is an error of the acl package as a reply: its text is Redis's
-// (acl.go's vocabulary), with the generic code unless it has its own.
+// (acl_wiring.go's vocabulary), with the generic code unless it has its own.
 func errACL(err error) error {
 	text := sanitize(err.Error())
 	if hasErrorCode(text) {

@@ -23,7 +23,7 @@ type Handler struct {
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
-	acl   aclState            // users and the ACL LOG (acl.go)
+	acl   aclState            // users and the ACL LOG (acl_wiring.go)
 	table map[string]*command // with rename-command, the renamed table (rename.go); nil: the global one
 
 	transport atomic.Pointer[transportRef] // set by Attach

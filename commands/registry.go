@@ -10,7 +10,7 @@ type command struct {
 	flags   cmdFlags
 	class   deferClass // how its work runs (set by register, from flags)
 	run     func(s *session, args [][]byte)
-	acl     *acl.Command // the ACL's handle (acl.go), set before the first Handler serves
+	acl     *acl.Command // the ACL's handle (acl_wiring.go), set before the first Handler serves
 
 	// What COMMAND and COMMAND DOCS report.
 	group      string
@@ -18,10 +18,25 @@ type command struct {
 	summary    string
 	complexity string
 	arguments  []argDoc
-	firstKey   int
-	lastKey    int
-	keyStep    int
 	subs       []string // subcommand names, for COMMAND's tenth field
+
+	// keySpecs locate its keys (keyspecs.go); getKeys, when set, finds them
+	// instead, for specs marked keyIncomplete or keyVariableFlags (Redis's
+	// getkeys_proc): it appends to out and returns it, false if args do not
+	// fit.
+	keySpecs []keySpec
+	getKeys  func(args [][]byte, out []keyRef) ([]keyRef, bool)
+
+	// categories are its ACL categories besides the ones its flags and
+	// group imply (aclCategories); subCategories replace a subcommand's
+	// (then @fast or @slow as the command), where they differ from the
+	// command's.
+	categories    []string
+	subCategories map[string][]string
+
+	// COMMAND INFO's first key, last key and step, derived from keySpecs
+	// by register (legacyKeys).
+	firstKey, lastKey, keyStep int
 
 	idx int // its index in commandList, for per-command figures
 }
@@ -36,7 +51,9 @@ const (
 	flagFast
 	flagAdmin
 	flagLoading
-	flagForward // deferred: a follower's forwarded submission, carried out with the others (RAFT.FORWARD)
+	flagForward         // deferred: a follower's forwarded submission, carried out with the others (RAFT.FORWARD)
+	flagNoMandatoryKeys // its keys may be none (EVAL with numkeys 0)
+	flagMovableKeys     // set by register: no fixed range locates its keys (legacyKeys)
 )
 
 // argDoc describes one argument for COMMAND DOCS, in the form redis-cli
@@ -73,6 +90,11 @@ func register(cmds ...*command) {
 			cmd.class = classDecision
 		case cmd.flags&flagForward != 0:
 			cmd.class = classForward
+		}
+		var movable bool
+		cmd.firstKey, cmd.lastKey, cmd.keyStep, movable = legacyKeys(cmd.keySpecs)
+		if movable {
+			cmd.flags |= flagMovableKeys
 		}
 		commandTable[cmd.name] = cmd
 		cmd.idx = len(commandList)

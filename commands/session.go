@@ -29,8 +29,8 @@ type session struct {
 
 	resp3    atomic.Bool
 	authed   bool
-	refused  bool                    // protected mode refuses the connection (acl.go)
-	user     *acl.User               // the ACL user the connection runs as (acl.go); written under mu
+	refused  bool                    // protected mode refuses the connection (acl_wiring.go)
+	user     *acl.User               // the ACL user the connection runs as (acl_wiring.go); written under mu
 	readonly bool                    // READONLY: peeks answered from this node's own state
 	prevCmd  *command                // the command run last, looked up first
 	shown    atomic.Pointer[command] // prevCmd as of the last batch's end, for CLIENT LIST's cmd=
@@ -41,7 +41,7 @@ type session struct {
 
 	queue deferred     // the batch's deferred work (deferred.go)
 	acks  []ackSpan    // the batch's replies that acknowledge a change (durable.go)
-	tx    txState      // MULTI's queue and WATCH's keys (tx.go)
+	tx    txState      // MULTI's queue and WATCH's keys (cmd_tx.go)
 	call  *compat.Call // scratch of EVAL and the string commands, made at the first (cmd_scripts.go)
 
 	lastScript *compat.Script // the script EVALSHA found last, tried first

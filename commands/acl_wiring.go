@@ -30,13 +30,14 @@ var aclRegistry = sync.OnceValues(func() (*acl.Registry, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		cmd := commandTable[name]
+		locate, ranges := aclLocate(cmd), aclRanges(cmd)
 		if cmd.acl, err = reg.Register(acl.Spec{Name: name, Categories: aclCategories(cmd, ""),
-			Keys: aclKeys(cmd), NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
+			Keys: ranges, Locate: locate, NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
 			return nil, err
 		}
 		for _, sub := range cmd.subs {
 			if _, err := reg.Register(acl.Spec{Name: name + "|" + sub, Categories: aclCategories(cmd, sub),
-				Keys: aclKeys(cmd), NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
+				Keys: ranges, Locate: locate, NoAuth: cmd.flags&flagNoAuth != 0}); err != nil {
 				return nil, err
 			}
 		}
@@ -44,65 +45,42 @@ var aclRegistry = sync.OnceValues(func() (*acl.Registry, error) {
 	return reg, nil
 })
 
-// aclCategories derives a command's (or its subcommand sub's) categories
-// from its flags, group and name.
+// aclCategories are a command's (or its subcommand sub's) ACL categories:
+// the ones its flags and group imply, as Redis's setImplicitACLCategories,
+// and the ones its registration lists (command.categories); a subcommand
+// with its own (command.subCategories) has those instead.
 func aclCategories(cmd *command, sub string) []string {
 	var cats []string
 	add := func(names ...string) {
 		for _, n := range names {
-			if !strings.Contains(" "+strings.Join(cats, " ")+" ", " "+n+" ") {
+			if !slices.Contains(cats, n) {
 				cats = append(cats, n)
 			}
 		}
 	}
 	f := cmd.flags
-	if f&flagDecision != 0 {
-		add("limiter", "write")
-	}
-	if f&flagWrite != 0 {
-		add("write")
-	}
-	if f&flagReadOnly != 0 {
-		add("read")
-	}
-	if f&flagAdmin != 0 || f&flagForward != 0 {
-		add("admin", "dangerous")
-	}
-	switch cmd.group {
-	case "connection":
-		add("connection")
-	case "generic":
-		add("keyspace")
-	}
-	full := cmd.name
-	if sub != "" {
-		full += "|" + sub
-	}
-	switch {
-	case cmd.name == "rl.reset":
-		add("keyspace")
-	case cmd.name == "flushall" || cmd.name == "flushdb":
-		add("keyspace", "admin", "dangerous")
-	case cmd.name == "acl" || strings.HasPrefix(cmd.name, "raft."):
-		add("admin", "dangerous")
-	case full == "client|kill" || full == "client|list" || full == "client|no-evict":
-		add("admin", "dangerous")
-	case cmd.name == "info" || cmd.name == "command" || cmd.name == "config" && sub == "get":
-		add("dangerous")
-	case cmd.name == "multi" || cmd.name == "exec" || cmd.name == "discard" || cmd.name == "watch" || cmd.name == "unwatch":
-		add("transaction")
-	case cmd.name == "rl.policy" && (sub == "" || sub == "set" || sub == "del" || sub == "reload"):
-		// they change every tenant's limits: @admin @dangerous only (the
-		// flag), as CONFIG SET, so that +@policy does not grant them; the
-		// command itself is outside @policy, or +@policy would grant its
-		// subcommands with it
-	case cmd.name == "rl.policy" || cmd.name == "rl.override" || cmd.name == "rl.check":
-		add("policy")
-	case cmd.name == "rl.match": // decisions under the rules files' domains
-		add("limiter", "policy")
-	}
-	if cmd.name == "acl" && (sub == "whoami" || sub == "cat" || sub == "help") { // Redis: not @admin
-		cats = []string{"connection"}
+	if own, ok := cmd.subCategories[sub]; ok && sub != "" {
+		add(own...)
+	} else {
+		if f&flagDecision != 0 {
+			add("limiter", "write")
+		}
+		if f&flagWrite != 0 {
+			add("write")
+		}
+		if f&flagReadOnly != 0 {
+			add("read")
+		}
+		if f&flagAdmin != 0 || f&flagForward != 0 {
+			add("admin", "dangerous")
+		}
+		switch cmd.group {
+		case "connection":
+			add("connection")
+		case "generic":
+			add("keyspace")
+		}
+		add(cmd.categories...)
 	}
 	if f&flagFast != 0 {
 		add("fast")
@@ -110,30 +88,6 @@ func aclCategories(cmd *command, sub string) []string {
 		add("slow")
 	}
 	return cats
-}
-
-// aclKeys locates a command's keys from its COMMAND key positions. A
-// decision reads and changes its key; DEL, UNLINK and RL.RESET change
-// theirs; RL.INFO reads; EXISTS, TYPE, PTTL and TTL only look at it, which
-// any pattern admits, as Redis's commands without a read or write flag.
-func aclKeys(cmd *command) []acl.KeySpec {
-	if cmd.firstKey == 0 {
-		return nil
-	}
-	var access acl.Access
-	switch {
-	case cmd.flags&flagDecision != 0:
-		access = acl.Read | acl.Write
-	case cmd.flags&flagWrite != 0:
-		access = acl.Write
-	case cmd.name == "rl.info":
-		access = acl.Read
-	}
-	last := cmd.lastKey
-	if cmd.name == "rl.all" {
-		last = -1 // RL.ALL n ALGO key p1 p2 …: every fourth argument from the third
-	}
-	return []acl.KeySpec{{First: cmd.firstKey, Last: last, Step: max(cmd.keyStep, 1), Access: access}}
 }
 
 // aclState is a Handler's users and ACL LOG.
@@ -207,14 +161,7 @@ func (s *session) permDenial(cmd *command, args [][]byte) (d acl.Denial, name, o
 			}
 		}
 	}
-	argv := args
-	if policyForm(cmd, args) {
-		argv = args[:1] // its keys are derived: policyKeys checks them
-	}
-	d = p.Check(ac, argv)
-	if d.Reason == acl.Allowed && !p.AllowsAllKeys() && cmd.group == "scripting" {
-		d = scriptKeysDenial(p, cmd, args)
-	}
+	d = p.Check(ac, args) // the command, then the keys its registration locates (aclRanges, aclLocate)
 	switch d.Reason {
 	case acl.Allowed:
 		return d, "", ""
@@ -224,17 +171,11 @@ func (s *session) permDenial(cmd *command, args [][]byte) (d acl.Denial, name, o
 	return d, ac.Name, ac.Name
 }
 
-// policyForm reports whether args are RL.INFO's or RL.RESET's POLICY form
-// (RL.RESET POLICY policy subject …), whose arguments are no keys.
-func policyForm(cmd *command, args [][]byte) bool {
-	return (cmd.name == "rl.info" || cmd.name == "rl.reset") && len(args) >= 4 && equalFold(args[1], "policy")
-}
-
 // derivedKeyError is the NOPERM error, logged in the ACL LOG, if the
 // session's user may not reach key with access; nil if it may. It checks
 // the keys a command derives rather than names (RL.CHECK's
-// pol:<policy>:<algo>:<subject>), which cmd.acl's key positions cannot
-// locate. A user with allkeys pays one branch.
+// pol:<policy>:<algo>:<subject>), whose arguments its key specs mark
+// keyDerived. A user with allkeys pays one branch.
 func (s *session) derivedKeyError(key []byte, access acl.Access) error {
 	p := s.user.Perms()
 	if p.AllowsAllKeys() || p.CheckKey(key, access) {
@@ -249,30 +190,6 @@ func (s *session) derivedKeyError(key []byte, access acl.Access) error {
 func (s *session) deniedInMulti(cmd *command, args [][]byte, err *error) bool {
 	*err = s.permError(cmd, args, acl.Multi)
 	return *err != nil
-}
-
-// scriptKeysDenial checks the keys of EVAL, EVALSHA and their _RO forms,
-// which no fixed position locates: script numkeys key… arg…. A numkeys
-// that is not a count of the arguments is the command's own error to give,
-// so it passes here.
-func scriptKeysDenial(p *acl.Perms, cmd *command, args [][]byte) acl.Denial {
-	if len(args) < 3 {
-		return acl.Denial{}
-	}
-	n, ok := parseInt(args[2])
-	if !ok || n < 0 || n > int64(len(args)-3) {
-		return acl.Denial{}
-	}
-	access := acl.Read | acl.Write
-	if strings.HasSuffix(cmd.name, "_ro") {
-		access = acl.Read
-	}
-	for i := 3; i < 3+int(n); i++ {
-		if !p.CheckKey(args[i], access) {
-			return acl.Denial{Reason: acl.DeniedKey, Pos: i}
-		}
-	}
-	return acl.Denial{}
 }
 
 // logDenial adds an entry to the ACL LOG for the connection s serves.

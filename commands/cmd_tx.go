@@ -25,19 +25,20 @@ import (
 // holds its decisions, and runDeferred leaves them there until EXEC.
 
 func init() {
+	tx := []string{"transaction"}
 	register(
-		&command{name: "multi", arity: 1, flags: flagFast, run: cmdMulti, group: "transactions", since: "0.2.0",
+		&command{name: "multi", arity: 1, flags: flagFast, run: cmdMulti, group: "transactions", since: "0.2.0", categories: tx,
 			summary: "Starts a transaction.", complexity: "O(1)"},
-		&command{name: "exec", arity: 1, flags: flagWrite, run: cmdExec, group: "transactions", since: "0.2.0",
+		&command{name: "exec", arity: 1, flags: flagWrite, run: cmdExec, group: "transactions", since: "0.2.0", categories: tx,
 			summary:    "Carries out the queued commands as one atomic unit at one instant.",
 			complexity: "O(N) for N queued decisions"},
-		&command{name: "discard", arity: 1, flags: flagFast, run: cmdDiscard, group: "transactions", since: "0.2.0",
+		&command{name: "discard", arity: 1, flags: flagFast, run: cmdDiscard, group: "transactions", since: "0.2.0", categories: tx,
 			summary: "Drops the queued commands.", complexity: "O(N) for N queued commands"},
-		&command{name: "watch", arity: -2, flags: flagFast, run: cmdWatch, group: "transactions", since: "0.2.0",
+		&command{name: "watch", arity: -2, flags: flagFast, run: cmdWatch, group: "transactions", since: "0.2.0", categories: tx,
 			summary:    "Makes the next EXEC fail if a watched key's state changes before it.",
 			complexity: "O(1) per key", arguments: []argDoc{{name: "key", typ: "key", multiple: true}},
-			firstKey: 1, lastKey: -1, keyStep: 1},
-		&command{name: "unwatch", arity: 1, flags: flagFast, run: cmdUnwatch, group: "transactions", since: "0.2.0",
+			keySpecs: []keySpec{keyRange(keyRO, 1, -1, 1)}},
+		&command{name: "unwatch", arity: 1, flags: flagFast, run: cmdUnwatch, group: "transactions", since: "0.2.0", categories: tx,
 			summary: "Forgets the watched keys.", complexity: "O(1)"},
 	)
 }
