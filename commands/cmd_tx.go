@@ -310,7 +310,7 @@ func (s *session) recheckPerms() {
 	for i := range s.tx.cmds {
 		c := &s.tx.cmds[i]
 		d, _, object := s.permDenial(c.cmd, c.args)
-		if d.Reason == acl.Allowed && c.cmd.class == classDecision && c.cmd.firstKey == 0 && !p.AllowsAllKeys() {
+		if d.Reason == acl.Allowed && c.cmd.class == classDecision && derivesKeys(c.cmd) && !p.AllowsAllKeys() {
 			for j := c.first; j < c.end; j++ {
 				if key := q.reqs[j].Key; !p.CheckKey(key, acl.Read|acl.Write) {
 					d, object = acl.Denial{Reason: acl.DeniedKey}, string(key)

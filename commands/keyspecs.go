@@ -195,6 +195,17 @@ func aclRanges(cmd *command) []acl.KeySpec {
 	return out
 }
 
+// derivesKeys reports whether cmd keeps its state under keys it derives
+// from its arguments (keyDerived), which it checks against the ACL itself.
+func derivesKeys(cmd *command) bool {
+	for _, ks := range cmd.keySpecs {
+		if ks.flags&keyDerived != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // aclLocate is the ACL's Spec.Locate for cmd: its keys, without the ones
 // it derives its state keys from (the command checks those itself); nil
 // when it has no keys or aclRanges locates them.
