@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/rls"
 	"github.com/sluice-rl/sluice/server"
 )
@@ -48,6 +49,7 @@ func TestDefaultsComeFromThePackages(t *testing.T) {
 		"grpc-unknown-domain":       "ok",
 		"grpc-headers":              "no",
 		"grpc-count-over-limit":     "no",
+		"rules-max-bytes":           strconv.Itoa(policy.DefaultMaxBytes),
 	} {
 		if got := findSetting(name).get(&c); got != want {
 			t.Errorf("default %s = %q; want %q, the package's", name, got, want)
