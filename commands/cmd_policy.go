@@ -3,6 +3,7 @@ package commands
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/glob"
@@ -42,13 +43,14 @@ var policyHelp = []string{
 	"    Delete a policy defined by RL.POLICY SET; 1 if it existed.",
 	"LIST [<pattern>]",
 	"    Return the names of the policies, sorted, that match the glob pattern.",
-	"RELOAD",
-	"    Read the rules files (--policies) again.",
+	"RELOAD [FORCE]",
+	"    Read the rules files (--policies) again. FORCE takes a set that defines no domain",
+	"    in place of one that defines some.",
 	"HELP",
 	"    Print this help.",
 }
 
-// cmdPolicy: RL.POLICY SET|GET|DEL|LIST|RELOAD|HELP …
+// cmdPolicy: RL.POLICY SET|GET|DEL|LIST|RELOAD [FORCE]|HELP …
 func cmdPolicy(s *session, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	n := len(args)
@@ -71,8 +73,8 @@ func cmdPolicy(s *session, args [][]byte) {
 		s.policyDel(args[2])
 	case sub == "list" && n <= 3:
 		s.policyList(args[2:])
-	case sub == "reload" && n == 2:
-		s.policyReload()
+	case sub == "reload" && n <= 3:
+		s.policyReload(args[2:])
 	case sub == "help" && n == 2:
 		s.writeArray(len(policyHelp))
 		for _, line := range policyHelp {
@@ -240,15 +242,25 @@ func (s *session) policyList(args [][]byte) {
 	}
 }
 
-// policyReload reads the rules files again; a refused set keeps the rules
-// in force and its error is the reply.
-func (s *session) policyReload() {
+// reloadWait bounds how long RL.POLICY RELOAD holds its event loop for
+// the load: past it the load goes on by itself, and the reply says so.
+const reloadWait = time.Second
+
+// policyReload: [FORCE]. It reads the rules files again; a refused set
+// keeps the rules in force and its error is the reply. Without FORCE a set
+// that defines no domain does not replace one that defines some.
+func (s *session) policyReload(args [][]byte) {
+	force := len(args) == 1
+	if force && !strings.EqualFold(string(args[0]), "force") {
+		s.writeError(errSyntax)
+		return
+	}
 	rf := s.h.cfg.Rules
 	if rf == nil {
 		s.writeError(errNoRulesFiles)
 		return
 	}
-	if err := rf.Reload(s.conn.Now()); err != nil {
+	if err := rf.ReloadWithin(s.conn.Now(), force, reloadWait); err != nil {
 		s.writeError(err)
 		return
 	}

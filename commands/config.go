@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/sluice-rl/sluice/acl"
 
@@ -81,9 +82,12 @@ type Config struct {
 // RulesFiles is the rules files' loader (--policies), as the commands see
 // it. Safe for concurrent use.
 type RulesFiles interface {
-	// Reload reads the files again at instant now (unix ns) and installs
-	// them, or keeps the rules in force and returns why they were refused.
-	Reload(now int64) error
+	// ReloadWithin reads the files again at instant now (unix ns) and
+	// installs them, or keeps the rules in force and returns why they were
+	// refused; force lets a set that defines no domain replace one that
+	// defines some. It returns within about wait, whatever the files do
+	// (policy.Watcher.ReloadWithin).
+	ReloadWithin(now int64, force bool, wait time.Duration) error
 	// Status returns what INFO policies shows of the files.
 	Status() policy.WatchStatus
 }

@@ -156,6 +156,9 @@ func TestE2EPolicyCommandsAndErrors(t *testing.T) {
 		{[]any{"RL.POLICY", "GET"}, "ERR wrong number of arguments for 'rl.policy|get' command"},
 		{[]any{"RL.POLICY", "FROB"}, "ERR unknown subcommand 'FROB'. Try RL.POLICY HELP."},
 		{[]any{"RL.POLICY", "RELOAD"}, "ERR " + string(errNoRulesFiles)},
+		{[]any{"RL.POLICY", "RELOAD", "force"}, "ERR " + string(errNoRulesFiles)},
+		{[]any{"RL.POLICY", "RELOAD", "NOW"}, "ERR syntax error"},
+		{[]any{"RL.POLICY", "RELOAD", "FORCE", "x"}, "ERR wrong number of arguments for 'rl.policy|reload' command"},
 	} {
 		if got := doErr(t, rdb, c.args...); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%v = %q; want %q", c.args, got, c.want)

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 )
@@ -23,7 +24,57 @@ var (
 	ErrFilesUnstable  = errors.New("rules files kept changing while being read")
 	ErrNoRulesPath    = errors.New("no rules file or directory given")
 	ErrWatcherRunning = errors.New("watcher is already running")
+	// The rules files' faults as files, before any is parsed, and the
+	// watcher's refusals.
+	ErrNotRegular      = errors.New("is not a regular file")
+	ErrRulesTooLarge   = errors.New("rules files hold more than")
+	ErrDropsAllDomains = errors.New("the rules files define no domain")
+	ErrLoadUnderWay    = errors.New("a load of the rules files is under way: try again later")
+	ErrLoadSlow        = errors.New("the rules files are still being loaded: INFO policies shows the outcome")
 )
+
+// errNotRegular is the error for a rules file that stat, following
+// symlinks, does not call a regular file: a device, a FIFO, a socket.
+func errNotRegular(name string, mode fs.FileMode) error {
+	kind := "an irregular file"
+	switch t := mode.Type(); {
+	case t&fs.ModeNamedPipe != 0:
+		kind = "a named pipe"
+	case t&fs.ModeCharDevice != 0:
+		kind = "a character device"
+	case t&fs.ModeDevice != 0:
+		kind = "a block device"
+	case t&fs.ModeSocket != 0:
+		kind = "a socket"
+	case t&fs.ModeDir != 0:
+		kind = "a directory"
+	}
+	return fmt.Errorf("rules file %s %w (%s)", name, ErrNotRegular, kind)
+}
+
+// errTooLarge is the error for a file set past Options.MaxBytes, at the
+// file that took it past.
+func errTooLarge(limit int64, name string) error {
+	return fmt.Errorf("%w %d bytes (rules-max-bytes), at %s", ErrRulesTooLarge, limit, name)
+}
+
+// errUnreadable is the error for a rules file that a directory lists but
+// that cannot be opened or read (a dangling symlink): the path once, then
+// the system's reason.
+func errUnreadable(name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("rules file %s cannot be read: %w", name, err)
+}
+
+// errDropsAllDomains is the error for a set without domains that would
+// replace a set of n.
+func errDropsAllDomains(n int) error {
+	return fmt.Errorf("%w, which would drop all %d domains in force: refused (RL.POLICY RELOAD FORCE takes such a set)",
+		ErrDropsAllDomains, n)
+}
 
 // NoSuchPolicy returns the error for an unknown policy name:
 // "no such policy 'x'".

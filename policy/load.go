@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // File is one rules file's name (for error messages) and content.
@@ -42,8 +44,15 @@ func Parse(files []File, opts Options) (*RuleSet, error) {
 // ..data and ..<timestamp> entries of a Kubernetes ConfigMap volume while
 // its visible names, symlinks into ..data, are followed. Subdirectories are
 // not read. A directory may be empty; a missing path is an error.
+//
+// Every file read must be a regular file once symlinks are followed, and
+// the files together hold at most opts.MaxBytes: a listed name that cannot
+// be read (a dangling symlink), a device, a FIFO or a set past the cap is
+// refused before anything is parsed. Opening never blocks (a FIFO is
+// opened non-blocking and refused), and no read goes past the cap, even
+// of a file that grows while it is read.
 func Load(paths []string, opts Options) (*RuleSet, error) {
-	files, err := readStable(paths)
+	files, err := readStable(paths, opts.maxBytes())
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +71,9 @@ func listFiles(paths []string) ([]string, error) {
 			return nil, err
 		}
 		if !st.IsDir() {
+			if !st.Mode().IsRegular() {
+				return nil, errNotRegular(p, st.Mode())
+			}
 			out = append(out, p)
 			continue
 		}
@@ -76,8 +88,14 @@ func listFiles(paths []string) ([]string, error) {
 				continue
 			}
 			full := filepath.Join(p, n)
-			if st, err := os.Stat(full); err != nil || st.IsDir() {
-				continue // a dangling symlink mid-swap, or a directory
+			st, err := os.Stat(full)
+			switch {
+			case err != nil:
+				return nil, errUnreadable(full, err) // a dangling symlink is a fault, not an absent file
+			case st.IsDir():
+				continue
+			case !st.Mode().IsRegular():
+				return nil, errNotRegular(full, st.Mode())
 			}
 			names = append(names, full)
 		}
@@ -87,21 +105,66 @@ func listFiles(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// readFiles reads the files paths expand to.
-func readFiles(paths []string) ([]File, error) {
+// readFiles reads the files paths expand to, at most limit bytes of them
+// all together.
+func readFiles(paths []string, limit int64) ([]File, error) {
 	names, err := listFiles(paths)
 	if err != nil {
 		return nil, err
 	}
 	files := make([]File, 0, len(names))
+	left := limit
 	for _, n := range names {
-		data, err := os.ReadFile(n)
+		data, err := readFile(n, left, limit)
 		if err != nil {
 			return nil, err
 		}
+		left -= int64(len(data))
 		files = append(files, File{Name: n, Data: data})
 	}
 	return files, nil
+}
+
+// readFile reads the regular file name, which may hold at most left bytes
+// (the set's cap, limit, less what the files before it hold). The name
+// may have been swapped since listFiles looked at it, so the opened file
+// is checked again: O_NONBLOCK keeps the open of a FIFO from waiting for
+// a writer, and fstat must say regular file. Its size is checked before
+// any read, and the read itself stops at left bytes (a file may grow, or
+// be endless with size 0, as /proc files are); a file that has more to
+// give there is past the cap.
+func readFile(name string, left, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, errUnreadable(name, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, errUnreadable(name, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, errNotRegular(name, st.Mode())
+	}
+	if st.Size() > left {
+		return nil, errTooLarge(limit, name)
+	}
+	var buf bytes.Buffer
+	buf.Grow(int(st.Size()) + bytes.MinRead) // a file of the size stat gives reads in one go
+	if _, err := buf.ReadFrom(io.LimitReader(f, left)); err != nil {
+		return nil, errUnreadable(name, err)
+	}
+	if int64(buf.Len()) == left {
+		var probe [bytes.MinRead]byte
+		n, err := f.Read(probe[:])
+		if n > 0 {
+			return nil, errTooLarge(limit, name)
+		}
+		if err != nil && err != io.EOF {
+			return nil, errUnreadable(name, err)
+		}
+	}
+	return buf.Bytes(), nil
 }
 
 // stableReads is how often readStable tries to read the same set twice.
@@ -110,8 +173,8 @@ const stableReads = 5
 // readStable reads the file set twice and returns it once both reads agree,
 // so that a set replaced while it was read (a ConfigMap's ..data swapped
 // between two files) is never taken half old, half new.
-func readStable(paths []string) ([]File, error) {
-	return readStableWith(func() ([]File, error) { return readFiles(paths) })
+func readStable(paths []string, limit int64) ([]File, error) {
+	return readStableWith(func() ([]File, error) { return readFiles(paths, limit) })
 }
 
 // readStableWith is readStable with the reading passed in.

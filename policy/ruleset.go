@@ -185,6 +185,23 @@ type Options struct {
 	// LogMaxLimit bounds the count of a sliding log (RL.LOG's
 	// log-max-limit) and of a concurrency limit; 0: no bound.
 	LogMaxLimit int64
+	// MaxBytes bounds the bytes that Load reads from the rules files, all
+	// of them together (rules-max-bytes); 0: DefaultMaxBytes. Parse reads
+	// no file and ignores it.
+	MaxBytes int64
+}
+
+// DefaultMaxBytes is Options.MaxBytes's default: a few MiB, where a
+// Kubernetes ConfigMap holds at most 1 MiB. A file set past it is refused
+// before it is parsed, which bounds the parser's memory too.
+const DefaultMaxBytes = 4 << 20
+
+// maxBytes returns o.MaxBytes, or its default.
+func (o Options) maxBytes() int64 {
+	if o.MaxBytes > 0 {
+		return o.MaxBytes
+	}
+	return DefaultMaxBytes
 }
 
 // builder collects the faults of a build.

@@ -10,6 +10,7 @@ import (
 	"github.com/sluice-rl/sluice/certs"
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/rls"
 	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
@@ -55,6 +56,7 @@ type config struct {
 
 	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
 	policies       []string
+	rulesMaxBytes  int64 // rules-max-bytes: policy.Options.MaxBytes
 	grpcBind       string
 	metricsBind    string // Prometheus /metrics, /healthz, /readyz (empty: off)
 	grpcReflection bool
@@ -97,6 +99,7 @@ func defaultConfig() config {
 		grpcWorkers:           rls.DefaultStreamWorkers,
 		grpcLimits:            rls.DefaultLimits(),
 		gcHeapFloor:           defaultHeapFloor,
+		rulesMaxBytes:         policy.DefaultMaxBytes,
 		tlsReplication:        "no",
 		tlsAuthClients:        "yes",
 	}
@@ -366,6 +369,10 @@ var settings = []setting{
 	// Rules files (envoyproxy/ratelimit's YAML) and directories of them.
 	{"policies", func(c *config, a []string) error { return listArg(a, &c.policies) },
 		func(c *config) string { return strings.Join(c.policies, " ") }},
+	// The most bytes the rules files may hold together: a set past it is
+	// refused unparsed.
+	{"rules-max-bytes", func(c *config, a []string) error { return memArg(a, 1, 1<<30, &c.rulesMaxBytes) },
+		func(c *config) string { return strconv.FormatInt(c.rulesMaxBytes, 10) }},
 	// Prometheus's scrape endpoint and the probes (observe.go).
 	{"metrics-bind", func(c *config, a []string) error { return addrArg(a, &c.metricsBind) },
 		func(c *config) string { return c.metricsBind }},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/rls"
 	"github.com/sluice-rl/sluice/server"
 )
@@ -55,6 +56,7 @@ func TestDefaultsComeFromThePackages(t *testing.T) {
 		"grpc-keepalive-time":         strconv.Itoa(int(rls.DefaultKeepaliveTime.Seconds())),
 		"grpc-keepalive-timeout":      strconv.Itoa(int(rls.DefaultKeepaliveTimeout.Seconds())),
 		"grpc-max-connection-idle":    "0",
+		"rules-max-bytes":             strconv.Itoa(policy.DefaultMaxBytes),
 	} {
 		if got := findSetting(name).get(&c); got != want {
 			t.Errorf("default %s = %q; want %q, the package's", name, got, want)

@@ -41,7 +41,7 @@ func loadPolicies(log *slog.Logger, cfg config, reg *policy.Registry) (*rulesLoa
 	}
 	w := policy.NewWatcher(policy.WatchConfig{
 		Paths:   cfg.policies,
-		Options: policy.Options{LogMaxLimit: cfg.commands.LogMaxLimit},
+		Options: policy.Options{LogMaxLimit: cfg.commands.LogMaxLimit, MaxBytes: cfg.rulesMaxBytes},
 		Apply: func(rs *policy.RuleSet) error {
 			reg.SetRules(rs)
 			return nil

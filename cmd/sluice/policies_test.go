@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
@@ -184,5 +186,135 @@ func TestGRPCFlags(t *testing.T) {
 	if cfg.grpcBind != "127.0.0.1:8081" || strings.Join(cfg.policies, ",") != "a.yaml,rules.d" ||
 		c.Headers != 1 || c.Batch != 1 || c.UnknownDomain != 1 || !c.CountOverLimit {
 		t.Fatalf("config %+v, service config %+v", cfg, c)
+	}
+}
+
+// swapLink points path at target as `ln -s target tmp && mv -T tmp path`
+// does: one rename over whatever path was.
+func swapLink(t *testing.T, target, path string) {
+	t.Helper()
+	tmp := path + ".link"
+	if err := os.Symlink(target, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rssOf returns the resident memory of process pid, in bytes.
+func rssOf(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// TestRulesFilesThatAreNotRulesAreRefusedAndTheServerAnswers: a FIFO in
+// the rules directory, a rules file swapped for a link to an endless file,
+// to a device, to nothing, and a directory emptied: each set is refused
+// and logged, the server answers PING and INFO all along, stays small, and
+// RL.MATCH keeps deciding with the rules in force. Only RL.POLICY RELOAD
+// FORCE drops every domain.
+func TestRulesFilesThatAreNotRulesAreRefusedAndTheServerAnswers(t *testing.T) {
+	dir := t.TempDir()
+	rules := filepath.Join(dir, "rules")
+	if err := os.Mkdir(rules, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v1 := filepath.Join(dir, "v1.yaml")
+	writeRules(t, v1, 1)
+	link := filepath.Join(rules, "api.yaml")
+	swapLink(t, v1, link)
+	p := start(t, "--dir", dir, "--save", "0", "--policies", rules, "--rules-max-bytes", "64kb")
+	p.waitLog(t, `msg="rules loaded" files=1 domains=1 rules=1`)
+	// No retries: a command that times out fails the test.
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2, DisableIndentity: true,
+		ReadTimeout: 5 * time.Second, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	match := func() int64 {
+		t.Helper()
+		v, err := rdb.Do(ctx, "RL.MATCH", "api", "DESCRIPTOR", "remote_address", "192.0.2.1").Slice()
+		if err != nil {
+			t.Fatalf("RL.MATCH: %v", err)
+		}
+		return v[0].(int64)
+	}
+	if a, b := match(), match(); a != 1 || b != 2 {
+		t.Fatalf("RL.MATCH codes %d, %d; want 1 (OK) then 2 (OVER_LIMIT) under 1/hour", a, b)
+	}
+	answers := func(when string) {
+		t.Helper()
+		if v, err := rdb.Ping(ctx).Result(); err != nil || v != "PONG" {
+			t.Fatalf("%s: PING = %q, %v", when, v, err)
+		}
+		info, err := rdb.Info(ctx, "policies").Result()
+		if err != nil || !strings.Contains(info, "rules_domains:1\r\n") {
+			t.Fatalf("%s: INFO policies = %q, %v; want rules_domains:1", when, info, err)
+		}
+	}
+
+	fifo := filepath.Join(rules, "x.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog(t, `the rules files changed and were refused.*x.yaml is not a regular file \(a named pipe\)`)
+	answers("with a FIFO in the rules directory")
+	if err := rdb.Do(ctx, "RL.POLICY", "RELOAD").Err(); err == nil || !strings.Contains(err.Error(), "x.yaml is not a regular file") {
+		t.Fatalf("RL.POLICY RELOAD with a FIFO: %v", err)
+	}
+	answers("after RL.POLICY RELOAD with a FIFO")
+	os.Remove(fifo)
+	p.waitLog(t, `the rules files changed: rules reloaded`)
+
+	// /proc/self/pagemap: a regular file of size 0 that reads on for
+	// hundreds of gigabytes. Only the cap stops the read.
+	swapLink(t, "/proc/self/pagemap", link)
+	p.waitLog(t, `refused.*rules files hold more than 65536 bytes \(rules-max-bytes\), at `+regexp.QuoteMeta(link))
+	swapLink(t, "/dev/zero", link)
+	p.waitLog(t, `refused.*api.yaml is not a regular file \(a character device\)`)
+	if rss := rssOf(t, p.cmd.Process.Pid); rss > 512<<20 {
+		t.Fatalf("the server holds %d MiB after reading endless files; want it small", rss>>20)
+	}
+	swapLink(t, filepath.Join(dir, "missing.yaml"), link)
+	p.waitLog(t, `refused.*api.yaml cannot be read: no such file or directory`)
+	answers("after a dangling symlink")
+	if got := match(); got != 2 {
+		t.Fatalf("RL.MATCH after the refused sets: code %d; want 2, the rules in force", got)
+	}
+
+	// An emptied directory would drop the only domain: refused, unless
+	// forced.
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	p.waitLog(t, `refused.*define no domain, which would drop all 1 domains in force`)
+	if err := rdb.Do(ctx, "RL.POLICY", "RELOAD").Err(); err == nil || !strings.Contains(err.Error(), "RL.POLICY RELOAD FORCE") {
+		t.Fatalf("RL.POLICY RELOAD of an empty directory: %v", err)
+	}
+	if got := match(); got != 2 {
+		t.Fatalf("RL.MATCH after the refused empty set: code %d; want 2", got)
+	}
+	if err := rdb.Do(ctx, "RL.POLICY", "RELOAD", "FORCE").Err(); err != nil {
+		t.Fatalf("RL.POLICY RELOAD FORCE: %v", err)
+	}
+	if got := match(); got != 1 {
+		t.Fatalf("RL.MATCH after RELOAD FORCE: code %d; want 1, a domain no file defines", got)
+	}
+	if got := infoField(t, rdb, "policies", "rules_domains"); got != "0" {
+		t.Fatalf("rules_domains after RELOAD FORCE: %s", got)
 	}
 }
