@@ -314,7 +314,9 @@ func TestMutualTLSGroupElectsAppendsAndInstallsSnapshots(t *testing.T) {
 	}
 	ld := readyLeader()
 	var moved error
+	var term uint64
 	for try := 0; try < 5; try++ { // a busy machine may elect another leader meanwhile
+		term = ld.stat("term")
 		if moved = ld.node.Transfer(""); moved == nil {
 			break
 		}
@@ -323,7 +325,17 @@ func TestMutualTLSGroupElectsAppendsAndInstallsSnapshots(t *testing.T) {
 	if moved != nil {
 		t.Fatalf("leadership transfer: %v", moved)
 	}
-	waitFor(t, 15*time.Second, func() bool { l := readyLeader(); return l != ld })
+	// The transfer returns once another node won a later term; a busy
+	// machine may hand leadership back to ld since, so the proof is a ready
+	// leader of a later term, whoever it is.
+	waitFor(t, 15*time.Second, func() bool {
+		for _, tn := range nodes {
+			if tn.node.Ready() && tn.stat("term") > term {
+				return true
+			}
+		}
+		return false
+	})
 	for _, tn := range nodes {
 		if _, err := take(tn.client(t), "k", 100); err != nil {
 			t.Fatalf("a decision through %s: %v", tn.id, err)

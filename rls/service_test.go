@@ -277,7 +277,8 @@ func TestKeyspaceErrorsBecomeStatusCodes(t *testing.T) {
 		code codes.Code
 	}{
 		{"CLUSTERDOWN no leader", codes.Unavailable},
-		{"UNKNOWN outcome unknown: leadership lost; the decision may or may not have been applied", codes.Unavailable},
+		{"UNKNOWN outcome unknown: leadership lost; the decision may or may not have been applied", codes.Unknown},
+		{"MISCONF Errors writing to the AOF file: No space left on device", codes.Unavailable},
 		{"OOM command not allowed when used memory > 'maxmemory'", codes.ResourceExhausted},
 		{"WRONGTYPE Operation against a key holding the wrong kind of value", codes.FailedPrecondition},
 		{"ERR something else", codes.Internal},
