@@ -54,28 +54,33 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-tools redis-server python3-redis nodejs npm >/dev/null; \
 	fi
 	$(GO) mod download
+	cd bench && $(GO) mod download
 
-## vet: go vet over the whole module, the layering check (.ci/layers: imports follow docs/architecture.md's diagram),
-## and no committed executables (.ci/executables: build output stays out of git)
+## vet: go vet over the module and the bench module (bench/go.mod), the layering check (.ci/layers: imports follow
+## docs/architecture.md's diagram), and no committed executables (.ci/executables: build output stays out of git)
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	.ci/layers
 	.ci/executables_test
 	.ci/executables
 
-## race: every test, with the race detector (fuzz targets run their seed corpora)
+## race: every test of both modules, with the race detector (fuzz targets run their seed corpora)
 race:
 	$(GO) test -race -count=1 -timeout 20m ./...
+	cd bench && $(GO) test -race -count=1 -timeout 20m ./...
 
 ## test: install what the tests need, vet, and run every test under -race
 test: deps vet race
 
-## fuzz: run each fuzz target for FUZZTIME (default 30s)
+## fuzz: run each fuzz target of both modules for FUZZTIME (default 30s)
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
-		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-			echo "== $$pkg $$f"; $(GO) test -run=NONE -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg || exit 1; \
+	@for mod in . bench; do \
+		for pkg in $$(cd $$mod && $(GO) list ./...); do \
+			for f in $$(cd $$mod && $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+				echo "== $$pkg $$f"; (cd $$mod && $(GO) test -run=NONE -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg) || exit 1; \
+			done; \
 		done; \
 	done
 
@@ -86,14 +91,15 @@ soak:
 
 ## bench: sluice vs Redis + Lua, side by side, then sluice's Envoy rate limit service vs envoyproxy/ratelimit + Redis
 ## over gRPC (built once into the user cache directory from the Go module proxy; skipped with a message if it cannot be);
-## rewrites bench/RESULTS.md (BENCH=full: everything, into bench/full/RESULTS.md)
-BENCH_MD = $(if $(filter full,$(BENCH)),bench/full/RESULTS.md,bench/RESULTS.md)
+## rewrites bench/RESULTS.md (BENCH=full: everything, into bench/full/RESULTS.md). bench is its own module (bench/go.mod),
+## run from its directory, so the paths given to it are relative to bench/
+BENCH_MD = $(if $(filter full,$(BENCH)),full/RESULTS.md,RESULTS.md)
 bench:
-	BENCH=$(BENCH) $(GO) run ./bench -md $(BENCH_MD)
+	cd bench && BENCH=$(BENCH) $(GO) run . -md $(BENCH_MD)
 
 ## bench-rls: only the Envoy RLS v3 comparison, into its section of bench/RESULTS.md
 bench-rls:
-	$(GO) run ./bench -rls only -md bench/RESULTS.md
+	cd bench && $(GO) run . -rls only -md RESULTS.md
 
 clean:
 	rm -rf bin

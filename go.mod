@@ -3,7 +3,6 @@ module github.com/sluice-rl/sluice
 go 1.26.0
 
 require (
-	github.com/HdrHistogram/hdrhistogram-go v1.1.2
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
@@ -17,7 +16,6 @@ require (
 	github.com/redis/go-redis/v9 v9.7.0
 	github.com/tidwall/redcon v1.6.2
 	github.com/ulule/limiter/v3 v3.11.2
-	golang.org/x/net v0.58.0
 	golang.org/x/sys v0.47.0
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
@@ -37,6 +35,7 @@ require (
 	github.com/hashicorp/go-metrics v0.5.4 // indirect
 	github.com/hashicorp/go-msgpack/v2 v2.1.2 // indirect
 	github.com/hashicorp/golang-lru v0.5.0 // indirect
+	github.com/kr/text v0.2.0 // indirect
 	github.com/mattn/go-colorable v0.1.12 // indirect
 	github.com/mattn/go-isatty v0.0.17 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
@@ -47,6 +46,7 @@ require (
 	github.com/tidwall/btree v1.1.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	go.etcd.io/bbolt v1.3.5 // indirect
+	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260720211330-0afa2a65878a // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260720211330-0afa2a65878a // indirect

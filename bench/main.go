@@ -4,17 +4,20 @@
 // imports nothing of sluice: it builds ./cmd/sluice from the tree (or
 // drives a running server) and speaks RESP and gRPC to it.
 //
-//	go run ./bench                       # the quick run (about a minute and a half)
-//	BENCH=full go run ./bench            # everything: depths, cardinalities, zipf, cores
-//	go run ./bench -scenarios sluice-token,redis-lua-token -P 1,16 -c 50 -d 5s
-//	go run ./bench -sluice 127.0.0.1:6380 -redis 127.0.0.1:6379
-//	go run ./bench -sluice-bin /tmp/sluice-old -scenarios sluice-token -P 1,16   # a binary built elsewhere
-//	go run ./bench -md bench/RESULTS.md  # also write the report and the chart
-//	go run ./bench -redis off -scenarios sluice-token,group-token,group-token-follower -P 16,1
+// bench is its own module (bench/go.mod, using the tree above through a
+// replace directive); run it from this directory, paths relative to it:
+//
+//	go run .                             # the quick run (about a minute and a half)
+//	BENCH=full go run .                  # everything: depths, cardinalities, zipf, cores
+//	go run . -scenarios sluice-token,redis-lua-token -P 1,16 -c 50 -d 5s
+//	go run . -sluice 127.0.0.1:6380 -redis 127.0.0.1:6379
+//	go run . -sluice-bin /tmp/sluice-old -scenarios sluice-token -P 1,16   # a binary built elsewhere
+//	go run . -md RESULTS.md              # also write the report and the chart
+//	go run . -redis off -scenarios sluice-token,group-token,group-token-follower -P 16,1
 //	                                     # a fresh 3-node group (-cluster 3) per round vs one node
-//	go run ./bench -failover 7           # kill -9 the leader of a fresh group, 7 times
-//	go run ./bench -recovery 5           # restart a follower of a group of 100,000 keys, 5 times
-//	go run ./bench -rls only             # Envoy RLS v3: sluice vs envoyproxy/ratelimit + Redis, over gRPC
+//	go run . -failover 7                 # kill -9 the leader of a fresh group, 7 times
+//	go run . -recovery 5                 # restart a follower of a group of 100,000 keys, 5 times
+//	go run . -rls only                   # Envoy RLS v3: sluice vs envoyproxy/ratelimit + Redis, over gRPC
 package main
 
 import (
@@ -412,7 +415,8 @@ func sluiceBinary(ctx context.Context, o *options, dir string, log io.Writer) (s
 	return buildSluice(ctx, root, dir)
 }
 
-// commandLine is how the run was invoked, for the report.
+// commandLine is how the run was invoked, for the report: from bench/, the
+// directory of the bench module, as make bench runs it.
 func commandLine(o *options) string {
 	args := strings.Join(os.Args[1:], " ")
 	if args != "" {
@@ -422,5 +426,5 @@ func commandLine(o *options) string {
 	if v := os.Getenv("BENCH"); v != "" {
 		env = "BENCH=" + v + " "
 	}
-	return env + "go run ./bench" + args
+	return "cd bench && " + env + "go run ." + args
 }

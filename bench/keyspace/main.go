@@ -6,7 +6,7 @@
 // each server on a free loopback port, fills it over pipelined RESP,
 // reads the process's RSS from /proc, and stops it.
 //
-//	go run ./bench/keyspace -sluice bin/sluice -mem-keys 1000000,10000000 -lat-keys 10000,10000000
+//	cd bench && go run ./keyspace -sluice ../bin/sluice -mem-keys 1000000,10000000 -lat-keys 10000,10000000
 //
 // It imports nothing of the project: it drives the binary over TCP.
 package main
@@ -23,7 +23,7 @@ import (
 )
 
 func main() {
-	sluiceBin := flag.String("sluice", "bin/sluice", "sluice binary to start (empty: skip sluice)")
+	sluiceBin := flag.String("sluice", "../bin/sluice", "sluice binary to start (default: make build's, run from bench/; empty: skip sluice)")
 	redisBin := flag.String("redis-server", "redis-server", "redis-server binary to start (empty: skip Redis)")
 	memKeys := flag.String("mem-keys", "1000000", "key counts at which to measure sluice's RSS per bucket")
 	latKeys := flag.String("lat-keys", "10000,1000000", "key counts at which to measure RL.TOKEN latency, one server each, all filled first")
