@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // Access control: the ACL wired into the commands (every command of the
@@ -259,7 +260,7 @@ func scriptKeysDenial(p *acl.Perms, cmd *command, args [][]byte) acl.Denial {
 	if len(args) < 3 {
 		return acl.Denial{}
 	}
-	n, ok := parseInt(args[2])
+	n, ok := parse.Int(args[2])
 	if !ok || n < 0 || n > int64(len(args)-3) {
 		return acl.Denial{}
 	}

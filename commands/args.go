@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // Parsers for the numeric arguments of the RL.* commands: integers, costs,
@@ -31,53 +33,10 @@ func printable(arg []byte) string {
 	return string(out)
 }
 
-// parseInt accepts exactly what Redis's string2ll accepts: an optional '-'
-// and decimal digits, at most 20 bytes in all, within int64. The first digit
-// is 1-9 unless the whole number is "0": "01", "-0" and "-01" are refused, as
-// are '+', spaces, '_', a lone '-', the empty string and anything that
-// overflows int64. The result is valid only when ok is true.
-func parseInt(b []byte) (v int64, ok bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	digits := b
-	negative := b[0] == '-'
-	if negative {
-		digits = b[1:]
-	}
-	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {
-		return 0, false
-	}
-	var u uint64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if u > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		u = u*10 + d
-	}
-	if negative {
-		if u > 1<<63 {
-			return 0, false
-		}
-		return -int64(u), true // for u = 1<<63 this is math.MinInt64, as wanted
-	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(u), true
-}
-
-// parseCost accepts the n argument of a decision: any integer parseInt
+// parseCost accepts the n argument of a decision: any integer parse.Int
 // accepts, zero (a peek) and negative (a refund) included.
 func parseCost(b []byte) (int64, error) {
-	n, ok := parseInt(b)
+	n, ok := parse.Int(b)
 	if !ok {
 		return 0, errNotInteger
 	}
@@ -85,9 +44,9 @@ func parseCost(b []byte) (int64, error) {
 }
 
 // parsePositive accepts a capacity or a limit (named what in the error): an
-// integer parseInt accepts that is at least 1.
+// integer parse.Int accepts that is at least 1.
 func parsePositive(b []byte, what string) (int64, error) {
-	n, ok := parseInt(b)
+	n, ok := parse.Int(b)
 	if !ok {
 		return 0, errNotInteger
 	}
@@ -98,7 +57,7 @@ func parsePositive(b []byte, what string) (int64, error) {
 }
 
 // parseDuration accepts a window or a lease (named what in the errors) and
-// returns it in nanoseconds: a positive integer in parseInt's syntax,
+// returns it in nanoseconds: a positive integer in parse.Int's syntax,
 // immediately followed by one of the units ms, s, m, h, d (lower case), like
 // 1500ms, 60s, 1m, 1h, 1d. A bare integer is refused: it is too easy to mean
 // seconds and get milliseconds. So are zero, negative durations and durations
@@ -152,7 +111,7 @@ func durationNanos(b []byte) (int64, durationFault) {
 	}
 	number, unit := b[:i], b[i:]
 
-	v, ok := parseInt(number)
+	v, ok := parse.Int(number)
 	negative := len(number) > 0 && number[0] == '-'
 	tooLong := false // written like an integer, but beyond int64
 	if !ok {
@@ -206,7 +165,7 @@ func unitNanos(unit []byte) (int64, bool) {
 //   - N/duration, the duration in parseDuration's syntax: 100/90s, 5/1500ms;
 //   - N alone, meaning per second: 10, 0.5.
 //
-// N is a positive decimal: digits with no leading zero (as in parseInt),
+// N is a positive decimal: digits with no leading zero (as in parse.Int),
 // optionally a '.' and 1 to 9 more digits (2.25, 1.5/s). There is no sign,
 // exponent, hex, '_', space, NaN or Inf, and ".5" and "5." are refused. N is
 // read exactly, as an integer mantissa and a power of ten, never as a float.

@@ -12,33 +12,6 @@ import (
 // The fuzz targets compare the parsers with oracles built from other parts:
 // strconv, regular expressions for the grammar and math/big for arithmetic.
 
-// FuzzParseInt checks parseInt against strconv.ParseInt, narrowed to Redis's
-// rules: no '+', no leading zero, no "-0".
-func FuzzParseInt(f *testing.F) {
-	for _, seed := range []string{
-		"", "0", "1", "-1", "+1", " 1", "1 ", "01", "-0", "-01", "1e3", "0x10", "1_000",
-		"9223372036854775807", "9223372036854775808", "-9223372036854775808",
-		"-9223372036854775809", "18446744073709551616", "99999999999999999999",
-		"NaN", "inf", "\x00", "1\x00", "-", "--1",
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, ok := parseInt(b)
-
-		s := string(b)
-		want, err := strconv.ParseInt(s, 10, 64)
-		digits := strings.TrimPrefix(s, "-")
-		redisForm := !strings.HasPrefix(s, "+") && s != "-0" &&
-			!(len(digits) > 1 && digits[0] == '0')
-		wantOK := err == nil && redisForm
-
-		if ok != wantOK || ok && got != want {
-			t.Fatalf("parseInt(%q) = %d, %t; want %d, %t", b, got, ok, want, wantOK)
-		}
-	})
-}
-
 var (
 	durationNoUnitForm = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
 	durationForm       = regexp.MustCompile(`^(0|-?[1-9][0-9]*)(ms|s|m|h|d)$`)

@@ -7,48 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
-
-func TestParseInt(t *testing.T) {
-	valid := []struct {
-		in   string
-		want int64
-	}{
-		{"0", 0},
-		{"1", 1},
-		{"-1", -1},
-		{"42", 42},
-		{"-42", -42},
-		{"1000", 1000},
-		{"9223372036854775807", math.MaxInt64},
-		{"-9223372036854775808", math.MinInt64},
-		{"-9223372036854775807", -math.MaxInt64},
-	}
-	for _, tc := range valid {
-		got, ok := parseInt([]byte(tc.in))
-		if !ok || got != tc.want {
-			t.Errorf("parseInt(%q) = %d, %t; want %d, true", tc.in, got, ok, tc.want)
-		}
-	}
-
-	invalid := []string{
-		"", "-", "+", "--1", "+1", " 1", "1 ", " ", "1 2", "\t1", "1\r\n",
-		"01", "00", "-0", "-01", "007",
-		"1e3", "1E3", "1.0", "1.", ".1", "0x10", "0X10", "0b1", "0o7", "1_000",
-		"9223372036854775808", "-9223372036854775809",
-		"18446744073709551615", "18446744073709551616", "99999999999999999999",
-		"-99999999999999999999", "123456789012345678901",
-		"NaN", "nan", "inf", "Inf", "-inf", "+inf", "infinity",
-		"\x00", "1\x00", "\x001", "1\x002",
-		"１", // a full-width digit
-		"a", "1a", "a1", "1-", "-1-",
-	}
-	for _, in := range invalid {
-		if got, ok := parseInt([]byte(in)); ok {
-			t.Errorf("parseInt(%q) = %d, true; want false", in, got)
-		}
-	}
-}
 
 func TestParseCost(t *testing.T) {
 	for _, tc := range []struct {
@@ -387,7 +348,7 @@ func TestCeilDiv128(t *testing.T) {
 // parsed without touching the heap.
 func TestParseNoAllocations(t *testing.T) {
 	for name, parse := range map[string]func(){
-		"parseInt":      func() { parseInt([]byte("-9223372036854775808")) },
+		"parse.Int":     func() { parse.Int([]byte("-9223372036854775808")) },
 		"parseCost":     func() { parseCost([]byte("12")) },
 		"parsePositive": func() { parsePositive([]byte("100"), "capacity") },
 		"parseDuration": func() { parseDuration([]byte("1500ms"), "window") },
@@ -411,7 +372,7 @@ func BenchmarkParseInt(b *testing.B) {
 	arg := []byte("-9223372036854775808")
 	b.ReportAllocs()
 	for b.Loop() {
-		sinkInt, _ = parseInt(arg)
+		sinkInt, _ = parse.Int(arg)
 	}
 }
 

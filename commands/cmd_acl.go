@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // ACL: users and their permissions, with Redis 7's subcommands and replies
@@ -146,7 +147,7 @@ func (s *session) aclLog(args [][]byte) {
 			s.writeOK()
 			return
 		}
-		v, ok := parseInt(args[0])
+		v, ok := parse.Int(args[0])
 		if !ok || v < 0 {
 			s.writeError(errNotInteger)
 			return

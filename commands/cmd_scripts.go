@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // The scripting commands. sluice runs no Lua: a script is recognised by the
@@ -63,7 +64,7 @@ func (s *session) evalOp(args [][]byte) (op compat.Op, keys, argv [][]byte, err 
 	name := args[0]
 	bySHA := len(name) >= 7 && (name[4]|0x20) == 's' // evalsha, evalsha_ro
 	readOnly := name[len(name)-1]|0x20 == 'o'        // eval_ro, evalsha_ro
-	numKeys, ok := parseInt(args[2])
+	numKeys, ok := parse.Int(args[2])
 	switch {
 	case bySHA && len(args[1]) != 40: // Redis's evalShaCommand checks this first
 		return op, nil, nil, errNoScript
