@@ -53,9 +53,7 @@ func cmdEval(s *session, args [][]byte) {
 		s.writeError(err)
 		return
 	}
-	if !s.queueScript(op, keys, argv) {
-		s.exec1(op, keys, argv)
-	}
+	s.queueScript(op, keys, argv)
 }
 
 // evalOp reads EVAL's, EVALSHA's and their _RO forms' arguments: the
@@ -102,17 +100,12 @@ func unknownScript(text []byte) error {
 
 // exec1 carries out op on keys through the keyspace and writes its reply.
 func (s *session) exec1(op compat.Op, keys, argv [][]byte) {
-	sc, ok := s.h.ks.(Scripter)
-	if !ok {
-		s.writeError(errNoStrings)
-		return
-	}
 	if s.call == nil {
 		s.call = new(compat.Call) // only the connections that run scripts pay for it
 	}
 	c := s.call
 	c.Argv = argv
-	sc.Exec(s.conn.Now(), op, keys, c)
+	s.h.ks.Exec(s.conn.Now(), op, keys, c)
 	if c.Reply.Type == compat.Error {
 		s.errors++
 	}
@@ -186,7 +179,7 @@ func cmdScript(s *session, args [][]byte) {
 // (numkeys, an unknown SHA1) answers its error at once, after the calls
 // queued before it.
 
-// BatchScripter is a Scripter that carries out a batch of ops at once:
+// BatchScripter is the Keyspace's part that carries out a batch of ops at once:
 // ExecBatch carries out ops in order at now, as Exec would one after
 // another, leaving each reply in its Reply, with c as scratch (see
 // store.Store.ExecBatch).
@@ -204,12 +197,8 @@ type scriptQueue struct {
 	args [][]byte
 }
 
-// queueScript defers op on keys with argv if the keyspace takes batches,
-// and reports whether it did.
-func (s *session) queueScript(op compat.Op, keys, argv [][]byte) bool {
-	if _, ok := s.h.ks.(BatchScripter); !ok {
-		return false
-	}
+// queueScript defers op on keys with argv to the batch's end.
+func (s *session) queueScript(op compat.Op, keys, argv [][]byte) {
 	q := &s.queue
 	if q.scr == nil {
 		q.scr = new(scriptQueue)
@@ -222,7 +211,6 @@ func (s *session) queueScript(op compat.Op, keys, argv [][]byte) bool {
 	k := sq.args[a : a+len(keys) : a+len(keys)]
 	v := sq.args[a+len(keys) : len(sq.args) : len(sq.args)]
 	sq.ops = append(sq.ops, compat.TxOp{Op: op, Keys: k, Argv: v})
-	return true
 }
 
 // runScripts carries out the queued script calls in one ExecBatch and
@@ -232,7 +220,7 @@ func (s *session) runScripts() {
 	if s.call == nil {
 		s.call = new(compat.Call)
 	}
-	s.h.ks.(BatchScripter).ExecBatch(s.conn.Now(), ops, s.call)
+	s.h.ks.ExecBatch(s.conn.Now(), ops, s.call)
 	clear(s.call.Keys)
 	resp3 := s.resp3.Load()
 	for i := range ops {
