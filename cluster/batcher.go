@@ -16,7 +16,7 @@ import (
 const (
 	maxOps      = 4096
 	maxBytes    = 1 << 20
-	maxInflight = 2 // entries handed to raft and not yet applied (1–2 measured best on 2 cores; bench/RESULTS.md)
+	maxInflight = 2 // entries handed to raft and not yet applied (chosen by bench/RESULTS.md's replication runs)
 	queueLen    = 8192
 )
 

@@ -9,19 +9,57 @@ import (
 )
 
 // A log entry is one batch: a header with the leader's timestamp, then the
-// operations of every submission packed into it, in order.
+// operations of every submission packed into it, in order. This comment is
+// the log format's specification; codec_test.go's golden entries pin it.
 //
 //	entry   = version:u8 kind:u8 now:i64le count:uvarint op*
+//	            version 1 (codecVersion); kind 1 (kindOps); now the leader's
+//	            clock in Unix nanoseconds; count ops, each at least one byte
 //	op      = code:u8 body
-//	decide  = group:uvarint algo:u8 count:varint period:varint n:varint key:bytes id:bytes
-//	keys    = nkeys:uvarint key:bytes*           (delete, exists)
-//	key     = key:bytes                           (type, ttl)
-//	member  = id:bytes addr:bytes                 (a node's RESP address)
-//	exec    = cmd:u8 readonly:u8 sha1:bytes nkeys:uvarint key:bytes* nargs:uvarint arg:bytes*
-//	                                              (a known script or a string command, package compat)
-//	tx      = nwatch:uvarint (key:bytes version:u64le)* nreq:uvarint
-//	acl     = nargs:uvarint arg:bytes*            (a change of the users: acl.go)
 //	bytes   = len:uvarint data
+//	list    = n:uvarint bytes*
+//	keys    = nkeys:uvarint key:bytes*
+//
+// The op codes and their bodies (all integers of a decide are zig-zag
+// varints, as encoding/binary.AppendVarint writes them):
+//
+//	 1 decide   = group:uvarint algo:u8 count:varint period:varint n:varint key:bytes id:bytes
+//	              one decision (algorithms.Request: group within the batch
+//	              as a uint32; algorithms.Algo; the limit's Count and Period;
+//	              the cost n; the key; a lease's or log entry's id)
+//	 2 delete   = keys                      DEL: the count removed
+//	 3 flush    = (no body)                 FLUSHALL / FLUSHDB
+//	 4 exists   = keys                      EXISTS: the count present
+//	 5 type     = keys (one key)            TYPE: the key's algorithms.Algo
+//	 6 ttl      = keys (one key)            TTL/PTTL: the time left (store.TTL)
+//	 7 dbsize   = (no body)                 DBSIZE
+//	 8 member   = id:bytes addr:bytes       a node's RESP address; an empty
+//	                                        addr removes the member id
+//	 9 info     = keys (one key)            RL.INFO: the key's stored state
+//	10 exec     = cmd:u8 readonly:u8 sha1:bytes keys nargs:uvarint arg:bytes*
+//	              a known script or a string command (package compat):
+//	              cmd a compat.Cmd; readonly 1 for EVAL_RO/EVALSHA_RO, else 0;
+//	              sha1 the script's 40 hex digits (a compat.Known script,
+//	              else the entry is corrupt), empty for every cmd but
+//	              CmdScript; the keys; the arguments after the keys
+//	11 version  = keys (one key)            WATCH: the key's state version
+//	12 tx       = nwatch:uvarint (key:bytes version:u64le)* nreq:uvarint
+//	              MULTI/EXEC, see below
+//	13 acl      = list                      a change of the users, argv as
+//	              acl.Users.Apply takes it, or "seed" and the whole encoded
+//	              user set (acl.go)
+//	14 policy   = list                      a change of the command-defined
+//	              policies ("set" encoded-policy, or "del" name), or "rules"
+//	              and the leader's 32-byte rules-files hash (policies.go)
+//	15 check    = decide's body, then override:bytes
+//	              on the wire only: an RL.CHECK decision whose request names
+//	              an override key (possibly empty); it decodes as a decide
+//	16 override = list of two: key, the 24 bytes of the override's three
+//	              packed words as int64le (RL.OVERRIDE SET, overrides.go)
+//
+// Any other code, a count or length beyond the entry's end, a varint that
+// does not end, or an exec whose sha1 and cmd disagree makes the entry
+// corrupt (errCorrupt); decoding never panics.
 //
 // A transaction (MULTI/EXEC) is a tx op followed by its nreq commands in
 // order (decide ops, and exec ops for its scripts, string and key-space

@@ -7,37 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // The fuzz targets compare the parsers with oracles built from other parts:
 // strconv, regular expressions for the grammar and math/big for arithmetic.
-
-// FuzzParseInt checks parseInt against strconv.ParseInt, narrowed to Redis's
-// rules: no '+', no leading zero, no "-0".
-func FuzzParseInt(f *testing.F) {
-	for _, seed := range []string{
-		"", "0", "1", "-1", "+1", " 1", "1 ", "01", "-0", "-01", "1e3", "0x10", "1_000",
-		"9223372036854775807", "9223372036854775808", "-9223372036854775808",
-		"-9223372036854775809", "18446744073709551616", "99999999999999999999",
-		"NaN", "inf", "\x00", "1\x00", "-", "--1",
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, ok := parseInt(b)
-
-		s := string(b)
-		want, err := strconv.ParseInt(s, 10, 64)
-		digits := strings.TrimPrefix(s, "-")
-		redisForm := !strings.HasPrefix(s, "+") && s != "-0" &&
-			!(len(digits) > 1 && digits[0] == '0')
-		wantOK := err == nil && redisForm
-
-		if ok != wantOK || ok && got != want {
-			t.Fatalf("parseInt(%q) = %d, %t; want %d, %t", b, got, ok, want, wantOK)
-		}
-	})
-}
 
 var (
 	durationNoUnitForm = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
@@ -48,24 +23,24 @@ var (
 )
 
 // durationOracle classifies a duration with regular expressions and math/big,
-// returning its length in nanoseconds when the fault is durationOK.
-func durationOracle(b []byte) (*big.Int, durationFault) {
+// returning its length in nanoseconds when the fault is parse.OK.
+func durationOracle(b []byte) (*big.Int, parse.Fault) {
 	switch {
 	case durationNoUnitForm.Match(b):
-		return nil, durationNoUnit
+		return nil, parse.NoUnit
 	case !durationForm.Match(b):
-		return nil, durationMalformed
+		return nil, parse.Malformed
 	}
 	m := durationForm.FindSubmatch(b)
 	n, _ := new(big.Int).SetString(string(m[1]), 10)
 	if n.Sign() <= 0 {
-		return nil, durationNotPositive
+		return nil, parse.NotPositive
 	}
 	ns := n.Mul(n, big.NewInt(unitOracle[string(m[2])]))
 	if ns.Cmp(maxInt64) > 0 {
-		return nil, durationOutOfRange
+		return nil, parse.OutOfRange
 	}
-	return ns, durationOK
+	return ns, parse.OK
 }
 
 // quotedOracle is how an argument should appear inside an error text.
@@ -95,13 +70,13 @@ func FuzzParseDuration(f *testing.F) {
 		want, fault := durationOracle(b)
 		var wantErr error
 		switch fault {
-		case durationNoUnit:
+		case parse.NoUnit:
 			wantErr = replyError("window needs a unit, like 60s or 1500ms")
-		case durationNotPositive:
+		case parse.NotPositive:
 			wantErr = replyError("window must be positive")
-		case durationOutOfRange:
+		case parse.OutOfRange:
 			wantErr = replyError("window is out of range")
-		case durationMalformed:
+		case parse.Malformed:
 			wantErr = replyError("invalid window '" + quotedOracle(b) +
 				"': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms")
 		}
@@ -158,13 +133,13 @@ func rateOracle(b []byte) (int64, error) {
 		} else {
 			ns, fault := durationOracle([]byte(period))
 			switch fault {
-			case durationOK:
+			case parse.OK:
 				periodNs = ns
-			case durationNoUnit:
+			case parse.NoUnit:
 				return 0, replyError("rate period needs a unit, like 60s or 1500ms")
-			case durationNotPositive:
+			case parse.NotPositive:
 				return 0, replyError("rate period must be positive")
-			case durationOutOfRange:
+			case parse.OutOfRange:
 				return 0, replyError("rate period is out of range")
 			default:
 				return 0, invalid

@@ -2,53 +2,12 @@ package commands
 
 import (
 	"math"
-	"math/big"
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
-
-func TestParseInt(t *testing.T) {
-	valid := []struct {
-		in   string
-		want int64
-	}{
-		{"0", 0},
-		{"1", 1},
-		{"-1", -1},
-		{"42", 42},
-		{"-42", -42},
-		{"1000", 1000},
-		{"9223372036854775807", math.MaxInt64},
-		{"-9223372036854775808", math.MinInt64},
-		{"-9223372036854775807", -math.MaxInt64},
-	}
-	for _, tc := range valid {
-		got, ok := parseInt([]byte(tc.in))
-		if !ok || got != tc.want {
-			t.Errorf("parseInt(%q) = %d, %t; want %d, true", tc.in, got, ok, tc.want)
-		}
-	}
-
-	invalid := []string{
-		"", "-", "+", "--1", "+1", " 1", "1 ", " ", "1 2", "\t1", "1\r\n",
-		"01", "00", "-0", "-01", "007",
-		"1e3", "1E3", "1.0", "1.", ".1", "0x10", "0X10", "0b1", "0o7", "1_000",
-		"9223372036854775808", "-9223372036854775809",
-		"18446744073709551615", "18446744073709551616", "99999999999999999999",
-		"-99999999999999999999", "123456789012345678901",
-		"NaN", "nan", "inf", "Inf", "-inf", "+inf", "infinity",
-		"\x00", "1\x00", "\x001", "1\x002",
-		"１", // a full-width digit
-		"a", "1a", "a1", "1-", "-1-",
-	}
-	for _, in := range invalid {
-		if got, ok := parseInt([]byte(in)); ok {
-			t.Errorf("parseInt(%q) = %d, true; want false", in, got)
-		}
-	}
-}
 
 func TestParseCost(t *testing.T) {
 	for _, tc := range []struct {
@@ -344,50 +303,11 @@ func TestPrintable(t *testing.T) {
 	}
 }
 
-// TestCeilDiv128 checks the 128-bit division behind parseRate against
-// math/big, on random operands of every size.
-func TestCeilDiv128(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	word := func() uint64 { return r.Uint64() >> r.UintN(65) } // 0 to 64 significant bits
-	two64 := new(big.Int).Lsh(big.NewInt(1), 64)
-	wide := func(hi, lo uint64) *big.Int {
-		v := new(big.Int).SetUint64(hi)
-		return v.Mul(v, two64).Add(v, new(big.Int).SetUint64(lo))
-	}
-	const ones = math.MaxUint64
-	edges := [][4]uint64{ // nHi, nLo, dHi, dLo
-		{0, 0, 0, 1}, {0, ones, 0, 1}, {0, ones, 0, ones}, {ones - 1, ones, 0, ones},
-		{ones, ones, 0, ones}, {ones, ones, 1, 0}, {ones, ones, ones, ones}, {1, 0, 1, 0},
-		{1, 0, 1, 1}, {1 << 63, 0, 1 << 63, 1}, {ones, ones, 1 << 63, 0}, {ones, ones, 1, ones},
-		{1 << 29, 0, 1, 0}, {1<<29 - 1, ones, 1, 0},
-	}
-	for i := range 20000 {
-		var nHi, nLo, dHi, dLo uint64
-		if i < len(edges) {
-			nHi, nLo, dHi, dLo = edges[i][0], edges[i][1], edges[i][2], edges[i][3]
-		} else {
-			nHi, nLo, dHi, dLo = word(), word(), word(), word()
-		}
-		if dHi == 0 && dLo == 0 {
-			dLo = 1
-		}
-		n, d := wide(nHi, nLo), wide(dHi, dLo)
-		q, m := new(big.Int).QuoRem(n, d, new(big.Int))
-		if m.Sign() != 0 {
-			q.Add(q, big.NewInt(1))
-		}
-		got, ok := ceilDiv128(nHi, nLo, dHi, dLo)
-		if want, fits := q.Uint64(), q.IsUint64(); ok != fits || fits && got != want {
-			t.Fatalf("ceilDiv128(%d:%d, %d:%d) = %d, %t; want %s, %t", nHi, nLo, dHi, dLo, got, ok, q, fits)
-		}
-	}
-}
-
 // TestParseNoAllocations holds the hot-path promise: a valid argument is
 // parsed without touching the heap.
 func TestParseNoAllocations(t *testing.T) {
-	for name, parse := range map[string]func(){
-		"parseInt":      func() { parseInt([]byte("-9223372036854775808")) },
+	for name, fn := range map[string]func(){
+		"parse.Int":     func() { parse.Int([]byte("-9223372036854775808")) },
 		"parseCost":     func() { parseCost([]byte("12")) },
 		"parsePositive": func() { parsePositive([]byte("100"), "capacity") },
 		"parseDuration": func() { parseDuration([]byte("1500ms"), "window") },
@@ -396,7 +316,7 @@ func TestParseNoAllocations(t *testing.T) {
 		"parseRate/dec": func() { parseRate([]byte("2.25")) },
 		"parseRate/big": func() { parseRate([]byte("20000000000.123456789/d")) },
 	} {
-		if n := testing.AllocsPerRun(100, parse); n != 0 {
+		if n := testing.AllocsPerRun(100, fn); n != 0 {
 			t.Errorf("%s allocates %.0f times per call; want 0", name, n)
 		}
 	}
@@ -411,7 +331,7 @@ func BenchmarkParseInt(b *testing.B) {
 	arg := []byte("-9223372036854775808")
 	b.ReportAllocs()
 	for b.Loop() {
-		sinkInt, _ = parseInt(arg)
+		sinkInt, _ = parse.Int(arg)
 	}
 }
 

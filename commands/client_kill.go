@@ -3,6 +3,8 @@ package commands
 import (
 	"strings"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // CLIENT KILL with Redis's filters, and CLIENT LIST's TYPE and ID
@@ -80,7 +82,7 @@ func parseKillFilters(args [][]byte) (clientFilter, error) {
 		name, v := args[i], args[i+1]
 		switch {
 		case equalFold(name, "id"):
-			id, ok := parseInt(v)
+			id, ok := parse.Int(v)
 			if !ok || id <= 0 {
 				return f, errClientID
 			}
@@ -107,7 +109,7 @@ func parseKillFilters(args [][]byte) (clientFilter, error) {
 				return f, errSyntax
 			}
 		case equalFold(name, "maxage"):
-			n, ok := parseInt(v)
+			n, ok := parse.Int(v)
 			if !ok || n <= 0 {
 				return f, errNotInteger
 			}
@@ -179,7 +181,7 @@ func (s *session) clientList(args [][]byte) {
 			i++
 		case equalFold(args[i], "id") && i+1 < len(args):
 			for i++; i < len(args); i++ {
-				id, ok := parseInt(args[i])
+				id, ok := parse.Int(args[i])
 				if !ok || id <= 0 {
 					s.writeError(errInvalidClientID)
 					return

@@ -3,6 +3,8 @@ package commands
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // CLIENT PAUSE and CLIENT UNPAUSE, for planned failovers: while a pause
@@ -36,7 +38,7 @@ func (p *pauseState) parks(cmd *command) bool {
 
 // clientPause: CLIENT PAUSE timeout [WRITE|ALL]
 func (s *session) clientPause(args [][]byte) {
-	ms, ok := parseInt(args[0])
+	ms, ok := parse.Int(args[0])
 	switch {
 	case !ok:
 		s.writeError(errPauseTimeout)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // ACL: users and their permissions, with Redis 7's subcommands and replies
@@ -148,7 +149,7 @@ func (s *session) aclLog(args [][]byte) {
 			s.writeOK()
 			return
 		}
-		v, ok := parseInt(args[0])
+		v, ok := parse.Int(args[0])
 		if !ok || v < 0 {
 			s.writeError(errNotInteger)
 			return
@@ -218,20 +219,19 @@ func (s *session) aclDryRun(args [][]byte) {
 // own users, as the log has brought them; ACL SAVE writes the node's own
 // aclfile from them; ACL LOG is the node's own.
 
-// UserReplicator is a Cluster that replicates the ACL users through its
+// UserReplicator is the Cluster's part that replicates the ACL users through its
 // log: Replicate carries out a change (argv as package acl's Users.Apply
 // takes it) on every node, and returns ACL DELUSER's count.
 type UserReplicator interface {
 	ReplicateACL(now int64, argv [][]byte) (int64, error)
 }
 
-// userReplicator returns the Cluster as a UserReplicator, or nil on a
-// single node (or a cluster that replicates no users).
+// userReplicator returns the Cluster, or nil on a single node.
 func (h *Handler) userReplicator() UserReplicator {
-	if r, ok := h.cfg.Cluster.(UserReplicator); ok {
-		return r
+	if h.cfg.Cluster == nil {
+		return nil
 	}
-	return nil
+	return h.cfg.Cluster
 }
 
 // changeUsers carries out an ACL change: through the log in a group, on

@@ -216,11 +216,9 @@ func shownMode(mode policy.Mode, kind algorithms.OverrideKind) policy.Mode {
 // this node's state), else the policy's.
 func (s *session) decidingLimit(c *checkItem, kind algorithms.OverrideKind) algorithms.Limit {
 	if kind == algorithms.OverrideLimit {
-		if ov, ok := s.h.ks.(Overrider); ok {
-			if w, ok := ov.LocalOverride(s.conn.Now(), c.ovr); ok {
-				if o, err := policy.UnpackOverride(w); err == nil && o.Kind == policy.OverrideLimit {
-					return o.Limit
-				}
+		if w, ok := s.h.ks.LocalOverride(s.conn.Now(), c.ovr); ok {
+			if o, err := policy.UnpackOverride(w); err == nil && o.Kind == policy.OverrideLimit {
+				return o.Limit
 			}
 		}
 	}

@@ -2,6 +2,8 @@ package commands
 
 import (
 	"strconv"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // The connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, TIME.
@@ -50,7 +52,7 @@ func cmdHello(s *session, args [][]byte) {
 	// arguments
 	proto := 0
 	if len(args) >= 2 {
-		v, ok := parseInt(args[1])
+		v, ok := parse.Int(args[1])
 		if !ok {
 			s.writeError(errProtoVersion)
 			return
@@ -132,7 +134,7 @@ func cmdAuth(s *session, args [][]byte) {
 }
 
 func cmdSelect(s *session, args [][]byte) {
-	v, ok := parseInt(args[1])
+	v, ok := parse.Int(args[1])
 	if !ok {
 		s.writeError(errNotInteger)
 		return

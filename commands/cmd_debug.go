@@ -1,6 +1,10 @@
 package commands
 
-import "math"
+import (
+	"math"
+
+	"github.com/sluice-rl/sluice/internal/parse"
+)
 
 // DEBUG CLOCK: the test clock, only with --enable-debug-command yes (or
 // local, for loopback clients).
@@ -30,7 +34,7 @@ func cmdDebug(s *session, args [][]byte) {
 	clock := s.h.clock
 	switch {
 	case equalFold(args[1], "clock") && len(args) == 4 && equalFold(args[2], "set"):
-		ms, ok := parseInt(args[3])
+		ms, ok := parse.Int(args[3])
 		if !ok || ms < 0 || ms > maxDebugMillis {
 			s.writeError(errNotInteger)
 			return
@@ -38,7 +42,7 @@ func cmdDebug(s *session, args [][]byte) {
 		clock.Set(ms * 1e6)
 		s.writeOK()
 	case equalFold(args[1], "clock") && len(args) == 4 && equalFold(args[2], "advance"):
-		ms, ok := parseInt(args[3])
+		ms, ok := parse.Int(args[3])
 		if !ok || ms < 0 || ms > maxDebugMillis || clock.Now()/1e6+ms > maxDebugMillis {
 			s.writeError(errNotInteger)
 			return

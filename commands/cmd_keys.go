@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/glob"
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // The key-space commands, with Redis's arguments and replies. Every key's
@@ -118,7 +119,7 @@ const (
 // parseScanCount reads SCAN's COUNT (and RL.OVERRIDE LIST's): a positive
 // integer, capped at scanMaxCount.
 func parseScanCount(arg []byte) (int, error) {
-	v, ok := parseInt(arg)
+	v, ok := parse.Int(arg)
 	if !ok {
 		return 0, errNotInteger
 	}

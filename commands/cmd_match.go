@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/parse"
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -59,7 +60,7 @@ func parseMatch(m *matchState, args [][]byte) (hits int64, err error) {
 		if i+1 >= len(args) {
 			return 0, errSyntax
 		}
-		n, ok := parseInt(args[i+1])
+		n, ok := parse.Int(args[i+1])
 		if !ok || n < 0 {
 			return 0, errMatchHits
 		}

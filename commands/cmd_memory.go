@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // MEMORY, as Redis has it, for the key space sluice keeps: USAGE estimates
@@ -100,7 +101,7 @@ func cmdMemory(s *session, args [][]byte) {
 	switch {
 	case equalFold(sub, "usage") && (n == 3 || n == 5 && equalFold(args[3], "samples")):
 		if n == 5 {
-			if _, ok := parseInt(args[4]); !ok {
+			if _, ok := parse.Int(args[4]); !ok {
 				s.writeError(errNotInteger)
 				return
 			}

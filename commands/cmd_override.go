@@ -90,15 +90,6 @@ func cmdOverride(s *session, args [][]byte) {
 	}
 }
 
-// overrider returns the keyspace's override operations.
-func (s *session) overrider() (Overrider, error) {
-	ov, ok := s.h.ks.(Overrider)
-	if !ok {
-		return nil, errNoOverrides
-	}
-	return ov, nil
-}
-
 // overrideKey returns the override key of subject under the policy named
 // name, or the error that refuses it: an invalid name, an empty subject,
 // or a key the session's user may not reach with access.
@@ -145,11 +136,7 @@ func (s *session) overrideSet(name, subject []byte, spec [][]byte) {
 		s.writeError(err)
 		return
 	}
-	ov, err := s.overrider()
-	if err == nil {
-		_, err = ov.SetOverride(now, key, w)
-	}
-	if err != nil {
+	if _, err := s.h.ks.SetOverride(now, key, w); err != nil {
 		s.writeError(err)
 		return
 	}
@@ -302,11 +289,6 @@ func (s *session) overrideList(name []byte, args [][]byte) {
 		s.writeError(err)
 		return
 	}
-	ov, err := s.overrider()
-	if err != nil {
-		s.writeError(err)
-		return
-	}
 	now := s.conn.Now()
 	var found []byte // the keys found, one after the other
 	var ends []int
@@ -334,7 +316,7 @@ func (s *session) overrideList(name []byte, args [][]byte) {
 	for _, end := range ends {
 		key := found[from:end]
 		from = end
-		w, ok := ov.LocalOverride(now, key)
+		w, ok := s.h.ks.LocalOverride(now, key)
 		if !ok {
 			continue // deleted or expired since the walk
 		}

@@ -314,7 +314,7 @@ func hexOf(b []byte) string {
 	return string(out)
 }
 
-// PolicyReplicator is a Cluster that replicates the command-defined
+// PolicyReplicator is the Cluster's part that replicates the command-defined
 // policies through its log: ReplicatePolicy carries out a change
 // (policy.SetChange, policy.DelChange) on every node and returns how many
 // policies it deleted.
@@ -339,16 +339,15 @@ func (h *Handler) policiesChanged() {
 	}
 }
 
-// policyReplicator returns the Cluster as a PolicyReplicator, or nil on a
-// single node.
+// policyReplicator returns the Cluster, or nil on a single node.
 func (h *Handler) policyReplicator() PolicyReplicator {
-	if r, ok := h.cfg.Cluster.(PolicyReplicator); ok {
-		return r
+	if h.cfg.Cluster == nil {
+		return nil
 	}
-	return nil
+	return h.cfg.Cluster
 }
 
-// RulesPublisher is a Cluster whose leader publishes its rules files' hash
+// RulesPublisher is the Cluster's part whose leader publishes its rules files' hash
 // through the log (cluster.Node.LeaderRulesHash).
 type RulesPublisher interface {
 	LeaderRulesHash() ([32]byte, bool)
@@ -360,11 +359,10 @@ type RulesPublisher interface {
 // before a leader has published its hash). A node without rules files has
 // the empty rule set's hash.
 func (h *Handler) leaderRulesParams() []Param {
-	rp, ok := h.cfg.Cluster.(RulesPublisher)
-	if !ok {
+	if h.cfg.Cluster == nil {
 		return nil
 	}
-	leader, known := rp.LeaderRulesHash()
+	leader, known := h.cfg.Cluster.LeaderRulesHash()
 	if !known {
 		return []Param{{"rules_hash_leader", ""}, {"rules_agree_with_leader", "unknown"}}
 	}

@@ -25,6 +25,10 @@ type Cluster interface {
 	LocalDecide(reqs []algorithms.Request, out []algorithms.Outcome)
 	// LocalInfo answers RL.INFO from this node's own state (READONLY).
 	LocalInfo(key []byte) (algorithms.KeyInfo, error)
+
+	PolicyReplicator
+	RulesPublisher
+	UserReplicator
 }
 
 func init() {

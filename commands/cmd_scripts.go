@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // The scripting commands. sluice runs no Lua: a script is recognised by the
@@ -59,9 +60,7 @@ func cmdEval(s *session, args [][]byte) {
 		s.writeError(err)
 		return
 	}
-	if !s.queueScript(op, keys, argv) {
-		s.exec1(op, keys, argv)
-	}
+	s.queueScript(op, keys, argv)
 }
 
 // evalOp reads EVAL's, EVALSHA's and their _RO forms' arguments: the
@@ -70,7 +69,7 @@ func (s *session) evalOp(args [][]byte) (op compat.Op, keys, argv [][]byte, err 
 	name := args[0]
 	bySHA := len(name) >= 7 && (name[4]|0x20) == 's' // evalsha, evalsha_ro
 	readOnly := name[len(name)-1]|0x20 == 'o'        // eval_ro, evalsha_ro
-	numKeys, ok := parseInt(args[2])
+	numKeys, ok := parse.Int(args[2])
 	switch {
 	case bySHA && len(args[1]) != 40: // Redis's evalShaCommand checks this first
 		return op, nil, nil, errNoScript
@@ -108,17 +107,12 @@ func unknownScript(text []byte) error {
 
 // exec1 carries out op on keys through the keyspace and writes its reply.
 func (s *session) exec1(op compat.Op, keys, argv [][]byte) {
-	sc, ok := s.h.ks.(Scripter)
-	if !ok {
-		s.writeError(errNoStrings)
-		return
-	}
 	if s.call == nil {
 		s.call = new(compat.Call) // only the connections that run scripts pay for it
 	}
 	c := s.call
 	c.Argv = argv
-	sc.Exec(s.conn.Now(), op, keys, c)
+	s.h.ks.Exec(s.conn.Now(), op, keys, c)
 	if c.Reply.Type == compat.Error {
 		s.errors++
 	}
@@ -192,7 +186,7 @@ func cmdScript(s *session, args [][]byte) {
 // (numkeys, an unknown SHA1) answers its error at once, after the calls
 // queued before it.
 
-// BatchScripter is a Scripter that carries out a batch of ops at once:
+// BatchScripter is the Keyspace's part that carries out a batch of ops at once:
 // ExecBatch carries out ops in order at now, as Exec would one after
 // another, leaving each reply in its Reply, with c as scratch (see
 // store.Store.ExecBatch).
@@ -211,12 +205,8 @@ type scriptQueue struct {
 	writes []bool // the call may change state (EVAL, not EVAL_RO)
 }
 
-// queueScript defers op on keys with argv if the keyspace takes batches,
-// and reports whether it did.
-func (s *session) queueScript(op compat.Op, keys, argv [][]byte) bool {
-	if _, ok := s.h.ks.(BatchScripter); !ok {
-		return false
-	}
+// queueScript defers op on keys with argv to the batch's end.
+func (s *session) queueScript(op compat.Op, keys, argv [][]byte) {
 	q := &s.queue
 	if q.scr == nil {
 		q.scr = new(scriptQueue)
@@ -230,7 +220,6 @@ func (s *session) queueScript(op compat.Op, keys, argv [][]byte) bool {
 	v := sq.args[a+len(keys) : len(sq.args) : len(sq.args)]
 	sq.ops = append(sq.ops, compat.TxOp{Op: op, Keys: k, Argv: v})
 	sq.writes = append(sq.writes, s.curCmd != 0 && commandList[s.curCmd-1].flags&flagWrite != 0)
-	return true
 }
 
 // runScripts carries out the queued script calls in one ExecBatch and
@@ -240,7 +229,7 @@ func (s *session) runScripts() {
 	if s.call == nil {
 		s.call = new(compat.Call)
 	}
-	s.h.ks.(BatchScripter).ExecBatch(s.conn.Now(), ops, s.call)
+	s.h.ks.ExecBatch(s.conn.Now(), ops, s.call)
 	clear(s.call.Keys)
 	resp3 := s.resp3.Load()
 	logged := s.h.cfg.AppendOnly != nil

@@ -159,13 +159,8 @@ func expireOp(args [][]byte) (compat.Op, [][]byte, [][]byte) {
 // locks at one instant (one Transact of reads; one log entry in a
 // replicated group).
 func cmdMget(s *session, args [][]byte) {
-	tr := s.h.tx
-	if tr == nil {
-		s.writeError(errNoStrings)
-		return
-	}
 	ops := mgetOps(nil, args, 0)
-	if _, err := tr.Transact(s.conn.Now(), nil, nil, nil, ops); err != nil {
+	if _, err := s.h.ks.Transact(s.conn.Now(), nil, nil, nil, ops); err != nil {
 		s.writeError(err)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // CL.THROTTLE: a drop-in for the redis-cell module's command (and
@@ -55,7 +56,7 @@ func cmdThrottle(s *session, args [][]byte) {
 // nanoseconds, rounded down as redis-cell rounds it.
 func parseThrottle(burstArg, countArg, periodArg []byte) (algorithms.Limit, error) {
 	l := algorithms.Limit{Algo: algorithms.Throttle}
-	burst, ok := parseInt(burstArg)
+	burst, ok := parse.Int(burstArg)
 	if !ok {
 		return l, errNotInteger
 	}

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/internal/parse"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/topk"
 )
@@ -47,7 +48,7 @@ func parseTop(args [][]byte) (topRequest, error) {
 			req.denied = false
 		case equalFold(a, "count") && i+1 < len(args):
 			i++
-			n, ok := parseInt(args[i])
+			n, ok := parse.Int(args[i])
 			if !ok {
 				return req, errNotInteger
 			}

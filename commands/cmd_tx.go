@@ -188,18 +188,13 @@ func cmdWatch(s *session, args [][]byte) {
 		s.writeError(errWatchInMulti) // as in Redis, this does not doom the transaction
 		return
 	}
-	tr := s.h.tx
-	if tr == nil {
-		s.writeError(errNoTransactions)
-		return
-	}
 	// operation: remember each key's version now, once per key
 	now := s.conn.Now()
 	for _, key := range args[1:] {
 		if s.watching(key) {
 			continue
 		}
-		v, err := tr.Version(now, key)
+		v, err := s.h.ks.Version(now, key)
 		if err != nil {
 			s.writeError(err)
 			return
@@ -251,13 +246,8 @@ func cmdExec(s *session, args [][]byte) {
 	ops := s.txOps()
 	ok := true
 	if len(q.reqs) > 0 || len(s.tx.watches) > 0 || len(ops) > 0 {
-		tr := s.h.tx
-		if tr == nil {
-			s.writeError(errNoTransactions)
-			return
-		}
 		var err error
-		if ok, err = tr.Transact(s.conn.Now(), s.tx.watches, q.reqs, out, ops); err != nil {
+		if ok, err = s.h.ks.Transact(s.conn.Now(), s.tx.watches, q.reqs, out, ops); err != nil {
 			s.writeError(err)
 			return
 		}

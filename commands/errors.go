@@ -81,7 +81,6 @@ var (
 	errCheckConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies: use RL.ACQUIRE and RL.RELEASE")
 
 	// RL.OVERRIDE (cmd_override.go).
-	errNoOverrides         = replyError("this key space keeps no overrides")
 	errEmptySubject        = replyError("the subject must not be empty")
 	errOverrideConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies, so they take no override")
 	errWrongTypeOverride   = codeError("WRONGTYPE Operation against a key holding the wrong kind of value")
@@ -105,14 +104,12 @@ var (
 	errNumKeysTooMany  = replyError("Number of keys can't be greater than number of args")
 	errNoScript        = codeError("NOSCRIPT No matching script. Please use EVAL.")
 	errNotBusy         = codeError("NOTBUSY No scripts in execution right now.")
-	errNoStrings       = replyError("this server's keyspace holds no strings (scripts and string commands are unavailable)")
 	// Transactions (cmd_tx.go), in Redis's words.
 	errNestedMulti    = replyError("MULTI calls can not be nested")
 	errExecNoMulti    = replyError("EXEC without MULTI")
 	errDiscardNoMulti = replyError("DISCARD without MULTI")
 	errWatchInMulti   = replyError("WATCH inside MULTI is not allowed")
 	errNotInMulti     = replyError("Command not allowed inside a transaction")
-	errNoTransactions = replyError("transactions are not supported by this keyspace")
 	errExecAbort      = codeError("EXECABORT Transaction discarded because of previous errors.")
 
 	errNoAuth      = codeError("NOAUTH Authentication required.")

@@ -19,7 +19,6 @@ import (
 type Handler struct {
 	cfg   Config
 	ks    Keyspace
-	tx    Transactor // ks, if it carries out transactions; else nil
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
@@ -82,9 +81,6 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
 	h.top.k = cfg.TopKeys
-	if tr, ok := ks.(Transactor); ok {
-		h.tx = tr
-	}
 	return h, nil
 }
 
@@ -173,14 +169,9 @@ func (h *Handler) kill(self *session, id int64) int64 {
 }
 
 // Sweep runs the keyspace's active expiry ten times a second, as Redis's hz
-// 10 does, at the clock's instant, until stop is closed; it returns at once
-// if the keyspace has no active expiry. One loop serves the whole server,
+// 10 does, at the clock's instant, until stop is closed. One loop serves the whole server,
 // whatever the number of listeners.
 func (h *Handler) Sweep(stop <-chan struct{}) {
-	sw, ok := h.ks.(Sweeper)
-	if !ok {
-		return
-	}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -188,7 +179,7 @@ func (h *Handler) Sweep(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			sw.Sweep(h.clock.Now())
+			h.ks.Sweep(h.clock.Now())
 		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 )
 
 // Keyspace is what the commands need from the state behind them: the store
-// on a single node, the Raft node in a replicated group. Every method takes
+// on a single node, the Raft node in a replicated group. Both implement all
+// of it (cmd/sluice checks so at compile time); its parts are named below
+// for the handlers that need only one. Every method takes
 // the instant the edge read for the batch. Errors are reply errors: their
 // text starts with a Redis error code (WRONGTYPE, OOM, CLUSTERDOWN,
 // UNKNOWN …), or gets ERR (see replyText).
@@ -31,19 +33,25 @@ type Keyspace interface {
 	Flush(now int64) error
 	// Info returns key's stored state (Algo None if absent), for RL.INFO.
 	Info(now int64, key []byte) (algorithms.KeyInfo, error)
+
+	Scripter
+	BatchScripter
+	Sweeper
+	Transactor
+	Overrider
 }
 
-// Scripter is implemented by keyspaces that hold the keys of the known
-// limiter scripts and of the plain string commands (package compat): the
-// store and the Raft node. Exec carries out op on keys at now, atomically
-// across them, with the arguments after the keys in c.Argv, and leaves the
-// reply in c.Reply (see store.Store.Exec). c is the caller's, reused.
+// Scripter is the Keyspace's part that holds the keys of the known limiter
+// scripts and of the plain string commands (package compat). Exec carries
+// out op on keys at now, atomically across them, with the arguments after
+// the keys in c.Argv, and leaves the reply in c.Reply (see
+// store.Store.Exec). c is the caller's, reused.
 type Scripter interface {
 	Exec(now int64, op compat.Op, keys [][]byte, c *compat.Call)
 }
 
-// Sweeper is implemented by keyspaces that expire entries actively;
-// Handler.Sweep calls Sweep with the clock a few times a second.
+// Sweeper is the Keyspace's active expiry; Handler.Sweep calls Sweep with
+// the clock a few times a second.
 type Sweeper interface {
 	Sweep(now int64)
 }
@@ -87,8 +95,8 @@ type PersistenceStats struct {
 	Path                  string // the snapshot file
 }
 
-// Transactor is a keyspace that carries out transactions (MULTI/EXEC):
-// the store on a single node, the Raft node in a replicated group.
+// Transactor is the Keyspace's part that carries out transactions
+// (MULTI/EXEC, WATCH, MGET).
 type Transactor interface {
 	// Version returns key's state version: 0 when absent, and a new value
 	// after every write that changes its state (WATCH).
@@ -103,8 +111,8 @@ type Transactor interface {
 	Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome, ops []compat.TxOp) (bool, error)
 }
 
-// Overrider is implemented by keyspaces that keep overrides (RL.OVERRIDE):
-// the store and the Raft node. An override is an entry under the key
+// Overrider is the Keyspace's part that keeps overrides (RL.OVERRIDE). An
+// override is an entry under the key
 // policy.AppendOverrideKey derives, holding policy.Override's packed words.
 type Overrider interface {
 	// SetOverride stores the packed words w under key (through the log on

@@ -1,6 +1,9 @@
 package commands
 
-import "github.com/sluice-rl/sluice/acl"
+import (
+	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/internal/parse"
+)
 
 // Key specifications, in Redis 7's form: each command's registration says
 // where its keys are and how it uses them, and everything that needs its
@@ -131,7 +134,7 @@ func (ks *keySpec) find(args [][]byte, out []keyRef) ([]keyRef, bool) {
 		if first+ks.keyNumIdx >= argc {
 			return out, false
 		}
-		n, ok := parseInt(args[first+ks.keyNumIdx])
+		n, ok := parse.Int(args[first+ks.keyNumIdx])
 		if !ok || n < 0 || n > int64(argc) {
 			return out, false
 		}

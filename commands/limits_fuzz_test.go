@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/parse"
 	"github.com/sluice-rl/sluice/store"
 )
 
 // FuzzParseThrottle checks CL.THROTTLE's parameters against an oracle that
-// does the arithmetic in math/big (the integer syntax is parseInt's, fuzzed
+// does the arithmetic in math/big (the integer syntax is parse.Int's, fuzzed
 // on its own).
 func FuzzParseThrottle(f *testing.F) {
 	for _, seed := range [][3]string{
@@ -26,9 +27,9 @@ func FuzzParseThrottle(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, burstArg, countArg, periodArg string) {
 		l, err := parseThrottle([]byte(burstArg), []byte(countArg), []byte(periodArg))
-		burst, okB := parseInt([]byte(burstArg))
-		count, okC := parseInt([]byte(countArg))
-		period, okP := parseInt([]byte(periodArg))
+		burst, okB := parse.Int([]byte(burstArg))
+		count, okC := parse.Int([]byte(countArg))
+		period, okP := parse.Int([]byte(periodArg))
 		wantOK := okB && okC && okP && burst >= 0 && count > 0 && period > 0
 		var interval *big.Int
 		if wantOK {

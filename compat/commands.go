@@ -1,6 +1,10 @@
 package compat
 
-import "math"
+import (
+	"math"
+
+	"github.com/sluice-rl/sluice/internal/parse"
+)
 
 // The Redis 7.0 commands the supported scripts call, on a Key, with Redis's
 // argument parsing, errors and expiry rules (t_string.c, expire.c). The
@@ -72,7 +76,7 @@ func expireMs(now int64, arg lval, seconds bool, invalid error) (int64, error) {
 func callInt(v lval) (int64, bool) {
 	switch v.t {
 	case tStr:
-		return string2ll(v.s)
+		return parse.Int(v.s)
 	case tNum:
 		return NumberValue(v.f).Int()
 	}

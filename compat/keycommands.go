@@ -1,6 +1,10 @@
 package compat
 
-import "math"
+import (
+	"math"
+
+	"github.com/sluice-rl/sluice/internal/parse"
+)
 
 // The key-space commands a transaction (MULTI/EXEC) may hold besides the
 // decisions and the Ops Exec carries out. Exec does not carry them out:
@@ -91,7 +95,7 @@ func plainSetex(k *Key, c *Call, seconds bool) error {
 	if seconds {
 		invalid = ErrExpireSetex
 	}
-	ms, ok := string2ll(c.Argv[0])
+	ms, ok := parse.Int(c.Argv[0])
 	if !ok {
 		return ErrNotInteger
 	}

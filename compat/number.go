@@ -305,51 +305,6 @@ func parseHex(mant, exp []byte) float64 {
 	return f
 }
 
-// string2ll is Redis's string2ll (util.c): a canonical base-10 int64 and
-// nothing else, no sign but '-', no leading zeros, no spaces, "-0" refused.
-func string2ll(s []byte) (int64, bool) {
-	if len(s) == 0 || len(s) >= 21 {
-		return 0, false
-	}
-	if len(s) == 1 && s[0] == '0' {
-		return 0, true
-	}
-	neg := s[0] == '-'
-	if neg {
-		s = s[1:]
-		if len(s) == 0 {
-			return 0, false
-		}
-	}
-	if s[0] < '1' || s[0] > '9' {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range s {
-		if !isDigit(c) {
-			return 0, false
-		}
-		if v > math.MaxUint64/10 {
-			return 0, false
-		}
-		v *= 10
-		if v > math.MaxUint64-uint64(c-'0') {
-			return 0, false
-		}
-		v += uint64(c - '0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true // -(1<<63) wraps to MinInt64, as in C
-	}
-	if v > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(v), true
-}
-
 // luaInt is the integer reply Redis makes of a Lua number: a C cast to long
 // long, which truncates toward zero and, on x86-64, gives MinInt64 for a NaN
 // and for anything outside the int64 range.

@@ -169,31 +169,6 @@ func TestAppendGOfIntegersIsTheGeneralFormat(t *testing.T) {
 	}
 }
 
-func TestString2llTakesOnlyCanonicalIntegers(t *testing.T) {
-	for _, s := range trickyNumbers {
-		v, ok := string2ll([]byte(s))
-		p, err := strconv.ParseInt(s, 10, 64)
-		want := err == nil && strconv.FormatInt(p, 10) == s
-		if ok != want || (ok && v != p) {
-			t.Errorf("string2ll(%q) = %d, %v; want %d, %v", s, v, ok, p, want)
-		}
-	}
-}
-
-func FuzzString2ll(f *testing.F) {
-	for _, s := range trickyNumbers {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		v, ok := string2ll(b)
-		p, err := strconv.ParseInt(string(b), 10, 64)
-		want := err == nil && strconv.FormatInt(p, 10) == string(b)
-		if ok != want || (ok && v != p) {
-			t.Fatalf("string2ll(%q) = %d, %v; want %d, %v", b, v, ok, p, want)
-		}
-	})
-}
-
 // FuzzStr2d checks str2d against strconv on the plain decimal strings both
 // accept, and that every number it reads is read back from its "%.17g".
 func FuzzStr2d(f *testing.F) {

@@ -3,6 +3,8 @@ package compat
 import (
 	"errors"
 	"math"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // The plain string commands the libraries send on their scripts' keys, as
@@ -168,7 +170,7 @@ func plainSet(k *Key, c *Call) error {
 	}
 	expire := int64(NoExpire)
 	if a.unit != 0 {
-		ms, ok := string2ll(a.ttlArg)
+		ms, ok := parse.Int(a.ttlArg)
 		if !ok {
 			return ErrNotInteger
 		}
@@ -227,7 +229,7 @@ func plainIncr(k *Key, c *Call, decr bool) error {
 	if len(c.Argv) != 1 {
 		return ErrSyntax
 	}
-	d, ok := string2ll(c.Argv[0])
+	d, ok := parse.Int(c.Argv[0])
 	if !ok {
 		return ErrNotInteger
 	}
@@ -276,7 +278,7 @@ func plainExpire(k *Key, c *Call, seconds bool) error {
 	if seconds {
 		invalid = ErrExpire
 	}
-	when, ok := string2ll(c.Argv[0])
+	when, ok := parse.Int(c.Argv[0])
 	if !ok {
 		return ErrNotInteger
 	}

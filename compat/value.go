@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // Kind says what a key holds, as a script sees it. The values are stored
@@ -63,7 +65,7 @@ func NumberValue(f float64) Value {
 // to a command). ok is false if s is none of the representable strings: not
 // an integer, not a "%.17g" number and longer than MaxBytes.
 func StringValue(s []byte) (v Value, ok bool) {
-	if i, ok := string2ll(s); ok {
+	if i, ok := parse.Int(s); ok {
 		return IntValue(i), true
 	}
 	if f, ok := str2d(s); ok {

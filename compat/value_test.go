@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"unsafe"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 func TestValueIsSmallAndPointerFree(t *testing.T) {
@@ -77,7 +79,7 @@ func FuzzStringValue(f *testing.F) {
 		if w, ok := Unpack(v.Pack()); !ok || w != v {
 			t.Fatalf("Unpack(Pack(StringValue(%q))) = %q, %v", b, w.AppendString(nil), ok)
 		}
-		if _, isInt := string2ll(b); isInt != (v.Kind() == Int) {
+		if _, isInt := parse.Int(b); isInt != (v.Kind() == Int) {
 			t.Fatalf("StringValue(%q) is kind %d; INCRBY reads it: %v", b, v.Kind(), isInt)
 		}
 	})

@@ -180,6 +180,10 @@ func TestLoadPoliciesSection(t *testing.T) {
     algorithm: leaky
     rate: 100/90s
     capacity: 3
+  - name: half
+    algorithm: token
+    rate: 0.5
+    capacity: 1
 `)}}, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +191,7 @@ func TestLoadPoliciesSection(t *testing.T) {
 	want := []Policy{
 		{Name: "daily:quota", Limit: algorithms.Limit{Algo: algorithms.Fixed, Count: 1000, Period: int64(24 * time.Hour)}, File: "p.yaml"},
 		{Name: "free", Limit: algorithms.Limit{Algo: algorithms.Token, Count: 20, Period: int64(100 * time.Millisecond)}, Description: "free tier", File: "p.yaml"},
+		{Name: "half", Limit: algorithms.Limit{Algo: algorithms.Token, Count: 1, Period: int64(2 * time.Second)}, File: "p.yaml"},
 		{Name: "jobs", Limit: algorithms.Limit{Algo: algorithms.Concurrency, Count: 5, Period: int64(30 * time.Second)}, Shadow: true, File: "p.yaml"},
 		{Name: "slow", Limit: algorithms.Limit{Algo: algorithms.Leaky, Count: 3, Period: int64(900 * time.Millisecond)}, File: "p.yaml"},
 	}
@@ -214,8 +219,8 @@ func TestLoadPoliciesRefusals(t *testing.T) {
 			"p.yaml:6:11: rate does not apply to algorithm fixed (it takes window and limit)"},
 		{"policies:\n  - name: bad name\n    algorithm: fixed\n    limit: 5\n    window: 1m\n",
 			"p.yaml:2:5: policy 'bad name': invalid policy name 'bad name': use 1 to 128 of the characters A-Z a-z 0-9 _ . : -"},
-		{"policies:\n  - name: x\n    algorithm: token\n    rate: 0.5/s\n    capacity: 1\n",
-			"p.yaml:4:11: invalid limit: invalid rate '0.5/s': use N/unit like 10/s, 100/m, N/duration like 100/90s, or N per second"},
+		{"policies:\n  - name: x\n    algorithm: token\n    rate: .5/s\n    capacity: 1\n",
+			"p.yaml:4:11: invalid limit: invalid rate '.5/s': use N/unit like 10/s, 100/m, N/duration like 100/90s, or N per second"},
 		{"policies:\n  - name: x\n    algorithm: fixed\n    limit: 5\n    window: 1m\n    colour: red\n",
 			"p.yaml:6:5: config error, unknown key 'colour' (a policy takes name, algorithm, rate, capacity, limit, window, lease, shadow, description)"},
 	}

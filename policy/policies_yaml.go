@@ -1,11 +1,10 @@
 package policy
 
 import (
-	"math"
-	"strconv"
 	"strings"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/parse"
 	"gopkg.in/yaml.v3"
 )
 
@@ -24,8 +23,9 @@ import (
 //	    shadow: true            # optional
 //	    description: free tier  # optional
 //
-// N is a positive integer; durations are a positive integer and one of the
-// units ms, s, m, h, d, as the RL.* commands take them.
+// Rates and durations are read as the RL.* commands read them
+// (internal/parse): N a positive decimal (10/s, 0.5), durations a positive
+// integer and one of the units ms, s, m, h, d.
 
 // policyKeys are the keys a policy entry may have.
 var policyKeys = map[string]bool{
@@ -132,67 +132,50 @@ func (r *reader) policy(m *yaml.Node) *policySpec {
 	return ps
 }
 
-// durationUnits are the units of a duration, in nanoseconds.
-var durationUnits = map[string]int64{"ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9, "d": 86400e9}
-
-// parseDurationText reads a positive integer followed by ms, s, m, h or d.
+// parseDurationText reads a window or a lease (named what in the errors) in
+// the RL.* commands' grammar (parse.Duration): a positive integer followed
+// by ms, s, m, h or d.
 func parseDurationText(s, what string) (int64, error) {
-	i := 0
-	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-		i++
-	}
-	digits, unit := s[:i], s[i:]
-	if digits == "" || digits[0] == '0' && len(digits) > 1 {
+	ns, fault := parse.Duration([]byte(s))
+	if fault == parse.Malformed {
 		return 0, errLimit("invalid %s '%s': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms", what, s)
 	}
-	if unit == "" {
-		return 0, errLimit("%s needs a unit, like 60s or 1500ms", what)
-	}
-	per, ok := durationUnits[unit]
-	if !ok {
-		return 0, errLimit("invalid %s '%s': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms", what, s)
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n > math.MaxInt64/per {
-		return 0, errLimit("%s is out of range", what)
-	}
-	if n == 0 {
-		return 0, errLimit("%s must be positive", what)
-	}
-	return n * per, nil
+	return ns, durationErr(fault, what)
 }
 
-// parseRateText reads N/unit, N/duration or N (per second), N a positive
-// integer, and returns the interval between units in nanoseconds, rounded
-// up so that the rate is never exceeded.
+// durationErr words a well-formed duration's fault (nil for parse.OK).
+func durationErr(f parse.Fault, what string) error {
+	switch f {
+	case parse.NoUnit:
+		return errLimit("%s needs a unit, like 60s or 1500ms", what)
+	case parse.NotPositive:
+		return errLimit("%s must be positive", what)
+	case parse.OutOfRange:
+		return errLimit("%s is out of range", what)
+	}
+	return nil
+}
+
+// parseRateText reads a rate in the RL.* commands' grammar (parse.Rate):
+// N/unit, N/duration or N (per second), N a positive decimal, and returns
+// the interval between units in nanoseconds, rounded up so that the rate is
+// never exceeded.
 func parseRateText(s string) (int64, error) {
-	count, period := s, ""
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		count, period = s[:i], s[i+1:]
-	}
-	n, err := strconv.ParseInt(count, 10, 64)
-	if err != nil || count == "" || count[0] < '0' || count[0] > '9' || len(count) > 1 && count[0] == '0' {
+	ns, fault := parse.Rate([]byte(s))
+	switch fault {
+	case parse.OK:
+		return ns, nil
+	case parse.Malformed:
 		return 0, errLimit("invalid rate '%s': use N/unit like 10/s, 100/m, N/duration like 100/90s, or N per second", s)
-	}
-	if n == 0 {
+	case parse.MalformedPeriod:
+		_, period, _ := strings.Cut(s, "/")
+		return 0, errLimit("invalid rate period '%s': use a positive integer and a unit (ms, s, m, h, d), like 60s or 1500ms", period)
+	case parse.ZeroRate:
 		return 0, errLimit("rate must be positive")
-	}
-	periodNs := int64(1e9)
-	if period != "" {
-		if ns, ok := durationUnits[period]; ok {
-			periodNs = ns
-		} else if periodNs, err = parseDurationText(period, "rate period"); err != nil {
-			return 0, err
-		}
-	} else if strings.Contains(s, "/") {
-		return 0, errLimit("invalid rate '%s': use N/unit like 10/s, 100/m, N/duration like 100/90s, or N per second", s)
-	}
-	if n > periodNs {
+	case parse.TooHigh:
 		return 0, errLimit("rate is too high: at most 1 per nanosecond")
+	case parse.TooLow:
+		return 0, errLimit("rate is too low: the interval between units must be under 292 years")
 	}
-	interval := periodNs / n
-	if periodNs%n != 0 {
-		interval++
-	}
-	return interval, nil
+	return 0, durationErr(fault, "rate period")
 }

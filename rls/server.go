@@ -27,8 +27,8 @@ type ServerOptions struct {
 	// of its own. 0: every call gets a new goroutine, grpc-go's default.
 	// A new goroutine starts on a 2 KiB stack that a call's path through
 	// grpc-go and the store outgrows, and copying the stack as it grows
-	// was a fifth of the server's CPU per call (bench/RESULTS.md, "Envoy
-	// RLS v3"); a waiting worker keeps the stack it grew.
+	// is costly (bench/RESULTS.md, "Measurements behind the code's
+	// choices"); a waiting worker keeps the stack it grew.
 	StreamWorkers int
 	// Limits bound what clients can make the server hold; a zero field
 	// takes its default (DefaultLimits).

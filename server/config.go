@@ -55,8 +55,7 @@ func DefaultConfig() Config {
 		QueryBufferLimit: 8 << 20,
 		// Redis has none by default; sluice has one, because its commands
 		// are small and a few hundred connections each holding an
-		// unfinished 8 MiB command must not exhaust the machine (150 of
-		// them took 1.48 GB). 256 MiB holds the first 16 KiB buffers of the
+		// unfinished 8 MiB command must not exhaust the machine. 256 MiB holds the first 16 KiB buffers of the
 		// default 10000 clients (about 170 MB with their other state) with
 		// room for a dozen at the query buffer limit.
 		MaxMemoryClients: 256 << 20,

@@ -2,7 +2,8 @@ package server
 
 import (
 	"bytes"
-	"math"
+
+	"github.com/sluice-rl/sluice/internal/parse"
 )
 
 // ReaderLimits bound what one client can make the server hold. The defaults
@@ -194,54 +195,11 @@ func readCountLine(buf []byte, from int, tooBig replyError) (v int64, pos int, e
 	if from+cr+1 >= len(buf) {
 		return 0, 0, nil // wait for the '\n'
 	}
-	v, ok := string2ll(buf[from : from+cr])
+	v, ok := parse.Int(buf[from : from+cr])
 	if !ok {
 		v = 1 << 62
 	}
 	return v, from + cr + 2, nil
-}
-
-// string2ll accepts exactly what Redis's string2ll accepts: an optional
-// '-' and decimal digits, at most 20 bytes in all, within int64, the first
-// digit 1-9 unless the whole number is "0". The result is valid only when
-// ok is true. (commands has the same parser for arguments; the transport
-// keeps its own, importing nothing of the commands.)
-func string2ll(b []byte) (v int64, ok bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if len(b) == 1 && b[0] == '0' {
-		return 0, true
-	}
-	digits := b
-	negative := b[0] == '-'
-	if negative {
-		digits = b[1:]
-	}
-	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {
-		return 0, false
-	}
-	var u uint64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if u > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		u = u*10 + d
-	}
-	if negative {
-		if u > 1<<63 {
-			return 0, false
-		}
-		return -int64(u), true
-	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(u), true
 }
 
 // readInline parses a telnet-style command line, split as Redis's

@@ -12,9 +12,8 @@ import (
 // requests (decideRun) and RL.ALL groups (decideGroup, in all.go). Both
 // find a key's shard with slot, and whatever holds more than one shard
 // locks them with lockAll; a run decides each key with decideLocked, which
-// commits what apply computed. The numbers below are ns per decision from
-// the store's benchmarks on the project's 2-core machine (bench/RESULTS.md
-// holds the server-level runs).
+// commits what apply computed. The measurements behind its choices are in
+// bench/RESULTS.md, "Measurements behind the code's choices".
 
 // SetDeciders tells the store how many goroutines call Decide at the same
 // time (the server's event loops). It changes speed only, never a decision:
@@ -83,28 +82,23 @@ func (st *Store) slot(key []byte) (h uint64, si uint32) {
 // their order; requests on different keys are independent, so the order
 // in which their shards are visited does not matter.
 //
-// The lock granularity is the together flag (SetDeciders), and each choice
-// bought something that the store's benchmarks measure:
+// The lock granularity is the together flag (SetDeciders); each choice is
+// the faster one in the store's benchmarks (bench/RESULTS.md,
+// "Measurements behind the code's choices"):
 //
 //   - Per shard (together false, several deciders): each shard the run
 //     touches is locked once, for the requests routed to it, and their index
 //     slots and records are prefetched together under that lock, so that
 //     their cache misses overlap instead of following one another
-//     (decideShard; one of the changes that took server CPU per decision
-//     at P16 from 1.51 to 0.93 s per million on 2026-11-22). Deciders on different shards run side by side: holding
-//     all of a run's shards instead put two event loops in single file,
-//     BenchmarkParallelBatch100kKeys -cpu 2 went from 110 to 175 ns.
+//     (decideShard). Deciders on different shards run side by side; holding
+//     all of a run's shards instead would put the event loops in single
+//     file.
 //   - Together (one decider): every shard the run touches is locked at once
 //     by lockAll, in ascending order as RL.ALL does, and one prefetch covers
-//     the whole run: BenchmarkBatch100kKeys4Shards 181–209 → 161–166 ns per
-//     decision, …1MKeys… 341–372 → 283–322 (server CPU at P16, 100k keys:
-//     0.61 → 0.57 s per million; 2026-11-22, commit 364fce0).
+//     the whole run, since no other decider waits for those locks.
 //   - A run of one (pipeline depth 1, or a request between two groups)
-//     goes to decideOne: its shard's lock, no tables, no prefetch. Through
-//     the tables above it cost 17 ns more per decision, a fifth
-//     (BenchmarkStoreDecide on 2026-11-23, CPU time per decision, median
-//     of 6 interleaved runs: 95.5 ns against 78.7; bench/RESULTS.md, "One
-//     run path").
+//     goes to decideOne: its shard's lock, no tables, no prefetch, which
+//     the tables above would only slow down.
 func (st *Store) decideRun(now int64, reqs []algorithms.Request, out []algorithms.Outcome, together bool) {
 	if len(reqs) == 1 {
 		st.decideOne(now, &reqs[0], &out[0])

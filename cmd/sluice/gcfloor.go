@@ -5,12 +5,10 @@ package main
 // Go's collector sets its next goal GOGC percent above the live heap. The
 // key space lives in a few large arenas, so a server with few keys has a
 // live heap of a few megabytes, and its goal is then only a few megabytes
-// more. Traffic that allocates, such as gRPC calls (about 4 KB a call,
-// from GODEBUG=gctrace=1 under make bench's RLS load), then triggers a
-// collection every few milliseconds: at 97,000 RLS calls a second on one
-// core the server collected 150 times a second and spent 11 % of its CPU
-// in the collector, and more in growing again the goroutine stacks that
-// each collection had shrunk.
+// more. Traffic that allocates, such as gRPC calls, then triggers a
+// collection every few milliseconds, and the server spends its CPU in the
+// collector and in growing again the goroutine stacks that each collection
+// had shrunk (bench/RESULTS.md, "Measurements behind the code's choices").
 //
 // The floor keeps the goal at least floor bytes above the live heap: after
 // each collection it raises the percentage to the least one that does so
@@ -27,10 +25,9 @@ import (
 	"sync"
 )
 
-// defaultHeapFloor is --gc-heap-floor's default. Under make bench's RLS
-// load (a live heap of 2 MB), floors of 16, 32 and 64 MB took sluice's
-// CPU per call from about 16 µs to about 12, 10 and 11 µs
-// (bench/RESULTS.md, "Envoy RLS v3"); 32 MB is where it stopped falling.
+// defaultHeapFloor is --gc-heap-floor's default: the floor past which
+// make bench's RLS load stopped getting cheaper per call (bench/RESULTS.md,
+// "Measurements behind the code's choices").
 const defaultHeapFloor = 32 << 20
 
 // maxGCPercent bounds the percentage the floor sets, whatever the floor

@@ -60,6 +60,15 @@ func usage() {
 
 // clusterOf returns node as the commands' Cluster, or a nil interface on a
 // single node (not a non-nil interface holding a nil pointer).
+// Both keyspaces implement the whole of commands.Keyspace, and the Raft
+// node the whole of commands.Cluster: the handlers call them without type
+// assertions.
+var (
+	_ commands.Keyspace = (*store.Store)(nil)
+	_ commands.Keyspace = (*cluster.Node)(nil)
+	_ commands.Cluster  = (*cluster.Node)(nil)
+)
+
 func clusterOf(node *cluster.Node) commands.Cluster {
 	if node == nil {
 		return nil
@@ -139,7 +148,6 @@ func run(cfg config) error {
 	// replayed from the log into this registry (docs/policies.md).
 	rules := policy.NewRegistry()
 	var ks commands.Keyspace = st
-	var _ commands.Transactor = st      // MULTI/EXEC need it of every keyspace
 	var _ commands.SidecarRecorder = st // RL.POLICY SET and DEL on a single node
 	var node *cluster.Node
 	var saver *store.Saver

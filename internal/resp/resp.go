@@ -140,8 +140,9 @@ func readDepth(r *bufio.Reader, v *Value, depth int) error {
 
 // atoi parses a RESP integer: optional '-', then decimal digits, within
 // int64. It is strconv.ParseInt(string(b), 10, 64) without the string and
-// the generality, which were a tenth of the generator's CPU on five-integer
-// replies.
+// the generality, which cost the load generator CPU on every reply. It
+// takes what a server sends, leading zeros and "-0" included, so it is not
+// Redis's string2ll (internal/parse.Int).
 func atoi(b []byte) (int64, bool) {
 	neg := len(b) > 0 && b[0] == '-'
 	if neg {
