@@ -56,11 +56,14 @@ deps:
 	$(GO) mod download
 	cd bench && $(GO) mod download
 
-## vet: go vet over the module and the bench module (bench/go.mod), the layering check (.ci/layers: imports follow
-## docs/architecture.md's diagram), and no committed executables (.ci/executables: build output stays out of git)
+## vet: go vet and staticcheck (pinned; staticcheck.conf) over the module and the bench module (bench/go.mod), the layering
+## check (.ci/layers: imports follow docs/architecture.md's diagram), and no committed executables (.ci/executables)
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	$(STATICCHECK) ./...
+	cd bench && $(STATICCHECK) ./...
 	.ci/layers
 	.ci/executables_test
 	.ci/executables

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -281,14 +280,6 @@ func (g *group) crash(m *member) {
 		m.srv.kill()
 		m.srv = nil
 	}
-}
-
-// restart starts m again on its own --dir (it rejoins with its state).
-func (g *group) restart(m *member) error {
-	if m.srv != nil {
-		return errors.New(m.id + " is running")
-	}
-	return g.launch(m)
 }
 
 // stop stops every member, at once, and removes the group's directory.

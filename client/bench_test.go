@@ -22,7 +22,7 @@ func benchClient(b testing.TB, proto int) (*Client, *redis.Client) {
 }
 
 // The key and burst are variables, as in real code: boxing them for Do allocates.
-var benchKey, benchBurst = fmt.Sprint("bench:user:42"), int64(1000000)
+var benchKey, benchBurst = "bench:user:42", int64(1000000)
 
 func rawToken(ctx context.Context, rdb *redis.Client) error {
 	return rdb.Do(ctx, "RL.TOKEN", benchKey, "1000000/s", benchBurst, 1).Err()

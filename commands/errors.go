@@ -79,7 +79,6 @@ var (
 	// The policies (cmd_policy.go, cmd_check.go).
 	errNoRulesFiles     = replyError("no rules files on this server (start it with --policies FILE)")
 	errCheckConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies: use RL.ACQUIRE and RL.RELEASE")
-	errCheckPairs       = replyError("RL.CHECK takes policy subject pairs and an optional n")
 
 	// RL.OVERRIDE (cmd_override.go).
 	errEmptySubject        = replyError("the subject must not be empty")

@@ -29,7 +29,6 @@ var (
 	errClientEvicted = replyError("client evicted: the clients' buffers passed maxmemory-clients")
 	errNoHandler     = errors.New("server: New needs a Handler")
 	errNoDescriptor  = errors.New("server: the connection has no descriptor")
-	errNoLoops       = errors.New("server: event loops need Linux")
 )
 
 // errProtoExpectedDollar is the error for a multibulk argument that does

@@ -2,7 +2,13 @@
 
 package server
 
-import "net"
+import (
+	"errors"
+	"net"
+)
+
+// errNoLoops is what starting event loops returns where there is no epoll.
+var errNoLoops = errors.New("server: event loops need Linux")
 
 // Event loops are built on epoll: elsewhere every client has its own
 // goroutine and Config.EventLoops is ignored.

@@ -158,9 +158,7 @@ func TestKillNineUnderLoadLosesNoAcknowledgedDecision(t *testing.T) {
 				p := start(t, args...)
 				if round > 1 {
 					got := consumed(t, client(t, p), clients)
-					for w := range got {
-						total[w] = got[w]
-					}
+					copy(total, got)
 				}
 				l := startLoad(p, clients)
 				l.started(t)
