@@ -74,7 +74,6 @@ type Options struct {
 	grpcWorkers    int        // grpc-stream-workers
 	grpcLimits     rls.Limits // grpc-max-connections, grpc-max-concurrent-streams, grpc-max-message-size, grpc-connection-timeout, grpc-keepalive-*, grpc-max-connection-idle
 	gcHeapFloor    int64      // gc-heap-floor (gcfloor.go)
-	scratch        int
 	rls            rls.Config // grpc-batch, grpc-unknown-domain, grpc-headers, grpc-count-over-limit
 
 	// TLS, with Redis's option names (tls.go): the Raft port's mutual TLS
@@ -151,10 +150,6 @@ type option struct {
 }
 
 var options = []option{
-	{name: "scratch-option", doc: "a throwaway option",
-		live: func(l *liveConfig, c *Options) error { return nil },
-		set:  func(c *Options, a []string) error { return intArg(a, 0, 9, &c.scratch) },
-		get:  func(c *Options) string { return strconv.Itoa(c.scratch) }},
 	{name: "port",
 		doc: "the plaintext RESP port; 0: none (serve --tls-port only); auto: a free port the kernel chooses",
 		set: func(c *Options, a []string) error { return portArg(a, &c.port) },
