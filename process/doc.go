@@ -13,8 +13,8 @@
 //	go p.Serve()
 //	defer p.Shutdown(ctx)
 //
-// A server opened without Options.Signals catches no signal; its final
-// save at Shutdown (with --save > 0) leaves the store held, as the binary
-// leaves it for its exit, so a test that goes on using the same server
-// after Shutdown will wait.
+// A server opened without Options.Signals catches no signal. After a final
+// save at Shutdown (--save > 0) the store stays held, as the binary keeps
+// it until it exits: the connections still open are not closed, and a
+// command sent on one waits.
 package process
