@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/sluice-rl/sluice/process"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -297,8 +298,8 @@ func TestCorruptionInTheMiddleRefusesToStartUnlessTold(t *testing.T) {
 
 	out, code, _ := runFor(10*time.Second, "--port", "0", "--dir", dir, "--appendonly", "yes", "--save", "0")
 	want := fmt.Sprintf("%s unreadable at byte %d: frame checksum mismatch", path, ends[3])
-	if code != exitFailed || !strings.Contains(string(out), want) || !strings.Contains(string(out), "--aof-load-corrupt yes") {
-		t.Fatalf("exit code %d, output:\n%s\nwant exit code %d and %q", code, out, exitFailed, want)
+	if code != process.ExitFailed || !strings.Contains(string(out), want) || !strings.Contains(string(out), "--aof-load-corrupt yes") {
+		t.Fatalf("exit code %d, output:\n%s\nwant exit code %d and %q", code, out, process.ExitFailed, want)
 	}
 
 	p := start(t, "--dir", dir, "--appendonly", "yes", "--save", "0", "--aof-load-corrupt", "yes")
@@ -340,7 +341,7 @@ func TestTurningTheLogOnStartsFromTheSnapshot(t *testing.T) {
 func TestAppendOnlyIsRefusedInARaftGroup(t *testing.T) {
 	out, code, _ := runFor(10*time.Second, "--port", "0", "--dir", t.TempDir(), "--appendonly", "yes",
 		"--node-id", "n1", "--raft-bind", "127.0.0.1:0")
-	if code != exitFailed || !strings.Contains(string(out), "--appendonly is not supported with replication") {
+	if code != process.ExitFailed || !strings.Contains(string(out), "--appendonly is not supported with replication") {
 		t.Fatalf("exit code %d, output:\n%s", code, out)
 	}
 	// A replicated node's state is the Raft log's: BGREWRITEAOF says so.
@@ -372,7 +373,7 @@ func TestShutdownWithoutSaveKeepsTheLog(t *testing.T) {
 	rdb := client(t, p)
 	take(t, rdb, "k", 3)
 	rdb.Do(context.Background(), "SHUTDOWN", "NOSAVE") // no reply: the server exits
-	if code := p.exitCode(t); code != exitOK {
+	if code := p.exitCode(t); code != process.ExitOK {
 		t.Fatalf("exit code %d", code)
 	}
 	if !strings.Contains(p.logText(), "append-only log synced") {

@@ -11,9 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// CONFIG SET, CONFIG GET and CONFIG REWRITE through the real binary: the
-// changes apply to the running server, REWRITE writes them into the config
-// file, and a restart on that file keeps them.
+// CONFIG SET, CONFIG GET and CONFIG REWRITE through the server the binary
+// runs (process.Open, inside the test binary: startIn): the changes apply
+// to the running server, REWRITE writes them into the config file, and a
+// restart on that file keeps them.
 
 // configGet returns CONFIG GET name's value.
 func configGet(t *testing.T, rdb *redis.Client, name string) string {
@@ -33,9 +34,9 @@ func TestConfigSetThenRewriteSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	argv := []string{file, "--port", "auto", "--bind", "127.0.0.1"}
-	p := startArgv(t, argv)
-	argv[2] = portOf(p) // the restart keeps the port
-	rdb := client(t, p)
+	p := startInArgv(t, argv)
+	argv[2] = p.port() // the restart keeps the port
+	rdb := clientOf(t, p)
 	ctx := context.Background()
 	for _, kv := range [][2]string{{"slowlog-max-len", "7"}, {"maxmemory", "10mb"}, {"loglevel", "verbose"},
 		{"save", "120"}, {"requirepass", "s3cret pass"}} {
@@ -70,7 +71,7 @@ func TestConfigSetThenRewriteSurvivesARestart(t *testing.T) {
 	}
 	p.stop()
 
-	p = startArgv(t, argv)
+	p = startInArgv(t, argv)
 	rdb = redis.NewClient(&redis.Options{Addr: p.addr, Protocol: 2, DisableIndentity: true, Password: "s3cret pass"})
 	defer rdb.Close()
 	for name, want := range map[string]string{"slowlog-max-len": "7", "maxmemory": "10485760", "loglevel": "verbose",
@@ -89,8 +90,8 @@ func TestConfigSetThenRewriteSurvivesARestart(t *testing.T) {
 }
 
 func TestConfigSetRefusesWithRedisWordsAndChangesNothing(t *testing.T) {
-	p := start(t, "--dir", t.TempDir())
-	rdb := client(t, p)
+	p := startIn(t, "--dir", t.TempDir())
+	rdb := clientOf(t, p)
 	ctx := context.Background()
 	for _, c := range []struct {
 		args []any
@@ -115,8 +116,8 @@ func TestConfigSetRefusesWithRedisWordsAndChangesNothing(t *testing.T) {
 }
 
 func TestConfigSetChangesTheRunningServer(t *testing.T) {
-	p := start(t, "--dir", t.TempDir())
-	rdb := client(t, p)
+	p := startIn(t, "--dir", t.TempDir())
+	rdb := clientOf(t, p)
 	ctx := context.Background()
 	dial := func(opt *redis.Options) *redis.Client {
 		opt.Addr, opt.Protocol, opt.DisableIndentity, opt.MaxRetries = p.addr, 2, true, -1
@@ -186,9 +187,9 @@ func TestConfigSetChangesTheRunningServer(t *testing.T) {
 // with, so CONFIG SET requirepass on one node is refused, and the password
 // stays.
 func TestConfigSetRequirepassIsRefusedOnAReplicatedNode(t *testing.T) {
-	p := start(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", "127.0.0.1:0",
+	p := startIn(t, "--dir", t.TempDir(), "--node-id", "n1", "--raft-bind", "127.0.0.1:0",
 		"--bootstrap", "force")
-	rdb := client(t, p)
+	rdb := clientOf(t, p)
 	ctx := context.Background()
 	err := rdb.Do(ctx, "CONFIG", "SET", "requirepass", "s3cret").Err()
 	if err == nil || !strings.Contains(err.Error(), "requirepass cannot change on a replicated node") {

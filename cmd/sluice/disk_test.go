@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-rl/sluice/process"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,8 +123,8 @@ func TestShutdownSaveOnABrokenDisk(t *testing.T) {
 				}
 			}
 			p.cmd.Process.Signal(syscall.SIGTERM)
-			if code := p.exitCode(t); code != exitUnsaved {
-				t.Fatalf("exit code %d; want %d\n%s", code, exitUnsaved, p.logText())
+			if code := p.exitCode(t); code != process.ExitUnsaved {
+				t.Fatalf("exit code %d; want %d\n%s", code, process.ExitUnsaved, p.logText())
 			}
 
 			// The next start says how old the state it serves is.

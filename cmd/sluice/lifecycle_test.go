@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-rl/sluice/process"
 	"net"
 	"os"
 	"os/exec"
@@ -120,8 +121,8 @@ func TestFailedShutdownSaveKeepsServingUntilASecondSignal(t *testing.T) {
 	serving(t, rdb, "user:1", 5)
 
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.exitCode(t); code != exitUnsaved {
-		t.Fatalf("second SIGTERM: exit code %d; want %d\n%s", code, exitUnsaved, p.logText())
+	if code := p.exitCode(t); code != process.ExitUnsaved {
+		t.Fatalf("second SIGTERM: exit code %d; want %d\n%s", code, process.ExitUnsaved, p.logText())
 	}
 	if !strings.Contains(p.logText(), "exiting without saving the final state") {
 		t.Fatalf("no word of the unsaved exit:\n%s", p.logText())
@@ -139,7 +140,7 @@ func TestFailedShutdownSaveIsRetriedUntilItWorks(t *testing.T) {
 	p.waitLog(t, `saving the snapshot at shutdown failed`)
 	take(t, rdb, "user:1", 3) // served after the failure: must be in the final snapshot
 	unblock()
-	if code := p.exitCode(t); code != exitOK {
+	if code := p.exitCode(t); code != process.ExitOK {
 		t.Fatalf("exit code %d once the save could work; want 0\n%s", code, p.logText())
 	}
 
@@ -177,8 +178,8 @@ func TestShutdownCommandWithAFailingSave(t *testing.T) {
 	if err == nil || !isClosed(err) {
 		t.Fatalf("SHUTDOWN NOSAVE: %v; want the connection closed with no reply", err)
 	}
-	if code := p.exitCode(t); code != exitUnsaved {
-		t.Fatalf("SHUTDOWN NOSAVE after a failed save: exit code %d; want %d", code, exitUnsaved)
+	if code := p.exitCode(t); code != process.ExitUnsaved {
+		t.Fatalf("SHUTDOWN NOSAVE after a failed save: exit code %d; want %d", code, process.ExitUnsaved)
 	}
 }
 
@@ -200,7 +201,7 @@ func TestShutdownCommandSavesAndExitsZero(t *testing.T) {
 	if err != nil || len(out) != 0 {
 		t.Fatalf("redis-cli SHUTDOWN NOSAVE: %v, %q; want no output", err, out)
 	}
-	if code := p.exitCode(t); code != exitOK {
+	if code := p.exitCode(t); code != process.ExitOK {
 		t.Fatalf("exit code %d; want 0", code)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "sluice.snap")); !os.IsNotExist(err) {
@@ -214,7 +215,7 @@ func TestShutdownCommandSavesAndExitsZero(t *testing.T) {
 	if err != nil || len(out) != 0 {
 		t.Fatalf("redis-cli SHUTDOWN SAVE: %v, %q; want no output", err, out)
 	}
-	if code := p.exitCode(t); code != exitOK {
+	if code := p.exitCode(t); code != process.ExitOK {
 		t.Fatalf("exit code %d; want 0", code)
 	}
 	p = start(t, "--dir", dir, "--save", "0")
@@ -369,8 +370,8 @@ func TestSecondServerOnTheSameDirIsRefused(t *testing.T) {
 		{"--dir", dir, "--node-id", "n2", "--raft-bind", "127.0.0.1:0", "--bootstrap", "yes"},
 	} {
 		out, code, err := runFor(5*time.Second, append([]string{"--port", "auto", "--bind", "127.0.0.1"}, args...)...)
-		if code != exitFailed || !strings.Contains(string(out), want) {
-			t.Fatalf("second server %v: %v\n%s\nwant exit %d and %q", args, err, out, exitFailed, want)
+		if code != process.ExitFailed || !strings.Contains(string(out), want) {
+			t.Fatalf("second server %v: %v\n%s\nwant exit %d and %q", args, err, out, process.ExitFailed, want)
 		}
 	}
 	p.stop()
@@ -423,16 +424,5 @@ func TestNonLoopbackBindWithoutPasswordWarns(t *testing.T) {
 	p.stop()
 	if strings.Contains(p.logText(), "with no password") {
 		t.Fatalf("a warning on loopback:\n%s", p.logText())
-	}
-}
-
-func TestIsLoopback(t *testing.T) {
-	for host, want := range map[string]bool{
-		"127.0.0.1": true, "127.0.0.2": true, "::1": true, "localhost": true,
-		"0.0.0.0": false, "::": false, "": false, "10.1.2.3": false, "example.com": false,
-	} {
-		if got := isLoopback(host); got != want {
-			t.Errorf("isLoopback(%q) = %v; want %v", host, got, want)
-		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-rl/sluice/process"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func TestCommandPoliciesSurviveARestartFromTheSnapshot(t *testing.T) {
 		mustDo(t, rdb, "RL.CHECK", "free", "key:abc")
 	}
 	rdb.Do(context.Background(), "SHUTDOWN", "SAVE") // no reply: the server exits
-	if code := p.exitCode(t); code != exitOK {
+	if code := p.exitCode(t); code != process.ExitOK {
 		t.Fatalf("exit code %d", code)
 	}
 
@@ -139,7 +140,7 @@ func overridesAfterRestart(t *testing.T, args []string, stop func(p *proc, rdb *
 func TestOverridesSurviveARestartFromTheSnapshot(t *testing.T) {
 	overridesAfterRestart(t, []string{"--dir", t.TempDir(), "--save", "0"}, func(p *proc, rdb *redis.Client) {
 		rdb.Do(context.Background(), "SHUTDOWN", "SAVE") // no reply: the server exits
-		if code := p.exitCode(t); code != exitOK {
+		if code := p.exitCode(t); code != process.ExitOK {
 			t.Fatalf("exit code %d", code)
 		}
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-rl/sluice/process"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -139,7 +140,7 @@ func TestGRPCFrontEndDecidesWithTheRulesFilesAndReloadsThem(t *testing.T) {
 	}
 
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	if code := p.exitCode(t); code != exitOK {
+	if code := p.exitCode(t); code != process.ExitOK {
 		t.Fatalf("exit code %d:\n%s", code, p.logText())
 	}
 }
@@ -151,8 +152,8 @@ func TestBrokenRulesFileStopsTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, code, _ := runFor(5*time.Second, "--port", "auto", "--bind", "127.0.0.1", "--dir", dir, "--policies", path, "--grpc-bind", "127.0.0.1:0")
-	if code != exitUsage || !strings.Contains(string(out), "rules.yaml:3:5: descriptor has empty key") {
-		t.Fatalf("exit code %d; want %d with the fault's position\n%s", code, exitUsage, out)
+	if code != process.ExitUsage || !strings.Contains(string(out), "rules.yaml:3:5: descriptor has empty key") {
+		t.Fatalf("exit code %d; want %d with the fault's position\n%s", code, process.ExitUsage, out)
 	}
 }
 
@@ -161,31 +162,6 @@ func TestGRPCIsOffWithoutGRPCBind(t *testing.T) {
 	serving(t, client(t, p), "k", 10)
 	if strings.Contains(p.logText(), "gRPC") {
 		t.Fatalf("a gRPC server without --grpc-bind:\n%s", p.logText())
-	}
-}
-
-func TestGRPCFlags(t *testing.T) {
-	for _, bad := range [][]string{
-		{"--grpc-bind", "8081"},
-		{"--grpc-headers", "yes"},
-		{"--grpc-unknown-domain", "deny"},
-		{"--grpc-batch", "all"},
-		{"--grpc-reflection", "maybe"},
-		{"--grpc-count-over-limit", "sometimes"},
-	} {
-		if _, err := parseArgs(bad); err == nil {
-			t.Errorf("%v accepted", bad)
-		}
-	}
-	cfg, err := parseArgs([]string{"--grpc-bind", "127.0.0.1:8081", "--grpc-headers", "IETF", "--grpc-batch", "call",
-		"--grpc-unknown-domain", "over-limit", "--grpc-count-over-limit", "yes", "--policies", "a.yaml", "rules.d"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cfg.rls
-	if cfg.grpcBind != "127.0.0.1:8081" || strings.Join(cfg.policies, ",") != "a.yaml,rules.d" ||
-		c.Headers != 1 || c.Batch != 1 || c.UnknownDomain != 1 || !c.CountOverLimit {
-		t.Fatalf("config %+v, service config %+v", cfg, c)
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ import (
 // the snapshot is loaded and a new log is started from it. A log that
 // cannot be read refuses the start, as a snapshot does, unless
 // --aof-load-corrupt yes; it requires the directory's lock (LockDir).
-func loadState(log *slog.Logger, st *store.Store, cfg config) (*store.Saver, *store.AOF, error) {
+func loadState(log *slog.Logger, st *store.Store, cfg Options) (*store.Saver, *store.AOF, error) {
 	path := filepath.Join(cfg.dir, cfg.appendfilename)
 	if !cfg.appendonly {
 		saver, err := loadSnapshot(log, st, cfg)

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"context"
@@ -24,10 +24,11 @@ const policiesPoll = time.Second
 
 // rulesLoader keeps a registry's rules in step with the --policies files.
 type rulesLoader struct {
-	log  *slog.Logger
-	w    *policy.Watcher
-	stop chan struct{}
-	done chan struct{}
+	log     *slog.Logger
+	w       *policy.Watcher
+	signals bool // reload on SIGHUP (Options.Signals)
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // loadPolicies loads the files of cfg.policies into reg, and from then on
@@ -35,7 +36,7 @@ type rulesLoader struct {
 // SIGHUP. A set with an error at start stops the start; later, it is
 // refused whole and logged, and the rules in force stay. Without
 // --policies it returns nil: reg stays empty.
-func loadPolicies(log *slog.Logger, cfg config, reg *policy.Registry) (*rulesLoader, error) {
+func loadPolicies(log *slog.Logger, cfg Options, reg *policy.Registry) (*rulesLoader, error) {
 	if len(cfg.policies) == 0 {
 		return nil, nil
 	}
@@ -50,18 +51,22 @@ func loadPolicies(log *slog.Logger, cfg config, reg *policy.Registry) (*rulesLoa
 	if err := w.Reload(time.Now().UnixNano()); err != nil {
 		return nil, fmt.Errorf("--policies: %w", err)
 	}
-	l := &rulesLoader{log: log, w: w, stop: make(chan struct{}), done: make(chan struct{})}
+	l := &rulesLoader{log: log, w: w, signals: cfg.Signals, stop: make(chan struct{}), done: make(chan struct{})}
 	l.logged("rules loaded")
 	go l.run()
 	return l, nil
 }
 
-// run polls the files and reloads them on SIGHUP until close.
+// run polls the files and reloads them on SIGHUP (with Options.Signals)
+// until close.
 func (l *rulesLoader) run() {
 	defer close(l.done)
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	var hup chan os.Signal // nil without Options.Signals: never ready
+	if l.signals {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	tick := time.NewTicker(policiesPoll)
 	defer tick.Stop()
 	for {
@@ -115,7 +120,7 @@ type grpcFrontEnd struct {
 // startGRPC listens on --grpc-bind and serves the rate limit service
 // there, deciding with dec under the rules of reg at the instants of
 // clock; errs receives Serve's end. It returns nil without --grpc-bind.
-func startGRPC(log *slog.Logger, cfg config, dec rls.Decider, reg *policy.Registry, clock *commands.Clock, errs chan<- error) (*grpcFrontEnd, error) {
+func startGRPC(log *slog.Logger, cfg Options, dec rls.Decider, reg *policy.Registry, clock *commands.Clock, errs chan<- error) (*grpcFrontEnd, error) {
 	if cfg.grpcBind == "" {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"fmt"
@@ -20,8 +20,8 @@ import (
 // Safe for concurrent use: mu serialises CONFIG SET and REWRITE.
 type liveConfig struct {
 	mu   sync.Mutex
-	cfg  config // in force
-	base config // the defaults, for the options REWRITE appends
+	cfg  Options // in force
+	base Options // the defaults, for the options REWRITE appends
 
 	log   *slog.Logger
 	level *slog.LevelVar
@@ -33,50 +33,54 @@ type liveConfig struct {
 	stop  *stopper
 }
 
-// mutable are the options CONFIG SET changes, and how each is applied to
-// the running server from the new configuration c. Every other option is
-// immutable while serving, as in Redis.
-var mutable = map[string]func(l *liveConfig, c *config) error{
-	"maxmemory":        applyMaxMemory,
-	"maxmemory-policy": applyMaxMemory,
-	"timeout":          func(l *liveConfig, c *config) error { return l.srv.SetIdleTimeout(c.server.IdleTimeout) },
-	"maxclients":       func(l *liveConfig, c *config) error { return l.srv.SetMaxClients(c.server.MaxClients) },
-	"loglevel": func(l *liveConfig, c *config) error {
-		l.level.Set(logLevel(c.loglevel))
-		return nil
-	},
-	"save": func(l *liveConfig, c *config) error {
-		if l.saves == nil {
-			return fmt.Errorf("snapshots are off on a replicated node (the Raft log persists its state)")
-		}
-		l.saves.set(c.save)
-		l.stop.setSaveByDefault(c.save > 0)
-		return nil
-	},
-	"requirepass": func(l *liveConfig, c *config) error {
-		if l.st == nil {
-			// The nodes forward to each other with the password they
-			// started with, and the default user is the group's: a
-			// change on one node would be neither.
-			return fmt.Errorf("requirepass cannot change on a replicated node: use ACL SETUSER default, which the group replicates, and restart each node with the new --requirepass")
-		}
-		l.cmds.SetPassword(c.commands.Password)
-		return nil
-	},
-	"slowlog-log-slower-than": applySlowlog,
-	"slowlog-max-len":         applySlowlog,
-	"proto-max-bulk-len": func(l *liveConfig, c *config) error {
-		if l.grpc != nil { // the longest key of an RLS call follows the RESP port's
-			l.grpc.svc.SetMaxKey(int(c.server.Limits.MaxBulk))
-		}
-		return l.srv.SetMaxBulk(c.server.Limits.MaxBulk)
-	},
-	"client-query-buffer-limit": func(l *liveConfig, c *config) error {
-		return l.srv.SetQueryBufferLimit(c.server.QueryBufferLimit)
-	},
+// The functions that apply a new value to the running server from the new
+// configuration c, for the options whose row has them (live): CONFIG SET
+// changes those options. Every other option is immutable while serving, as
+// in Redis.
+
+func applyTimeout(l *liveConfig, c *Options) error { return l.srv.SetIdleTimeout(c.server.IdleTimeout) }
+
+func applyMaxClients(l *liveConfig, c *Options) error {
+	return l.srv.SetMaxClients(c.server.MaxClients)
 }
 
-func applyMaxMemory(l *liveConfig, c *config) error {
+func applyLoglevel(l *liveConfig, c *Options) error {
+	l.level.Set(logLevel(c.loglevel))
+	return nil
+}
+
+func applySave(l *liveConfig, c *Options) error {
+	if l.saves == nil {
+		return fmt.Errorf("snapshots are off on a replicated node (the Raft log persists its state)")
+	}
+	l.saves.set(c.save)
+	l.stop.setSaveByDefault(c.save > 0)
+	return nil
+}
+
+func applyRequirepass(l *liveConfig, c *Options) error {
+	if l.st == nil {
+		// The nodes forward to each other with the password they
+		// started with, and the default user is the group's: a
+		// change on one node would be neither.
+		return fmt.Errorf("requirepass cannot change on a replicated node: use ACL SETUSER default, which the group replicates, and restart each node with the new --requirepass")
+	}
+	l.cmds.SetPassword(c.commands.Password)
+	return nil
+}
+
+func applyMaxBulk(l *liveConfig, c *Options) error {
+	if l.grpc != nil { // the longest key of an RLS call follows the RESP port's
+		l.grpc.svc.SetMaxKey(int(c.server.Limits.MaxBulk))
+	}
+	return l.srv.SetMaxBulk(c.server.Limits.MaxBulk)
+}
+
+func applyQueryBufferLimit(l *liveConfig, c *Options) error {
+	return l.srv.SetQueryBufferLimit(c.server.QueryBufferLimit)
+}
+
+func applyMaxMemory(l *liveConfig, c *Options) error {
 	if l.st == nil {
 		if c.maxmemory > 0 {
 			return fmt.Errorf("maxmemory is not supported with replication")
@@ -91,7 +95,7 @@ func applyMaxMemory(l *liveConfig, c *config) error {
 	return nil
 }
 
-func applySlowlog(l *liveConfig, c *config) error {
+func applySlowlog(l *liveConfig, c *Options) error {
 	l.cmds.SetSlowlog(c.commands.SlowlogSlowerThan, c.commands.SlowlogMaxLen)
 	return nil
 }
@@ -104,9 +108,9 @@ func (l *liveConfig) Params() []commands.Param {
 }
 
 // params lists c's options as CONFIG GET reports them.
-func params(c *config) []commands.Param {
-	out := make([]commands.Param, 0, len(settings)+1)
-	for _, s := range settings {
+func params(c *Options) []commands.Param {
+	out := make([]commands.Param, 0, len(options)+1)
+	for _, s := range options {
 		out = append(out, commands.Param{Name: s.name, Value: s.get(c)})
 	}
 	// One database: exporters need not scan db1…db15.
@@ -121,15 +125,15 @@ func (l *liveConfig) Set(pairs []commands.Param) error {
 	defer l.mu.Unlock()
 	next := l.cfg
 	for _, p := range pairs {
-		s := findSetting(p.Name)
+		s := findOption(p.Name)
 		if s == nil {
 			return &commands.SettingError{Param: p.Name, Unknown: true}
 		}
-		if mutable[p.Name] == nil {
+		if s.live == nil {
 			return &commands.SettingError{Param: p.Name, Reason: "can't set immutable config"}
 		}
 		words := []string{p.Value} // one word, spaces and all (requirepass)
-		if listSettings[p.Name] {
+		if s.list {
 			if words = strings.Fields(p.Value); len(words) == 0 {
 				words = []string{""}
 			}
@@ -139,7 +143,7 @@ func (l *liveConfig) Set(pairs []commands.Param) error {
 		}
 	}
 	for _, p := range pairs {
-		if err := mutable[p.Name](l, &next); err != nil {
+		if err := findOption(p.Name).live(l, &next); err != nil {
 			// an option applied before this one stays applied: undo them
 			l.restore(pairs)
 			return &commands.SettingError{Param: p.Name, Reason: err.Error()}
@@ -154,7 +158,7 @@ func (l *liveConfig) Set(pairs []commands.Param) error {
 // (after a failed Set).
 func (l *liveConfig) restore(pairs []commands.Param) {
 	for _, p := range pairs {
-		if err := mutable[p.Name](l, &l.cfg); err != nil {
+		if err := findOption(p.Name).live(l, &l.cfg); err != nil {
 			l.log.Warn("CONFIG SET: restoring an option failed", "option", p.Name, "err", err)
 		}
 	}

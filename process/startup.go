@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"fmt"
@@ -19,7 +19,7 @@ import (
 // that cannot be read whole stops the start: starting empty would hand
 // every client a fresh burst. It requires the directory's lock (LockDir),
 // without which a running server's save could be taken for a stale one.
-func loadSnapshot(log *slog.Logger, st *store.Store, cfg config) (*store.Saver, error) {
+func loadSnapshot(log *slog.Logger, st *store.Store, cfg Options) (*store.Saver, error) {
 	path := filepath.Join(cfg.dir, cfg.dbfilename)
 	removed, err := store.RemoveStaleTemps(path)
 	for _, f := range removed {
@@ -80,7 +80,7 @@ func probeSave(saver *store.Saver) func() error {
 // warnExposed logs a warning for every address the server listens on,
 // other than loopback, without a password: anyone who can reach it can
 // reset every limit.
-func warnExposed(log *slog.Logger, cfg config) {
+func warnExposed(log *slog.Logger, cfg Options) {
 	if cfg.commands.Password != "" {
 		return
 	}

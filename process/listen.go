@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"fmt"
@@ -51,7 +51,7 @@ type clientListener struct {
 // address, as Redis, skipping a port of 0. An auto port is the one the
 // kernel gives the first address, and the other addresses get the same;
 // cfg's port or tlsPort is then set to it. On an error nothing stays bound.
-func listenClients(cfg *config) ([]clientListener, error) {
+func listenClients(cfg *Options) ([]clientListener, error) {
 	var lns []clientListener
 	for _, l := range []struct {
 		port *int

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"strings"
@@ -30,7 +30,7 @@ func TestRewriteKeepsCommentsOrderAndDropsRepeats(t *testing.T) {
 			t.Fatalf("line %d: %v", d.line, err)
 		}
 	}
-	for _, s := range settings {
+	for _, s := range options {
 		if s.get(&back) != s.get(&cur) {
 			t.Errorf("%s reads back as %q; want %q", s.name, s.get(&back), s.get(&cur))
 		}

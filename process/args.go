@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 
 // parseArgs reads redis-server style arguments: an optional config file
 // first, then "--name value…" pairs that override it.
-func parseArgs(argv []string) (config, error) {
+func parseArgs(argv []string) (Options, error) {
 	c := defaultConfig()
 	if len(argv) > 0 && !strings.HasPrefix(argv[0], "--") {
 		c.file = argv[0]
@@ -51,8 +51,8 @@ func parseArgs(argv []string) (config, error) {
 	return c, nil
 }
 
-func apply(c *config, name string, args []string) error {
-	s := findSetting(strings.ToLower(name))
+func apply(c *Options, name string, args []string) error {
+	s := findOption(strings.ToLower(name))
 	if s == nil {
 		return fmt.Errorf("unknown option %q", name)
 	}
@@ -310,7 +310,7 @@ func parseClientMemory(v string) (bytes int64, pct int, err error) {
 
 // clientMemoryCap returns maxmemory-clients in bytes, a percentage taken of
 // maxmemory, or 0 for no limit.
-func (c *config) clientMemoryCap() (int64, error) {
+func (c *Options) clientMemoryCap() (int64, error) {
 	switch {
 	case c.maxmemClientsPct > 0 && c.maxmemory == 0:
 		return 0, fmt.Errorf("--maxmemory-clients %d%% is a share of --maxmemory, which is not set", c.maxmemClientsPct)

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"fmt"
@@ -58,7 +58,7 @@ func TestDefaultsComeFromThePackages(t *testing.T) {
 		"grpc-max-connection-idle":    "0",
 		"rules-max-bytes":             strconv.Itoa(policy.DefaultMaxBytes),
 	} {
-		if got := findSetting(name).get(&c); got != want {
+		if got := findOption(name).get(&c); got != want {
 			t.Errorf("default %s = %q; want %q, the package's", name, got, want)
 		}
 	}
@@ -87,7 +87,7 @@ func TestBooleansAreBooleans(t *testing.T) {
 		if err != nil || c.cluster.Fsync != want {
 			t.Errorf("--raft-fsync %s: %v, %v; want %v", v, c.cluster.Fsync, err, want)
 		}
-		if got := findSetting("raft-fsync").get(&c); got != yesNo(want) {
+		if got := findOption("raft-fsync").get(&c); got != yesNo(want) {
 			t.Errorf("--raft-fsync %s prints as %q", v, got)
 		}
 	}
@@ -185,7 +185,7 @@ func TestMaxmemoryClients(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%q: cap %d, %v; want %d", tc.argv, got, err, tc.want)
 		}
-		if v := findSetting("maxmemory-clients").get(&c); v != tc.configGet {
+		if v := findOption("maxmemory-clients").get(&c); v != tc.configGet {
 			t.Errorf("%q: CONFIG GET maxmemory-clients = %q; want %q", tc.argv, v, tc.configGet)
 		}
 	}
@@ -217,8 +217,8 @@ func FuzzParseClientMemory(f *testing.F) {
 		if pct < 0 || pct > 100 || bytes < 0 || (pct > 0 && bytes != 0) {
 			t.Fatalf("parseClientMemory(%q) = %d bytes, %d%%", v, bytes, pct)
 		}
-		c := config{maxmemClients: bytes, maxmemClientsPct: pct}
-		printed := findSetting("maxmemory-clients").get(&c)
+		c := Options{maxmemClients: bytes, maxmemClientsPct: pct}
+		printed := findOption("maxmemory-clients").get(&c)
 		b2, p2, err := parseClientMemory(printed)
 		if err != nil || b2 != bytes || p2 != pct {
 			t.Fatalf("%q printed as %q, which reads back as %d bytes, %d%%, %v", v, printed, b2, p2, err)

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"errors"
@@ -11,10 +11,10 @@ import (
 
 // The process's exit codes (docs/configuration.md, "Start-up, shutdown and exit codes").
 const (
-	exitOK      = 0 // stopped cleanly: the final state saved, or nothing to save
-	exitFailed  = 1 // could not start
-	exitUsage   = 2 // bad flags or configuration file
-	exitUnsaved = 3 // stopped without saving its final state: a shutdown save failed or was cut short
+	ExitOK      = 0 // stopped cleanly: the final state saved, or nothing to save
+	ExitFailed  = 1 // could not start
+	ExitUsage   = 2 // bad flags or configuration file
+	ExitUnsaved = 3 // stopped without saving its final state: a shutdown save failed or was cut short
 )
 
 // Retries of a failed shutdown save wait minRetry, then twice as long each
@@ -38,7 +38,7 @@ type stopping struct {
 // a failed shutdown is not forgotten: it is retried with a backoff until
 // the save works, SHUTDOWN ABORT cancels it, or SHUTDOWN NOSAVE, SHUTDOWN
 // FORCE or a second signal stops the process without the save, with
-// exitUnsaved.
+// ExitUnsaved.
 //
 // Concurrency: every method is safe for concurrent use. One save attempt
 // runs at a time; Signal never waits for one.
@@ -61,7 +61,7 @@ type stopper struct {
 
 	mu        sync.Mutex // guards the fields below
 	pending   bool       // a shutdown was asked for and has not ended or been aborted
-	failed    bool       // a shutdown save failed: exiting unsaved is exitUnsaved
+	failed    bool       // a shutdown save failed: exiting unsaved is ExitUnsaved
 	decided   bool       // done has its value
 	delay     time.Duration
 	stopRetry func() bool // cancels the scheduled retry; nil if none
@@ -94,7 +94,7 @@ func (s *stopper) Signal(name string) {
 	}
 	if s.pending {
 		s.log.Warn("received "+name+" during a shutdown: exiting now, without saving", "signal", name)
-		s.decideLocked(exitUnsaved, false)
+		s.decideLocked(ExitUnsaved, false)
 		return
 	}
 	s.log.Info("shutting down", "signal", name)
@@ -127,7 +127,7 @@ func (s *stopper) Shutdown(opts commands.ShutdownOptions) error {
 	s.log.Warn("the save failed and SHUTDOWN FORCE was given: exiting anyway, without saving")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.decideLocked(exitUnsaved, false)
+	s.decideLocked(ExitUnsaved, false)
 	return nil
 }
 
@@ -156,7 +156,7 @@ func (s *stopper) AbortShutdown() bool {
 var errNotPending = errors.New("no shutdown in progress")
 
 // try makes one save attempt for the pending shutdown. On success the
-// process is to exit with exitOK; on failure a retry is scheduled. retry
+// process is to exit with ExitOK; on failure a retry is scheduled. retry
 // says whether this is a scheduled retry (which probes first).
 func (s *stopper) try(retry bool) error {
 	s.attempt.Lock()
@@ -186,7 +186,7 @@ func (s *stopper) try(retry bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err == nil {
-		s.decideLocked(exitOK, true)
+		s.decideLocked(ExitOK, true)
 		return nil
 	}
 	s.failed = true
@@ -203,13 +203,13 @@ func (s *stopper) try(retry bool) error {
 	return err
 }
 
-// unsavedCodeLocked is the exit code of stopping without a save: exitOK,
+// unsavedCodeLocked is the exit code of stopping without a save: ExitOK,
 // unless a shutdown save has failed. It requires that s.mu is held.
 func (s *stopper) unsavedCodeLocked() int {
 	if s.failed {
-		return exitUnsaved
+		return ExitUnsaved
 	}
-	return exitOK
+	return ExitOK
 }
 
 // decideLocked settles how the process ends, once. It requires that s.mu
@@ -223,7 +223,7 @@ func (s *stopper) decideLocked(code int, held bool) {
 		s.stopRetry()
 		s.stopRetry = nil
 	}
-	if code == exitUnsaved {
+	if code == ExitUnsaved {
 		s.log.Error("exiting without saving the final state: the snapshot on disk is older than what was served",
 			"exit_code", code)
 	}

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"errors"
@@ -125,7 +125,7 @@ func TestSignalSavesAndExitsZeroHoldingTheStore(t *testing.T) {
 	d := &fakeDisk{}
 	s, _ := newTestStopper(d, true)
 	s.Signal("terminated")
-	if r := waitStop(t, s); r != (stopping{code: exitOK, held: true}) {
+	if r := waitStop(t, s); r != (stopping{code: ExitOK, held: true}) {
 		t.Fatalf("stopped %+v; want exit 0 with the store held", r)
 	}
 }
@@ -158,7 +158,7 @@ func TestSignalWithAFailingSaveRetriesWithBackoffUntilItWorks(t *testing.T) {
 	}
 	d.set(false)
 	ft.fire()
-	if r := waitStop(t, s); r != (stopping{code: exitOK, held: true}) {
+	if r := waitStop(t, s); r != (stopping{code: ExitOK, held: true}) {
 		t.Fatalf("stopped %+v; want exit 0 once the save works", r)
 	}
 }
@@ -169,8 +169,8 @@ func TestSecondSignalStopsAFailedShutdownUnsaved(t *testing.T) {
 	s.Signal("terminated")
 	notStopped(t, s, "after the failed save")
 	s.Signal("interrupt")
-	if r := waitStop(t, s); r != (stopping{code: exitUnsaved}) {
-		t.Fatalf("stopped %+v; want exit %d", r, exitUnsaved)
+	if r := waitStop(t, s); r != (stopping{code: ExitUnsaved}) {
+		t.Fatalf("stopped %+v; want exit %d", r, ExitUnsaved)
 	}
 }
 
@@ -183,8 +183,8 @@ func TestSecondSignalDuringTheFirstSaveDoesNotWaitForIt(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	s.Signal("terminated")
-	if r := waitStop(t, s); r != (stopping{code: exitUnsaved}) {
-		t.Fatalf("stopped %+v; want exit %d at once", r, exitUnsaved)
+	if r := waitStop(t, s); r != (stopping{code: ExitUnsaved}) {
+		t.Fatalf("stopped %+v; want exit %d at once", r, ExitUnsaved)
 	}
 }
 
@@ -207,7 +207,7 @@ func TestShutdownCommandRepliesTheFailureAndKeepsRetrying(t *testing.T) {
 	}
 	d.set(false)
 	ft.fire()
-	if r := waitStop(t, s); r.code != exitOK {
+	if r := waitStop(t, s); r.code != ExitOK {
 		t.Fatalf("stopped %+v; want exit 0", r)
 	}
 }
@@ -233,7 +233,7 @@ func TestAbortCancelsTheRetries(t *testing.T) {
 	// A signal after ABORT starts a new shutdown, with the backoff reset.
 	d.set(false)
 	s.Signal("terminated")
-	if r := waitStop(t, s); r != (stopping{code: exitOK, held: true}) {
+	if r := waitStop(t, s); r != (stopping{code: ExitOK, held: true}) {
 		t.Fatalf("stopped %+v; want exit 0", r)
 	}
 }
@@ -249,17 +249,17 @@ func TestNoSaveAndForceExitCodes(t *testing.T) {
 		byDefault  bool
 		noSaveFunc bool // a replicated node: nothing to save
 	}{
-		{name: "NOSAVE", opts: commands.ShutdownOptions{NoSave: true}, want: stopping{code: exitOK}, byDefault: true},
+		{name: "NOSAVE", opts: commands.ShutdownOptions{NoSave: true}, want: stopping{code: ExitOK}, byDefault: true},
 		{name: "NOSAVE after a failed save", failFirst: true, broken: true, opts: commands.ShutdownOptions{NoSave: true},
-			want: stopping{code: exitUnsaved}, wantSaves: 1, byDefault: true},
-		{name: "FORCE, the save works", opts: commands.ShutdownOptions{Force: true}, want: stopping{code: exitOK, held: true},
+			want: stopping{code: ExitUnsaved}, wantSaves: 1, byDefault: true},
+		{name: "FORCE, the save works", opts: commands.ShutdownOptions{Force: true}, want: stopping{code: ExitOK, held: true},
 			wantSaves: 1, byDefault: true},
 		{name: "FORCE, the save fails", broken: true, opts: commands.ShutdownOptions{Force: true},
-			want: stopping{code: exitUnsaved}, wantSaves: 1, byDefault: true},
-		{name: "saves off", opts: commands.ShutdownOptions{}, want: stopping{code: exitOK}},
-		{name: "SAVE with saves off", opts: commands.ShutdownOptions{Save: true}, want: stopping{code: exitOK, held: true},
+			want: stopping{code: ExitUnsaved}, wantSaves: 1, byDefault: true},
+		{name: "saves off", opts: commands.ShutdownOptions{}, want: stopping{code: ExitOK}},
+		{name: "SAVE with saves off", opts: commands.ShutdownOptions{Save: true}, want: stopping{code: ExitOK, held: true},
 			wantSaves: 1},
-		{name: "SAVE on a replicated node", opts: commands.ShutdownOptions{Save: true}, want: stopping{code: exitOK},
+		{name: "SAVE on a replicated node", opts: commands.ShutdownOptions{Save: true}, want: stopping{code: ExitOK},
 			noSaveFunc: true, byDefault: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -288,7 +288,7 @@ func TestSignalWithSavesOffExitsAtOnce(t *testing.T) {
 	d := &fakeDisk{broken: true}
 	s, _ := newTestStopper(d, false)
 	s.Signal("terminated")
-	if r := waitStop(t, s); r != (stopping{code: exitOK}) {
+	if r := waitStop(t, s); r != (stopping{code: ExitOK}) {
 		t.Fatalf("stopped %+v; want exit 0 with nothing saved", r)
 	}
 	if saves, _ := d.counts(); saves != 0 {

@@ -1,4 +1,4 @@
-package main
+package process
 
 // The collector's heap floor (--gc-heap-floor).
 //

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"context"
@@ -28,7 +28,7 @@ var errNotServing = errors.New("shutting down")
 
 // startMetrics listens on --metrics-bind and serves the endpoint; it
 // returns a nil observer without --metrics-bind.
-func startMetrics(log *slog.Logger, cfg config) (*observer, error) {
+func startMetrics(log *slog.Logger, cfg Options) (*observer, error) {
 	if cfg.metricsBind == "" {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package process
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ const tlsPollInterval = 5 * time.Second
 
 // loadTLS loads the certificates when something uses them, and starts the
 // poller that reloads them. It returns nil when TLS is off.
-func loadTLS(log *slog.Logger, cfg config) (*certs.Reloader, error) {
+func loadTLS(log *slog.Logger, cfg Options) (*certs.Reloader, error) {
 	if cfg.tlsReplication != "yes" && cfg.tlsPort == 0 {
 		if cfg.tlsCertFile != "" || cfg.tlsKeyFile != "" || cfg.tlsCAFile != "" {
 			log.Warn("tls-cert-file, tls-key-file or tls-ca-cert-file is set but nothing uses it: " +
@@ -82,7 +82,7 @@ func logCertificate(log *slog.Logger, msg string, r *certs.Reloader) {
 // replicas connect to a TLS master; otherwise through the plaintext port,
 // which --port 0 closes, so that a group without it must use TLS. It
 // returns the port the other nodes are told to reach.
-func clusterTLS(cfg config, tlsr *certs.Reloader, ccfg *cluster.Config) (port int, err error) {
+func clusterTLS(cfg Options, tlsr *certs.Reloader, ccfg *cluster.Config) (port int, err error) {
 	if cfg.tlsReplication == "yes" {
 		ccfg.RaftServerTLS, ccfg.RaftClientTLS = tlsr.PeerServerConfig(), tlsr.ClientConfig()
 		if cfg.tlsPort != 0 {
