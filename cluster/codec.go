@@ -295,82 +295,87 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 	}
 	ops = make([]op, 0, count)
 	for i := uint64(0); i < count && d.err == nil; i++ {
-		var o op
-		o.code = opCode(d.byte())
-		switch o.code {
-		case opDecide, opCheck:
-			g := d.uvarint()
-			if g > math.MaxUint32 {
-				d.fail()
-			}
-			o.req.Group = int32(uint32(g))
-			o.req.Limit.Algo = algorithms.Algo(d.byte())
-			o.req.Limit.Count = d.varint()
-			o.req.Limit.Period = d.varint()
-			o.req.N = d.varint()
-			o.req.Key = d.bytes()
-			o.req.ID = d.bytes()
-			if o.code == opCheck {
-				o.req.Override = d.bytes()
-				if o.req.Override == nil {
-					o.req.Override = []byte{} // named, if empty
-				}
-				o.code = opDecide
-			}
-		case opTx:
-			n := d.uvarint()
-			if n > uint64(len(d.b)) {
-				d.fail()
-				break
-			}
-			o.watches = make([]algorithms.Watch, 0, n)
-			for j := uint64(0); j < n && d.err == nil; j++ {
-				k := d.bytes()
-				o.watches = append(o.watches, algorithms.Watch{Key: k, Version: d.u64()})
-			}
-			c := d.uvarint()
-			if c > count {
-				d.fail()
-			}
-			o.count = int(c)
-		case opDelete, opExists, opType, opTTL, opInfo, opVersion:
-			n := d.uvarint()
-			if n > uint64(len(d.b)) {
-				d.fail()
-				break
-			}
-			o.keys = make([][]byte, 0, n)
-			for j := uint64(0); j < n && d.err == nil; j++ {
-				o.keys = append(o.keys, d.bytes())
-			}
-		case opFlush, opDBSize:
-		case opMember:
-			o.id = string(d.bytes())
-			o.addr = string(d.bytes())
-		case opExec:
-			o.xop.Cmd = compat.Cmd(d.byte())
-			o.xop.ReadOnly = d.byte() == 1
-			if sha := d.bytes(); len(sha) > 0 {
-				if o.xop.Script = compat.Known.Lookup(sha); o.xop.Script == nil {
-					d.fail()
-				}
-			}
-			if (o.xop.Cmd == compat.CmdScript) != (o.xop.Script != nil) {
-				d.fail()
-			}
-			o.keys = d.list()
-			o.argv = d.list()
-		case opACL, opPolicy, opOverride:
-			o.argv = d.list()
-		default:
-			d.fail()
-		}
-		ops = append(ops, o)
+		ops = append(ops, d.op(count))
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return 0, nil, errCorrupt
 	}
 	return now, ops, nil
+}
+
+// op decodes one op of an entry of count ops; a fault is left in d.err.
+func (d *decoder) op(count uint64) op {
+	var o op
+	o.code = opCode(d.byte())
+	switch o.code {
+	case opDecide, opCheck:
+		g := d.uvarint()
+		if g > math.MaxUint32 {
+			d.fail()
+		}
+		o.req.Group = int32(uint32(g))
+		o.req.Limit.Algo = algorithms.Algo(d.byte())
+		o.req.Limit.Count = d.varint()
+		o.req.Limit.Period = d.varint()
+		o.req.N = d.varint()
+		o.req.Key = d.bytes()
+		o.req.ID = d.bytes()
+		if o.code == opCheck {
+			o.req.Override = d.bytes()
+			if o.req.Override == nil {
+				o.req.Override = []byte{} // named, if empty
+			}
+			o.code = opDecide
+		}
+	case opTx:
+		n := d.uvarint()
+		if n > uint64(len(d.b)) {
+			d.fail()
+			break
+		}
+		o.watches = make([]algorithms.Watch, 0, n)
+		for j := uint64(0); j < n && d.err == nil; j++ {
+			k := d.bytes()
+			o.watches = append(o.watches, algorithms.Watch{Key: k, Version: d.u64()})
+		}
+		c := d.uvarint()
+		if c > count {
+			d.fail()
+		}
+		o.count = int(c)
+	case opDelete, opExists, opType, opTTL, opInfo, opVersion:
+		n := d.uvarint()
+		if n > uint64(len(d.b)) {
+			d.fail()
+			break
+		}
+		o.keys = make([][]byte, 0, n)
+		for j := uint64(0); j < n && d.err == nil; j++ {
+			o.keys = append(o.keys, d.bytes())
+		}
+	case opFlush, opDBSize:
+	case opMember:
+		o.id = string(d.bytes())
+		o.addr = string(d.bytes())
+	case opExec:
+		o.xop.Cmd = compat.Cmd(d.byte())
+		o.xop.ReadOnly = d.byte() == 1
+		if sha := d.bytes(); len(sha) > 0 {
+			if o.xop.Script = compat.Known.Lookup(sha); o.xop.Script == nil {
+				d.fail()
+			}
+		}
+		if (o.xop.Cmd == compat.CmdScript) != (o.xop.Script != nil) {
+			d.fail()
+		}
+		o.keys = d.list()
+		o.argv = d.list()
+	case opACL, opPolicy, opOverride:
+		o.argv = d.list()
+	default:
+		d.fail()
+	}
+	return o
 }
 
 // appendResults encodes results for a forwarded submission's reply.

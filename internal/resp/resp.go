@@ -79,63 +79,76 @@ func readDepth(r *bufio.Reader, v *Value, depth int) error {
 		v.Num = n
 		return nil
 	case '$', '=', '!':
-		n, ok := atoi(body)
-		if !ok || n < -1 || n > maxBulk {
-			return fmt.Errorf("%w: bad bulk length %q", ErrProtocol, clip(string(body), 40))
-		}
-		v.Num = n
-		if n < 0 {
-			return nil
-		}
-		// Read in steps of at most 1 MB, so that a broken length costs only
-		// what actually arrives.
-		need := int(n) + 2
-		for len(v.Text) < need {
-			start := len(v.Text)
-			v.Text = slices.Grow(v.Text, min(need-start, 1<<20))
-			v.Text = v.Text[:start+min(need-start, 1<<20)]
-			if _, err := io.ReadFull(r, v.Text[start:]); err != nil {
-				return err
-			}
-		}
-		if v.Text[n] != '\r' || v.Text[n+1] != '\n' {
-			return fmt.Errorf("%w: bulk not followed by CRLF", ErrProtocol)
-		}
-		v.Text = v.Text[:n]
-		return nil
+		return readBulk(r, v, body)
 	case '*', '%', '~', '>', '|':
-		n, ok := atoi(body)
-		if !ok || n < -1 || n > maxElems {
-			return fmt.Errorf("%w: bad aggregate length %q", ErrProtocol, clip(string(body), 40))
-		}
-		v.Num = n
-		if n < 0 {
-			return nil
-		}
-		if depth >= maxDepth {
-			return fmt.Errorf("%w: replies nested deeper than %d", ErrProtocol, maxDepth)
-		}
-		count := int(n)
-		if v.Kind == '%' || v.Kind == '|' {
-			count *= 2
-		}
-		for i := 0; i < count; i++ { // grown one by one, reusing earlier elements' buffers
-			if i < cap(v.Elems) {
-				v.Elems = v.Elems[:i+1]
-			} else {
-				v.Elems = append(v.Elems, Value{})
-			}
-			if err := readDepth(r, &v.Elems[i], depth+1); err != nil {
-				return err
-			}
-		}
-		if v.Kind == '|' { // attributes precede the real reply
-			return readDepth(r, v, depth)
-		}
-		return nil
+		return readAggregate(r, v, body, depth)
 	default:
 		return fmt.Errorf("%w: unknown reply type %q", ErrProtocol, v.Kind)
 	}
+}
+
+// readBulk reads the bytes of a bulk-like reply (a string, a verbatim
+// string, a bulk error) whose header line's body gave its length.
+func readBulk(r *bufio.Reader, v *Value, body []byte) error {
+	n, ok := atoi(body)
+	if !ok || n < -1 || n > maxBulk {
+		return fmt.Errorf("%w: bad bulk length %q", ErrProtocol, clip(string(body), 40))
+	}
+	v.Num = n
+	if n < 0 {
+		return nil
+	}
+	// Read in steps of at most 1 MB, so that a broken length costs only
+	// what actually arrives.
+	need := int(n) + 2
+	for len(v.Text) < need {
+		start := len(v.Text)
+		v.Text = slices.Grow(v.Text, min(need-start, 1<<20))
+		v.Text = v.Text[:start+min(need-start, 1<<20)]
+		if _, err := io.ReadFull(r, v.Text[start:]); err != nil {
+			return err
+		}
+	}
+	if v.Text[n] != '\r' || v.Text[n+1] != '\n' {
+		return fmt.Errorf("%w: bulk not followed by CRLF", ErrProtocol)
+	}
+	v.Text = v.Text[:n]
+	return nil
+}
+
+// readAggregate reads the elements of an aggregate reply (an array, a map,
+// a set, a push, attributes) whose header line's body gave its count, at
+// nesting depth depth.
+func readAggregate(r *bufio.Reader, v *Value, body []byte, depth int) error {
+	n, ok := atoi(body)
+	if !ok || n < -1 || n > maxElems {
+		return fmt.Errorf("%w: bad aggregate length %q", ErrProtocol, clip(string(body), 40))
+	}
+	v.Num = n
+	if n < 0 {
+		return nil
+	}
+	if depth >= maxDepth {
+		return fmt.Errorf("%w: replies nested deeper than %d", ErrProtocol, maxDepth)
+	}
+	count := int(n)
+	if v.Kind == '%' || v.Kind == '|' {
+		count *= 2
+	}
+	for i := 0; i < count; i++ { // grown one by one, reusing earlier elements' buffers
+		if i < cap(v.Elems) {
+			v.Elems = v.Elems[:i+1]
+		} else {
+			v.Elems = append(v.Elems, Value{})
+		}
+		if err := readDepth(r, &v.Elems[i], depth+1); err != nil {
+			return err
+		}
+	}
+	if v.Kind == '|' { // attributes precede the real reply
+		return readDepth(r, v, depth)
+	}
+	return nil
 }
 
 // atoi parses a RESP integer: optional '-', then decimal digits, within
