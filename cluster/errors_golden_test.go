@@ -3,8 +3,10 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"github.com/sluice-rl/sluice/store"
 	"testing"
+
+	"github.com/sluice-rl/sluice/internal/replyerr"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // goldenReplyErrors is every reply error of the cluster, wrapped as the
@@ -38,7 +40,7 @@ var goldenReplyErrors = []struct {
 
 func TestReplyErrorsGolden(t *testing.T) {
 	for _, tc := range goldenReplyErrors {
-		if got := "-" + replyLine(tc.err) + "\r\n"; got != tc.wire {
+		if got := string(replyerr.Append(nil, tc.err)); got != tc.wire {
 			t.Errorf("%s is written %q; want %q", tc.name, got, tc.wire)
 		}
 	}

@@ -3,8 +3,10 @@ package commands
 import (
 	"errors"
 	"fmt"
-	"github.com/sluice-rl/sluice/acl"
 	"testing"
+
+	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // goldenReplyErrors is every reply error of the package, with sample
@@ -120,7 +122,7 @@ var goldenReplyErrors = []struct {
 
 func TestReplyErrorsGolden(t *testing.T) {
 	for _, tc := range goldenReplyErrors {
-		if got := string(appendError(nil, tc.err)); got != tc.wire {
+		if got := string(replyerr.Append(nil, tc.err)); got != tc.wire {
 			t.Errorf("%s is written %q; want %q", tc.name, got, tc.wire)
 		}
 	}

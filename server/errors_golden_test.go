@@ -1,8 +1,9 @@
 package server
 
 import (
-	"github.com/tidwall/redcon"
 	"testing"
+
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // goldenReplyErrors is every reply error of the transport and the bytes a
@@ -31,7 +32,7 @@ var goldenReplyErrors = []struct {
 
 func TestReplyErrorsGolden(t *testing.T) {
 	for _, tc := range goldenReplyErrors {
-		if got := string(redcon.AppendError(nil, replyText(tc.err))); got != tc.wire {
+		if got := string(replyerr.Append(nil, tc.err)); got != tc.wire {
 			t.Errorf("%s is written %q; want %q", tc.name, got, tc.wire)
 		}
 	}
