@@ -86,7 +86,7 @@ func (n *Node) Join(id, raftAddr, respAddr string) error {
 		// Under mutual TLS a node that cannot complete it would be a voter
 		// no one can reach: refuse it before it counts towards the quorum.
 		if err := n.stream.probe(raftAddr); err != nil {
-			return fmt.Errorf("ERR not adding %s: %v", id, err)
+			return fmt.Errorf("%w %s: %v", errNotAdding, id, err)
 		}
 	}
 	if !known {

@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // The commands package's Keyspace, replicated: every operation is carried
@@ -136,7 +137,7 @@ func (n *Node) Exec(now int64, xop compat.Op, keys [][]byte, c *compat.Call) {
 	rs, err := n.submit(now, []op{{code: opExec, xop: xop, keys: keys, argv: c.Argv}})
 	switch {
 	case err != nil:
-		c.Reply = compat.ErrorReply(errors.New(replyLine(err)))
+		c.Reply = compat.ErrorReply(err)
 	case len(rs) != 1 || !rs[0].exec:
 		c.Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
 	default:
@@ -156,27 +157,13 @@ func (n *Node) ExecBatch(now int64, xops []compat.TxOp, c *compat.Call) {
 	for i := range xops {
 		switch {
 		case err != nil:
-			xops[i].Reply = compat.ErrorReply(errors.New(replyLine(err)))
+			xops[i].Reply = compat.ErrorReply(err)
 		case len(rs) != len(ops) || !rs[i].exec:
 			xops[i].Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
 		default:
 			xops[i].Reply = rs[i].reply
 		}
 	}
-}
-
-// replyLine is err's text as a reply line: with its Redis error code, or
-// ERR.
-func replyLine(err error) string {
-	text := err.Error()
-	i := 0
-	for i < len(text) && text[i] >= 'A' && text[i] <= 'Z' {
-		i++
-	}
-	if i > 0 && (i == len(text) || text[i] == ' ') {
-		return text
-	}
-	return "ERR " + text
 }
 
 // LocalInfo returns key's state from this node's own replica, as of its
@@ -255,7 +242,7 @@ func (n *Node) submit(now int64, ops []op) ([]result, error) {
 
 // retryable reports whether err says that nothing was applied.
 func retryable(err error) bool {
-	var ce clusterError
+	var ce replyerr.Error
 	if errors.As(err, &ce) {
 		return ce == errNoLeader || ce == errNotReady || ce == errNotLeader
 	}

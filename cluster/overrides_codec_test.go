@@ -215,7 +215,7 @@ func TestStateMachineRefusesMalformedOverrides(t *testing.T) {
 	past := overrideOp("ovr:api:e", overrideWords(t, policy.Override{Kind: policy.OverrideDeny, Expire: 5}))
 	rs := applyEntry(t, f, 10, short, three, one, noKind, past)
 	for i, want := range []string{errCorruptOverride.Error(), errCorruptOverride.Error(), errCorruptOverride.Error(),
-		"ERR invalid override", "ERR invalid override"} {
+		"invalid override", "invalid override"} {
 		if rs[i].out.Err == nil || rs[i].out.Err.Error() != want {
 			t.Fatalf("malformed override %d: %v; want %q", i, rs[i].out.Err, want)
 		}

@@ -1,5 +1,7 @@
 package commands
 
+import "github.com/sluice-rl/sluice/internal/replyerr"
+
 // Replies that acknowledge a change wait for the change to be durable, and
 // changes are refused while they cannot be (Redis's MISCONF).
 //
@@ -77,7 +79,7 @@ func (s *session) takeBack(err error) {
 	for _, a := range s.acks {
 		buf = append(buf, out[prev:a.start]...)
 		at := len(buf)
-		buf = appendError(buf, err)
+		buf = replyerr.Append(buf, err)
 		s.errors++
 		s.h.errs.count(buf[at:])
 		prev = a.end

@@ -1,26 +1,23 @@
 package commands
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/sluice-rl/sluice/acl"
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
-// replyError is a reply error with Redis's generic code: its text is Redis's
-// without the "ERR ", which the one rule adds when it is written
-// (errorText). Values compare with ==.
-type replyError string
-
-func (e replyError) Error() string { return string(e) }
-
-// codeError is a reply error with a Redis error code of its own: the first
-// word of its text (NOAUTH, WRONGPASS, NOPROTO).
-type codeError string
-
-func (e codeError) Error() string { return string(e) }
+// The package's reply errors are the types of the one vocabulary
+// (internal/replyerr): replyError has Redis's generic code, whose "ERR " the
+// one rule adds when it is written; codeError has a code of its own, the
+// first word of its text (NOAUTH, WRONGPASS, NOPROTO). Values compare with
+// ==.
+type (
+	replyError = replyerr.Generic
+	codeError  = replyerr.Error
+)
 
 // The error vocabulary. Wording follows Redis where Redis has a word for
 // it. The functions after the block complete the texts that quote an
@@ -83,7 +80,7 @@ var (
 	// RL.OVERRIDE (cmd_override.go).
 	errEmptySubject        = replyError("the subject must not be empty")
 	errOverrideConcurrency = replyError("RL.CHECK does not decide CONCURRENCY policies, so they take no override")
-	errWrongTypeOverride   = codeError("WRONGTYPE Operation against a key holding the wrong kind of value")
+	errWrongTypeOverride   = replyerr.New(replyerr.WRONGTYPE, "Operation against a key holding the wrong kind of value")
 
 	// The arguments of the decisions (args.go, cmd_throttle.go).
 	errRateNotPositive = replyError("rate must be positive")
@@ -102,27 +99,27 @@ var (
 	// Scripts (cmd_scripts.go), in Redis's words where it has them.
 	errNumKeysNegative = replyError("Number of keys can't be negative")
 	errNumKeysTooMany  = replyError("Number of keys can't be greater than number of args")
-	errNoScript        = codeError("NOSCRIPT No matching script. Please use EVAL.")
-	errNotBusy         = codeError("NOTBUSY No scripts in execution right now.")
+	errNoScript        = replyerr.New(replyerr.NOSCRIPT, "No matching script. Please use EVAL.")
+	errNotBusy         = replyerr.New(replyerr.NOTBUSY, "No scripts in execution right now.")
 	// Transactions (cmd_tx.go), in Redis's words.
 	errNestedMulti    = replyError("MULTI calls can not be nested")
 	errExecNoMulti    = replyError("EXEC without MULTI")
 	errDiscardNoMulti = replyError("DISCARD without MULTI")
 	errWatchInMulti   = replyError("WATCH inside MULTI is not allowed")
 	errNotInMulti     = replyError("Command not allowed inside a transaction")
-	errExecAbort      = codeError("EXECABORT Transaction discarded because of previous errors.")
+	errExecAbort      = replyerr.New(replyerr.EXECABORT, "Transaction discarded because of previous errors.")
 
-	errNoAuth      = codeError("NOAUTH Authentication required.")
-	errHelloNoAuth = codeError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
-	errWrongPass   = codeError("WRONGPASS invalid username-password pair or user is disabled.")
-	errProtected   = codeError("DENIED sluice is running in protected mode because protected mode is enabled and no password is set for the default user. " +
-		"In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to sluice you may adopt one of the following solutions: " +
-		"1) Restart the server with the '--protected-mode no' option (or 'protected-mode no' in its configuration file), however MAKE SURE sluice is not publicly accessible from internet if you do so. " +
-		"2) Set up an authentication password for the default user (--requirepass), or users with passwords in an --aclfile. " +
+	errNoAuth      = replyerr.New(replyerr.NOAUTH, "Authentication required.")
+	errHelloNoAuth = replyerr.New(replyerr.NOAUTH, "HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+	errWrongPass   = replyerr.New(replyerr.WRONGPASS, "invalid username-password pair or user is disabled.")
+	errProtected   = replyerr.New(replyerr.DENIED, "sluice is running in protected mode because protected mode is enabled and no password is set for the default user. "+
+		"In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to sluice you may adopt one of the following solutions: "+
+		"1) Restart the server with the '--protected-mode no' option (or 'protected-mode no' in its configuration file), however MAKE SURE sluice is not publicly accessible from internet if you do so. "+
+		"2) Set up an authentication password for the default user (--requirepass), or users with passwords in an --aclfile. "+
 		"NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.")
 	errNoACLFile = replyError("This instance is not configured to use an ACL file. Start it with --aclfile, or set users with ACL SETUSER")
 	errACLSave   = replyError("There was an error trying to save the ACLs. Please check the server logs for more information")
-	errNoProto   = codeError("NOPROTO unsupported protocol version")
+	errNoProto   = replyerr.New(replyerr.NOPROTO, "unsupported protocol version")
 )
 
 // errWrongArgs is Redis's arity error for the command named (lower case)
@@ -151,7 +148,7 @@ func errUnknownCommand(args [][]byte) replyError {
 // (acl_wiring.go's vocabulary), with the generic code unless it has its own.
 func errACL(err error) error {
 	text := sanitize(err.Error())
-	if hasErrorCode(text) {
+	if replyerr.HasCode(text) {
 		return codeError(text)
 	}
 	return replyError(text)
@@ -179,8 +176,8 @@ func errPermChanged(r acl.Reason) codeError {
 	case acl.DeniedChannel:
 		reason = "no permission to access one of the channels used as arguments"
 	}
-	return codeError("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. " +
-		"This command is no longer allowed for the following reason: " + reason)
+	return replyerr.New(replyerr.NOPERM, "ACLs rules changed between the moment the transaction was accumulated and the EXEC call. "+
+		"This command is no longer allowed for the following reason: "+reason)
 }
 
 // errUnknownSubcommand is Redis's reply to an unknown subcommand of cmd.
@@ -281,46 +278,6 @@ func errAllAlgo(b []byte) replyError {
 // configured bound on their state's size.
 func errAboveLogMax(max int64) replyError {
 	return replyError("limit is above log-max-limit (" + strconv.FormatInt(max, 10) + ")")
-}
-
-// errorText is the one rule that gives a reply error its code: an replyError of
-// this package, or one wrapping it (%w), gets "ERR " (generic); a
-// codeError carries its own. An error from behind an interface (Keyspace,
-// Cluster, Persister) is sent as it is when its text starts with a Redis
-// error code (an upper-case word: WRONGTYPE, OOM, CLUSTERDOWN, UNKNOWN …),
-// and gets "ERR " otherwise.
-func errorText(err error) (text string, generic bool) {
-	switch e := err.(type) {
-	case replyError:
-		return string(e), true
-	case codeError:
-		return string(e), false
-	}
-	var own replyError
-	if errors.As(err, &own) {
-		return err.Error(), true
-	}
-	text = err.Error()
-	return text, !hasErrorCode(text)
-}
-
-// replyText is the error's reply line, without the '-'.
-func replyText(err error) string {
-	text, generic := errorText(err)
-	if generic {
-		return "ERR " + text
-	}
-	return text
-}
-
-// hasErrorCode reports whether msg starts with an upper-case word followed
-// by a space or the end: a Redis error code.
-func hasErrorCode(msg string) bool {
-	i := 0
-	for i < len(msg) && msg[i] >= 'A' && msg[i] <= 'Z' {
-		i++
-	}
-	return i > 0 && (i == len(msg) || msg[i] == ' ')
 }
 
 func clip(s string, n int) string {

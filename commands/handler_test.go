@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-rl/sluice/internal/replyerr"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -114,11 +115,11 @@ func TestReplyErrorCodes(t *testing.T) {
 		{errors.New("no member \"n4\""), "ERR no member \"n4\""},
 		{errors.New("RAFT.FORWARD: corrupt submission"), "ERR RAFT.FORWARD: corrupt submission"},
 	} {
-		if got := replyText(tc.err); got != tc.want {
-			t.Errorf("replyText(%q) = %q; want %q", tc.err, got, tc.want)
+		if got := replyerr.Line(tc.err); got != tc.want {
+			t.Errorf("replyerr.Line(%q) = %q; want %q", tc.err, got, tc.want)
 		}
-		if got := string(appendError(nil, tc.err)); got != "-"+tc.want+"\r\n" {
-			t.Errorf("appendError(%q) = %q", tc.err, got)
+		if got := string(replyerr.Append(nil, tc.err)); got != "-"+tc.want+"\r\n" {
+			t.Errorf("replyerr.Append(%q) = %q", tc.err, got)
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 // for the handlers that need only one. Every method takes
 // the instant the edge read for the batch. Errors are reply errors: their
 // text starts with a Redis error code (WRONGTYPE, OOM, CLUSTERDOWN,
-// UNKNOWN …), or gets ERR (see replyText).
+// UNKNOWN …), or gets ERR (replyerr.Line, the one rule).
 type Keyspace interface {
 	// Decide carries out reqs in order and writes each outcome to the same
 	// index of out.

@@ -3,6 +3,8 @@ package commands
 import (
 	"slices"
 
+	"github.com/sluice-rl/sluice/internal/replyerr"
+
 	"github.com/tidwall/redcon"
 )
 
@@ -19,33 +21,15 @@ func (s *session) writeBulkString(str string) { s.conn.Out = redcon.AppendBulkSt
 func (s *session) writeArray(n int)           { s.conn.Out = redcon.AppendArray(s.conn.Out, n) }
 
 // writeError is the one place a reply error is written, with the code
-// errorText gives it.
+// replyerr's one rule gives it.
 func (s *session) writeError(err error) {
 	at := len(s.conn.Out)
-	s.conn.Out = appendError(s.conn.Out, err)
+	s.conn.Out = replyerr.Append(s.conn.Out, err)
 	s.errors++
 	s.h.errs.count(s.conn.Out[at:])
 	if s.cur != 0 {
 		s.slots[s.cur-1].failed++
 	}
-}
-
-// appendError appends err as a RESP error line: '-', the code, the text
-// with any CR or LF turned into a space (as redcon.AppendError does), CRLF.
-func appendError(b []byte, err error) []byte {
-	text, generic := errorText(err)
-	b = append(b, '-')
-	if generic {
-		b = append(b, "ERR "...)
-	}
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		if c == '\r' || c == '\n' {
-			c = ' '
-		}
-		b = append(b, c)
-	}
-	return append(b, '\r', '\n')
 }
 
 // writeNull writes a null: "$-1" in RESP2, "_" in RESP3.

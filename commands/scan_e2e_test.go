@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-rl/sluice/glob"
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // SCAN over real sockets: hostile patterns, huge keys and huge COUNTs must
@@ -280,7 +281,7 @@ func TestScanRefusesAPatternTooCostlyForOneKey(t *testing.T) {
 	fill(t, rdb, []string{strings.Repeat("a", 1<<20)})
 	pattern := "*" + strings.Repeat("a", 100) + "?b*"
 	_, _, err := scanAll(context.Background(), rdb, pattern, 10)
-	if err == nil || err.Error() != replyText(errPatternTooComplex) {
+	if err == nil || err.Error() != replyerr.Line(errPatternTooComplex) {
 		t.Fatalf("SCAN MATCH with a 104-byte part over a 1 MiB key: %v; want %q", err, errPatternTooComplex)
 	}
 	if got := do(t, rdb, "PING"); got != "PONG" {
@@ -294,7 +295,7 @@ func TestScanRefusesAPatternTooCostlyForOneKey(t *testing.T) {
 func TestConfigGetRefusesAPatternTooComplex(t *testing.T) {
 	ts := startServer(t, testConfig{Params: []Param{{Name: "maxmemory", Value: "0"}}})
 	rdb := ts.client(t, proto(2))
-	if got := doErr(t, rdb, "CONFIG", "GET", "*["+strings.Repeat("x", 100_000)+"]*"); got != replyText(errPatternTooComplex) {
+	if got := doErr(t, rdb, "CONFIG", "GET", "*["+strings.Repeat("x", 100_000)+"]*"); got != replyerr.Line(errPatternTooComplex) {
 		t.Fatalf("CONFIG GET with a huge class: %q; want %q", got, errPatternTooComplex)
 	}
 	if got := fmt.Sprint(do(t, rdb, "CONFIG", "GET", "MAX*")); got != "[maxmemory 0]" {

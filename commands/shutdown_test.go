@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // fakeShutdowner records what SHUTDOWN asked for; a failing one refuses
@@ -94,7 +96,7 @@ func TestShutdownArgumentsAndRepliesAreRedis7s(t *testing.T) {
 func TestShutdownWithoutAShutdownerIsRefused(t *testing.T) {
 	ts := startServer(t, testConfig{})
 	rdb := ts.client(t, proto(2))
-	if got := doErr(t, rdb, "SHUTDOWN", "NOSAVE"); got != replyText(errNoShutdowner) {
+	if got := doErr(t, rdb, "SHUTDOWN", "NOSAVE"); got != replyerr.Line(errNoShutdowner) {
 		t.Fatalf("SHUTDOWN = %q; want %q", got, errNoShutdowner)
 	}
 	if got := do(t, rdb, "PING"); got != "PONG" {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/sluice-rl/sluice/internal/parse"
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // The plain string commands the libraries send on their scripts' keys, as
@@ -336,9 +337,10 @@ func foldEq(b []byte, w string) bool {
 	return true
 }
 
-// ErrorReply is the error reply whose message is err's text (code first).
+// ErrorReply is the error reply of err, with the code the one rule
+// (replyerr.Line) gives it.
 func ErrorReply(err error) Reply {
 	var r Reply
-	r.setError(err.Error())
+	r.setError(replyerr.Line(err))
 	return r
 }

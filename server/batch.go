@@ -4,7 +4,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/tidwall/redcon"
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // The batch: read what has arrived, run every complete command in it with
@@ -85,7 +85,7 @@ func (c *Conn) recoverHandler() {
 	s.stats.panics.Add(1)
 	s.log.Error("panic while serving a client; closing it",
 		"client", c.id, "addr", c.addr, "panic", p, "stack", string(debug.Stack()))
-	c.Out = redcon.AppendError(c.Out[:0], replyText(errInternal))
+	c.Out = replyerr.Append(c.Out[:0], errInternal)
 	c.outOff, c.waiting = 0, false
 	c.closing, c.panicked = true, true
 }
@@ -96,7 +96,7 @@ func (c *Conn) recoverHandler() {
 func (c *Conn) protocolError(err error) {
 	defer c.recoverHandler()
 	c.srv.h.EndBatch(c)
-	c.Out = redcon.AppendError(c.Out, replyText(err))
+	c.Out = replyerr.Append(c.Out, err)
 	c.closing = true
 	c.srv.stats.protoErrors.Add(1)
 	c.srv.log.Debug("protocol error; closing client", "client", c.id, "addr", c.addr, "err", err)

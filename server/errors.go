@@ -1,13 +1,14 @@
 package server
 
-import "errors"
+import (
+	"errors"
 
-// replyError is a reply error of the transport: Redis's text without the
-// generic "ERR " code, which replyText adds (the package's one rule: the
-// transport has no error of another code). Values compare with ==.
-type replyError string
+	"github.com/sluice-rl/sluice/internal/replyerr"
+)
 
-func (e replyError) Error() string { return string(e) }
+// replyError is a reply error of the transport: all have Redis's generic
+// code, whose "ERR " the one rule (replyerr.Line) adds when it is written.
+type replyError = replyerr.Generic
 
 // The transport's errors. The wording is Redis's.
 var (
@@ -36,7 +37,3 @@ var (
 func errProtoExpectedDollar(got byte) replyError {
 	return errProtoExpected + replyError("'"+string([]byte{got})+"'")
 }
-
-// replyText is the one rule: every error the transport sends is Redis's
-// generic ERR.
-func replyText(err error) string { return "ERR " + err.Error() }

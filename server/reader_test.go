@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // The request reader's contract, one frame at a time: what a frame parses
@@ -212,7 +214,7 @@ func TestReadCommandProtocolErrors(t *testing.T) {
 		{name: "valid before broken", in: "PING\r\n*1\r\n$-5\r\n", want: cmdsOf("PING"), err: errProtoBulkLen},
 	}, readerTestLimits(), false)
 
-	if got := replyText(errProtoExpectedDollar(0xff)); got != "ERR Protocol error: expected '$', got '\xff'" {
+	if got := replyerr.Line(errProtoExpectedDollar(0xff)); got != "ERR Protocol error: expected '$', got '\xff'" {
 		t.Errorf("errProtoExpectedDollar(0xff) = %q; want the raw byte as Redis's %%c writes it", got)
 	}
 }

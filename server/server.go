@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // Server accepts Redis-protocol clients and runs their commands through a
@@ -192,7 +194,7 @@ func (s *Server) admit(nc net.Conn) bool {
 		if !closed {
 			s.stats.rejected.Add(1)
 			nc.SetWriteDeadline(time.Now().Add(time.Second))
-			nc.Write([]byte("-" + replyText(errMaxClients) + "\r\n"))
+			nc.Write(replyerr.Append(nil, errMaxClients))
 		}
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
 // Writes refused while the disk refuses them, as Redis's MISCONF: while the
@@ -17,19 +18,13 @@ import (
 // applied. Peeks, reads and INFO go on. The refusal ends by itself when the
 // log's retry (aof.go) or a later save succeeds.
 
-// errSnapshotMisconf is the refusal while the last snapshot save failed,
-// in Redis's words with sluice's names.
-var errSnapshotMisconf = errors.New("MISCONF sluice is configured to save snapshots, but it's currently " +
-	"unable to persist to disk. Commands that may modify the data set are disabled, because this instance " +
-	"is configured to report errors during writes if snapshotting fails (stop-writes-on-bgsave-error option). " +
-	"Please check the sluice logs for details about the snapshot error.")
-
 // aofError is a failed write or fsync of the append-only log as a reply:
-// Redis's "MISCONF Errors writing to the AOF file: <strerror>".
+// Redis's "MISCONF Errors writing to the AOF file: <strerror>", a text the
+// one rule (replyerr.Line) sends as it is.
 type aofError struct{ err error }
 
 func (e *aofError) Error() string {
-	return "MISCONF Errors writing to the AOF file: " + strerror(e.err)
+	return string(replyerr.MISCONF) + " Errors writing to the AOF file: " + strerror(e.err)
 }
 func (e *aofError) Unwrap() error { return e.err }
 
