@@ -129,7 +129,7 @@ func dialPipe(addr, password string, cfg *tls.Config) (*pipeConn, error) {
 		}
 		if _, err := readReply(br, new(resp.Value)); err != nil {
 			nc.Close()
-			return nil, fmt.Errorf("AUTH at %s: %w", addr, err)
+			return nil, fmt.Errorf("authenticating at %s: %w", addr, err)
 		}
 		nc.SetDeadline(time.Time{})
 	}
