@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/store"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // FuzzTransactionQueue sends MULTI, then fuzzed commands (one per line,
@@ -41,7 +43,7 @@ func FuzzTransactionQueue(f *testing.F) {
 			}
 			out, _ := c.Feed([]byte(b.String()))
 			r := bufio.NewReader(strings.NewReader(string(out)))
-			reply, err := readRawReply(r)
+			reply, err := testutil.ReadReply(r)
 			if err != nil || r.Buffered() != 0 {
 				t.Fatalf("%q: reply %q, %v, %d bytes more; want exactly one reply", args, out, err, r.Buffered())
 			}
