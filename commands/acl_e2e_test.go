@@ -11,9 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluice-rl/sluice/server"
-
 	"github.com/sluice-rl/sluice/internal/testutil"
+	"github.com/sluice-rl/sluice/server"
 )
 
 // Access control over real sockets, with go-redis: users, categories, key

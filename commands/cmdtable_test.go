@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/acl"
-
 	"github.com/sluice-rl/sluice/internal/testutil"
 )
 

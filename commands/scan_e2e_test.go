@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-rl/sluice/glob"
-
 	"github.com/sluice-rl/sluice/internal/testutil"
 )
 

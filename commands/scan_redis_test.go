@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-rl/sluice/glob/globtest"
-
 	"github.com/sluice-rl/sluice/internal/testutil"
 )
 

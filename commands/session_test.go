@@ -8,9 +8,8 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/algorithms"
-	"github.com/sluice-rl/sluice/store"
-
 	"github.com/sluice-rl/sluice/internal/testutil"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // Sessions over real sockets: inline commands and QUIT, pipelines, the

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-rl/sluice/store"
-
 	"github.com/sluice-rl/sluice/internal/testutil"
+	"github.com/sluice-rl/sluice/store"
 )
 
 // FuzzTransactionQueue sends MULTI, then fuzzed commands (one per line,

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/certs/certstest"
-
 	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
