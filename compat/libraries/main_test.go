@@ -16,7 +16,7 @@ import (
 )
 
 // The libraries' tests run against one sluice server in this process, on
-// 127.0.0.1 with a free port and its clock running (the libraries read
+// a listener on 127.0.0.1:0 and its clock running (the libraries read
 // time as applications do), started by TestMain; and, where results are
 // compared, against a redis-server 7 of their own (startRedis).
 
