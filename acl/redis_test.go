@@ -1,17 +1,15 @@
 package acl
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // A real redis-server 7.0 as the reference: the tests build a Registry from
@@ -19,45 +17,16 @@ import (
 // commands coincide, and compare what ACL SETUSER, ACL LIST, ACL GETUSER,
 // ACL DRYRUN and ACL LOAD answer.
 
-// startRedis runs redis-server on 127.0.0.1 with a free port, without
-// persistence, until the test ends; extra are more of its flags. It skips
-// the test when redis-server 7 is not installed.
+// startRedis runs redis-server (testutil.StartRedis) with extra flags until the test ends
+// and returns a client of it; it skips the test when redis-server 7.0 is not installed.
 func startRedis(t *testing.T, extra ...string) *redis.Client {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not on PATH (apt-get install redis-server): the comparison with Redis is not run")
-	}
-	// A Unix socket of the test's own: redis-server cannot be asked for a free TCP port
-	// (its --port 0 means no TCP), and a port found free may be taken before it binds.
-	sock := filepath.Join(t.TempDir(), "redis.sock")
-	args := append([]string{"--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--loglevel", "warning"}, extra...)
-	cmd := exec.Command(bin, args...)
-	var out bytes.Buffer // read once it has exited
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, Protocol: 2, DisableIndentity: true, MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
-	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(context.Background()).Err() != nil; {
-		select {
-		case <-exited:
-			t.Fatalf("redis-server exited: %v\n%s", cmd.ProcessState, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if v, _ := rdb.Info(context.Background(), "server").Result(); !strings.Contains(v, "redis_version:7.0.") {
+	r := testutil.StartRedis(t, extra...)
+	if r.Major != 7 || r.Minor != 0 {
 		t.Skip("redis-server is not 7.0: its ACL rendering may differ")
 	}
+	rdb := redis.NewClient(&redis.Options{Network: r.Network, Addr: r.Addr, Protocol: 2, DisableIndentity: true, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/sluice-rl/sluice/bench/internal/proc"
 )
 
 // A replicated group of sluice processes on 127.0.0.1, each in its own
@@ -61,50 +60,32 @@ func (r replInfo) float(name string) float64 {
 }
 
 // startGroup starts a group of cfg.size nodes, waits until it has a ready
-// leader that every node knows, and returns the group and that leader. A
-// port taken between bench choosing it and the node binding it costs a
-// retry.
+// leader that every node knows, and returns the group and that leader.
 func startGroup(ctx context.Context, cfg groupConfig) (*group, *member, error) {
 	if cfg.size < 1 || cfg.size > maxGroupSize {
 		return nil, nil, fmt.Errorf("a group of %d nodes: want 1 to %d", cfg.size, maxGroupSize)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		dir, err := os.MkdirTemp(cfg.dir, "group-")
-		if err != nil {
-			return nil, nil, err
-		}
-		c := cfg
-		c.dir = dir
-		g, leader, err := tryGroup(ctx, c)
-		if err == nil {
-			return g, leader, nil
-		}
-		os.RemoveAll(dir)
-		lastErr = err
-		if ctx.Err() != nil {
-			break
-		}
+	dir, err := os.MkdirTemp(cfg.dir, "group-")
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, lastErr
+	cfg.dir = dir
+	g, leader, err := tryGroup(ctx, cfg)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return g, leader, nil
 }
 
+// tryGroup starts the members one by one. Each one's first start lets the kernel choose its
+// RESP and Raft ports (--port auto, --raft-bind 127.0.0.1:0) and reports them in its
+// --ports-file; later starts keep them, as a restarted member must.
 func tryGroup(ctx context.Context, cfg groupConfig) (*group, *member, error) {
 	g := &group{cfg: cfg}
 	for i := 0; i < cfg.size; i++ {
-		p1, err := proc.FreePort()
-		if err != nil {
-			return nil, nil, err
-		}
-		p2, err := proc.FreePort()
-		if err != nil {
-			return nil, nil, err
-		}
 		id := "n" + strconv.Itoa(i+1)
-		g.members = append(g.members, &member{id: id,
-			resp: net.JoinHostPort("127.0.0.1", strconv.Itoa(p1)),
-			raft: net.JoinHostPort("127.0.0.1", strconv.Itoa(p2)),
-			dir:  filepath.Join(cfg.dir, id)})
+		g.members = append(g.members, &member{id: id, dir: filepath.Join(cfg.dir, id)})
 	}
 	deadline := time.Now().Add(groupStartup)
 	first := g.members[0]
@@ -132,9 +113,19 @@ func tryGroup(ctx context.Context, cfg groupConfig) (*group, *member, error) {
 // launch starts m's process (again, on its existing --dir, if extra is
 // empty) and waits until it answers PING.
 func (g *group) launch(m *member, extra ...string) error {
+	first := m.resp == ""
 	s, err := g.spawnMember(m, extra...)
 	if err != nil {
 		return err
+	}
+	if first {
+		ports, err := s.waitPorts(context.Background(), g.portsFile(m), 20*time.Second)
+		if err != nil {
+			s.stop()
+			m.srv = nil
+			return err
+		}
+		m.resp, m.raft, s.addr = ports["resp"], ports["raft"], ports["resp"]
 	}
 	if err := s.waitReady(context.Background(), 20*time.Second); err != nil {
 		s.stop()
@@ -144,11 +135,21 @@ func (g *group) launch(m *member, extra ...string) error {
 	return nil
 }
 
-// spawnMember starts m's process and returns at once.
+func (g *group) portsFile(m *member) string { return filepath.Join(g.cfg.dir, m.id+".ports") }
+
+// spawnMember starts m's process and returns at once: on its ports, or on ports the kernel
+// chooses at its first start (launch reads them).
 func (g *group) spawnMember(m *member, extra ...string) (*server, error) {
-	_, port, _ := net.SplitHostPort(m.resp)
+	port, raft := "auto", "127.0.0.1:0"
+	if m.resp != "" {
+		_, port, _ = net.SplitHostPort(m.resp)
+		raft = m.raft
+	}
+	if err := os.Remove(g.portsFile(m)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
 	args := []string{"--port", port, "--bind", "127.0.0.1", "--loglevel", "warning",
-		"--node-id", m.id, "--raft-bind", m.raft, "--dir", m.dir}
+		"--node-id", m.id, "--raft-bind", raft, "--dir", m.dir, "--ports-file", g.portsFile(m)}
 	if !g.cfg.fsync {
 		args = append(args, "--raft-fsync", "no")
 	}

@@ -65,25 +65,24 @@ func writeRLSRules(dir string) (string, error) {
 	return cfg, os.WriteFile(filepath.Join(cfg, "bench.yaml"), []byte(rlsRules), 0o644)
 }
 
-// startSluiceRLS starts sluice serving gRPC with the rules in rulesDir.
+// startSluiceRLS starts sluice serving gRPC with the rules in rulesDir, on ports it chooses
+// itself and reports in its --ports-file.
 func startSluiceRLS(ctx context.Context, bin, dir, rulesDir string) (*rlsServer, error) {
-	port, err := proc.FreePort()
+	n := logSeq.Add(1)
+	portsFile := filepath.Join(dir, fmt.Sprintf("sluice-rls-%d.ports", n))
+	s, err := spawn("sluice", bin, []string{"--port", "auto", "--bind", "127.0.0.1", "--loglevel", "warning",
+		"--save", "0", "--dir", dir, "--policies", rulesDir, "--grpc-bind", "127.0.0.1:0", "--ports-file", portsFile}, nil, 0, "",
+		filepath.Join(dir, fmt.Sprintf("sluice-rls-%d.log", n)))
 	if err != nil {
 		return nil, err
 	}
-	gport, err := proc.FreePort()
+	srv := &rlsServer{procs: []*server{s}}
+	ports, err := s.waitPorts(ctx, portsFile, 10*time.Second)
 	if err != nil {
+		srv.stop()
 		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	gaddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(gport))
-	s, err := spawn("sluice", bin, []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--loglevel", "warning",
-		"--save", "0", "--dir", dir, "--policies", rulesDir, "--grpc-bind", gaddr}, nil, 0, addr,
-		filepath.Join(dir, fmt.Sprintf("sluice-rls-%d.log", port)))
-	if err != nil {
-		return nil, err
-	}
-	srv := &rlsServer{addr: gaddr, procs: []*server{s}}
+	s.addr, srv.addr = ports["resp"], ports["grpc"]
 	if err := waitRLS(ctx, srv, s); err != nil {
 		srv.stop()
 		return nil, err
@@ -92,45 +91,73 @@ func startSluiceRLS(ctx context.Context, bin, dir, rulesDir string) (*rlsServer,
 }
 
 // startEnvoyRatelimit starts a Redis, then envoyproxy/ratelimit on it with
-// the rules under runtime/ratelimit/config.
+// the rules under runtime/ratelimit/config. Neither can bind port 0 and say
+// what it got: each is started on drawn ports (proc.DrawPort), and again on
+// others when one was taken (up to 20 times each).
 func startEnvoyRatelimit(ctx context.Context, ratelimitBin, redisBin, dir, runtimeRoot string) (*rlsServer, error) {
-	var ports [4]int
-	for i := range ports {
-		p, err := proc.FreePort()
-		if err != nil {
-			return nil, err
+	var redis *server
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		if redis, err = startRLSRedis(ctx, redisBin, dir); !errors.Is(err, errPortTaken) {
+			break
 		}
-		ports[i] = p
 	}
-	raddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	redis, err := spawn("redis", redisBin, []string{"--port", strconv.Itoa(ports[0]), "--bind", "127.0.0.1", "--save", "",
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; attempt < 20; attempt++ {
+		var srv *rlsServer
+		if srv, err = startRatelimit(ctx, ratelimitBin, redis, dir, runtimeRoot); err == nil {
+			return srv, nil
+		}
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	redis.stop()
+	return nil, err
+}
+
+// startRLSRedis starts the redis-server behind envoyproxy/ratelimit on a drawn port.
+func startRLSRedis(ctx context.Context, redisBin, dir string) (*server, error) {
+	port := strconv.Itoa(proc.DrawPort())
+	raddr := net.JoinHostPort("127.0.0.1", port)
+	redis, err := spawn("redis", redisBin, []string{"--port", port, "--bind", "127.0.0.1", "--save", "",
 		"--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--io-threads", "1"}, nil, 0, raddr,
-		filepath.Join(dir, fmt.Sprintf("redis-rls-%d.log", ports[0])))
+		filepath.Join(dir, fmt.Sprintf("redis-rls-%s.log", port)))
 	if err != nil {
 		return nil, err
 	}
-	srv := &rlsServer{procs: []*server{redis}}
 	if err := redis.waitReady(ctx, 10*time.Second); err != nil {
-		srv.stop()
+		redis.stop()
 		return nil, err
 	}
-	srv.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
-	env := []string{
-		"USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + raddr,
-		"RUNTIME_ROOT=" + runtimeRoot, "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
-		"HOST=127.0.0.1", "PORT=" + strconv.Itoa(ports[2]), "DEBUG_HOST=127.0.0.1", "DEBUG_PORT=" + strconv.Itoa(ports[3]),
-		"GRPC_HOST=127.0.0.1", "GRPC_PORT=" + strconv.Itoa(ports[1]),
+	return redis, nil
+}
+
+// startRatelimit starts envoyproxy/ratelimit on redis with its three ports (HTTP, debug,
+// gRPC) drawn; an error wraps errPortTaken when it exited because one was taken.
+func startRatelimit(ctx context.Context, ratelimitBin string, redis *server, dir, runtimeRoot string) (*rlsServer, error) {
+	var ports [3]string
+	for i := range ports {
+		ports[i] = strconv.Itoa(proc.DrawPort())
 	}
-	rl, err := spawn("ratelimit", ratelimitBin, nil, env, 0, srv.addr, filepath.Join(dir, fmt.Sprintf("ratelimit-%d.log", ports[1])))
+	srv := &rlsServer{addr: net.JoinHostPort("127.0.0.1", ports[0]), procs: []*server{redis}}
+	env := []string{
+		"USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + redis.addr,
+		"RUNTIME_ROOT=" + runtimeRoot, "RUNTIME_SUBDIRECTORY=ratelimit", "RUNTIME_WATCH_ROOT=false",
+		"HOST=127.0.0.1", "PORT=" + ports[1], "DEBUG_HOST=127.0.0.1", "DEBUG_PORT=" + ports[2],
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT=" + ports[0],
+	}
+	rl, err := spawn("ratelimit", ratelimitBin, nil, env, 0, srv.addr, filepath.Join(dir, fmt.Sprintf("ratelimit-%s.log", ports[0])))
 	if err != nil {
-		srv.stop()
+		return nil, err
+	}
+	if err := waitRLS(ctx, srv, rl); err != nil {
+		rl.stop()
 		return nil, err
 	}
 	srv.procs = append(srv.procs, rl)
-	if err := waitRLS(ctx, srv, rl); err != nil {
-		srv.stop()
-		return nil, err
-	}
 	return srv, nil
 }
 
@@ -147,7 +174,11 @@ func waitRLS(ctx context.Context, srv *rlsServer, p *server) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited before it was ready; its log (%s) ends with:\n%s", p.kind, p.log, tail(p.log))
+			err := fmt.Errorf("%s exited before it was ready; its log (%s) ends with:\n%s", p.kind, p.log, tail(p.log))
+			if b, _ := os.ReadFile(p.log); proc.AddrInUse(string(b)) {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return err
 		default:
 		}
 		if err := ctx.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,7 +41,7 @@ type target struct {
 	tls *tls.Config
 	// user and pass, if set, are the user the load authenticates as.
 	user, pass string
-	// scrape starts sluice with --metrics-bind on a free port and fetches
+	// scrape starts sluice with --metrics-bind on a port the kernel chooses and fetches
 	// /metrics from it every second while it runs, as Prometheus would.
 	scrape bool
 }
@@ -91,64 +93,80 @@ func (t *target) open(ctx context.Context, procs int) (*server, error) {
 		return t.openGroup(ctx)
 	}
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // a free port can be taken before the server binds it
+	for attempt := 0; attempt < 20; attempt++ { // a drawn port may be taken: draw another
 		s, err := t.start(ctx, procs)
 		if err == nil {
 			return s, nil
 		}
 		lastErr = err
-		if ctx.Err() != nil {
+		if !errors.Is(err, errPortTaken) || ctx.Err() != nil {
 			break
 		}
 	}
 	return nil, lastErr
 }
 
+// errPortTaken is a server's exit because the port drawn for it was taken (proc.DrawPort).
+var errPortTaken = errors.New("its port was taken")
+
+// logSeq numbers the logs of the servers bench starts.
+var logSeq atomic.Int64
+
+// start starts one server: sluice on ports it chooses itself (--port auto, --metrics-bind
+// 127.0.0.1:0), read from its --ports-file; redis-server, which cannot, on a drawn port
+// (an error wrapping errPortTaken when that was taken).
 func (t *target) start(ctx context.Context, procs int) (*server, error) {
-	port, err := proc.FreePort()
-	if err != nil {
-		return nil, err
-	}
 	var args []string
-	metricsAddr := ""
+	addr, portsFile := "", ""
+	logPath := filepath.Join(t.dir, fmt.Sprintf("%s-%d.log", t.kind, logSeq.Add(1)))
 	switch t.kind {
 	case "sluice":
 		// No snapshots, as for Redis: a benchmark server starts empty and leaves nothing behind.
 		dir := t.dir
 		if len(t.extra) > 0 {
+			var err error
 			if dir, err = os.MkdirTemp(t.dir, "sluice-dir-"); err != nil {
 				return nil, err
 			}
 		}
-		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--loglevel", "warning",
-			"--save", "0", "--dir", dir}
+		portsFile = strings.TrimSuffix(logPath, ".log") + ".ports"
+		args = []string{"--port", "auto", "--bind", "127.0.0.1", "--loglevel", "warning",
+			"--save", "0", "--dir", dir, "--ports-file", portsFile}
 		args = append(args, t.extra...)
 		if t.tls != nil {
 			args[1] = "0" // no plaintext port
-			args = append(args, "--tls-port", strconv.Itoa(port))
+			args = append(args, "--tls-port", "auto")
 		}
 		if t.scrape {
-			mport, err := proc.FreePort()
-			if err != nil {
-				return nil, err
-			}
-			metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(mport))
-			args = append(args, "--metrics-bind", metricsAddr)
+			args = append(args, "--metrics-bind", "127.0.0.1:0")
 		}
 	case "redis":
-		args = []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		port := strconv.Itoa(proc.DrawPort())
+		addr = net.JoinHostPort("127.0.0.1", port)
+		args = []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--daemonize", "no", "--loglevel", "warning", "--io-threads", "1"}
 	}
-	logPath := filepath.Join(t.dir, fmt.Sprintf("%s-%d.log", t.kind, port))
 	var env []string
 	if procs > 0 {
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(procs))
 	}
-	s, err := spawn(t.kind, t.bin, args, env, procs, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), logPath)
+	s, err := spawn(t.kind, t.bin, args, env, procs, addr, logPath)
 	if err != nil {
 		return nil, err
 	}
 	s.tls, s.user, s.pass = t.tls, t.user, t.pass
+	metricsAddr := ""
+	if portsFile != "" {
+		ports, err := s.waitPorts(ctx, portsFile, 10*time.Second)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		if s.addr = ports["resp"]; t.tls != nil {
+			s.addr = ports["tls"]
+		}
+		metricsAddr = ports["metrics"]
+	}
 	if err := s.waitReady(ctx, 10*time.Second); err != nil {
 		s.stop()
 		return nil, err
@@ -157,6 +175,26 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 		go s.scrape("http://"+metricsAddr+"/metrics", time.Second)
 	}
 	return s, nil
+}
+
+// waitPorts waits until the server has written its --ports-file, and returns its listeners.
+func (s *server) waitPorts(ctx context.Context, path string, limit time.Duration) (map[string]string, error) {
+	for deadline := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
+		if ports, err := proc.ReadPortsFile(path); err == nil {
+			return ports, nil
+		}
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("%s exited before it was serving; its log (%s) ends with:\n%s", s.kind, s.log, tail(s.log))
+		default:
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s wrote no ports file in %v; log %s:\n%s", s.kind, limit, s.log, tail(s.log))
+		}
+	}
 }
 
 // spawn starts bin with args on the servers' CPUs for procs (see cpus),
@@ -185,19 +223,24 @@ func spawn(kind, bin string, args, env []string, procs int, addr, logPath string
 	return s, nil
 }
 
-// waitReady waits until the server answers PING.
+// waitReady waits until the server answers PING. A server that exits first fails it, with
+// an error wrapping errPortTaken if its log says its port was taken.
 func (s *server) waitReady(ctx context.Context, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
 		select {
 		case <-s.done:
-			return fmt.Errorf("%s exited before it was ready; its log (%s) ends with:\n%s", s.kind, s.log, tail(s.log))
+			err := fmt.Errorf("%s exited before it was ready; its log (%s) ends with:\n%s", s.kind, s.log, tail(s.log))
+			if b, _ := os.ReadFile(s.log); proc.AddrInUse(string(b)) {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return err
 		default:
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if v, err := s.call(time.Second, "PING"); err == nil && v.Kind == '+' {
+		if v, err := s.call(time.Second, "PING"); err == nil && v.Kind == '+' && s.answersItself() {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -205,6 +248,17 @@ func (s *server) waitReady(ctx context.Context, limit time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// answersItself reports whether the redis-server answering on s.addr is the process s
+// started: on a drawn port another one may answer while this one exits because it could not
+// bind it. Other kinds bind ports of their own choosing, and answer true.
+func (s *server) answersItself() bool {
+	if s.kind != "redis" || s.pid == 0 {
+		return true
+	}
+	v, err := s.call(time.Second, "INFO", "server")
+	return err == nil && v.Kind == '$' && strings.Contains(string(v.Text), "process_id:"+strconv.Itoa(s.pid)+"\r\n")
 }
 
 // stop ends a started server: SIGTERM, then SIGKILL after 5 s. It does

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,39 +23,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-rl/sluice/internal/childproc"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // Real processes on 127.0.0.1: the sluice binary built from this tree,
 // three nodes, clients on all of them, and a leader that is killed, paused
 // or cut off. Every history is checked with porcupine against a counter.
 
-var sluiceBin struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 func buildSluice(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("process tests build and run the binary; skipped with -short")
 	}
-	sluiceBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "sluice-bin-")
-		if err != nil {
-			sluiceBin.err = err
-			return
-		}
-		sluiceBin.path = filepath.Join(dir, "sluice")
-		out, err := exec.Command("go", "build", "-o", sluiceBin.path, "github.com/sluice-rl/sluice/cmd/sluice").CombinedOutput()
-		if err != nil {
-			sluiceBin.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if sluiceBin.err != nil {
-		t.Fatal(sluiceBin.err)
-	}
-	return sluiceBin.path
+	return testutil.Binary(t)
 }
 
 type proc struct {

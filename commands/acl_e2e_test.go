@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluice-rl/sluice/internal/testutil"
 	"github.com/sluice-rl/sluice/server"
 )
 
@@ -135,26 +136,26 @@ func TestACLDeniesEachCategory(t *testing.T) {
 // is the default user's password.
 func TestACLAuthAndHello(t *testing.T) {
 	ts := startServer(t, testConfig{Password: "root"})
-	c := dialRaw(t, ts.addr)
-	if got := c.do("RL.TOKEN k 1/h 10 1\r\n"); got != "-NOAUTH Authentication required." {
+	c := testutil.Dial(t, ts.addr)
+	if got := c.Do("RL.TOKEN k 1/h 10 1\r\n"); got != "-NOAUTH Authentication required." {
 		t.Fatalf("before AUTH = %q", got)
 	}
-	if got := c.do("AUTH root\r\n"); got != "+OK" {
+	if got := c.Do("AUTH root\r\n"); got != "+OK" {
 		t.Fatalf("AUTH root = %q", got)
 	}
-	if got := c.do("ACL SETUSER bob on >secret ~bob:* +@limiter +@connection\r\n"); got != "+OK" {
+	if got := c.Do("ACL SETUSER bob on >secret ~bob:* +@limiter +@connection\r\n"); got != "+OK" {
 		t.Fatalf("SETUSER = %q", got)
 	}
-	if got := c.do("AUTH bob wrong\r\n"); got != "-WRONGPASS invalid username-password pair or user is disabled." {
+	if got := c.Do("AUTH bob wrong\r\n"); got != "-WRONGPASS invalid username-password pair or user is disabled." {
 		t.Fatalf("AUTH bob wrong = %q", got)
 	}
-	if got := c.do("ACL WHOAMI\r\n"); got != "$default" {
+	if got := c.Do("ACL WHOAMI\r\n"); got != "$default" {
 		t.Fatalf("after a failed AUTH, WHOAMI = %q; want still default", got)
 	}
-	if got := c.do("HELLO 2 AUTH bob secret\r\n"); !strings.HasPrefix(got, "[$server $sluice") {
+	if got := c.Do("HELLO 2 AUTH bob secret\r\n"); !strings.HasPrefix(got, "[$server $sluice") {
 		t.Fatalf("HELLO 2 AUTH bob secret = %q", got)
 	}
-	if got := c.do("ACL WHOAMI\r\n"); got != "$bob" {
+	if got := c.Do("ACL WHOAMI\r\n"); got != "$bob" {
 		t.Fatalf("after HELLO AUTH, WHOAMI = %q", got)
 	}
 	// go-redis with a username and RESP3 sends HELLO 3 AUTH bob secret.
@@ -286,14 +287,14 @@ func TestACLSaveAndLoad(t *testing.T) {
 func TestOnlyAuthHelloAndQuitAnswerBeforeAuth(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		ts := startServer(t, testConfig{Password: "pw", EventLoops: loops})
-		c := dialRaw(t, ts.addr)
+		c := testutil.Dial(t, ts.addr)
 		var noauth []string
 		for name, cmd := range commandTable {
 			if cmd.flags&flagNoAuth != 0 {
 				noauth = append(noauth, name)
 				continue
 			}
-			if got := c.do(name + " x\r\n"); got != "-NOAUTH Authentication required." {
+			if got := c.Do(name + " x\r\n"); got != "-NOAUTH Authentication required." {
 				t.Errorf("%s before AUTH = %q", name, got)
 			}
 		}
@@ -301,13 +302,13 @@ func TestOnlyAuthHelloAndQuitAnswerBeforeAuth(t *testing.T) {
 		if got := strings.Join(noauth, " "); got != "auth hello quit" {
 			t.Errorf("commands allowed before AUTH: %s; want auth hello quit", got)
 		}
-		if got := c.do("HELLO 2\r\n"); got != "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time" {
+		if got := c.Do("HELLO 2\r\n"); got != "-NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time" {
 			t.Errorf("HELLO 2 before AUTH = %q", got)
 		}
-		if got := c.do("AUTH pw\r\n"); got != "+OK" {
+		if got := c.Do("AUTH pw\r\n"); got != "+OK" {
 			t.Fatalf("AUTH pw = %q", got)
 		}
-		if got := c.do("PING\r\n"); got != "+PONG" {
+		if got := c.Do("PING\r\n"); got != "+PONG" {
 			t.Fatalf("PING after AUTH = %q", got)
 		}
 	})
@@ -359,19 +360,19 @@ func TestACLCheckDoesNotAllocate(t *testing.T) {
 // old names are unknown commands, pipelined or not.
 func TestRenameCommandHidesAndRenames(t *testing.T) {
 	ts := startServer(t, testConfig{Renames: []Rename{{From: "CONFIG", To: ""}, {From: "flushall", To: "flushall-9f2c"}}})
-	c := dialRaw(t, ts.addr)
-	if got := c.do("CONFIG GET port\r\n"); !strings.HasPrefix(got, "-ERR unknown command 'CONFIG'") {
+	c := testutil.Dial(t, ts.addr)
+	if got := c.Do("CONFIG GET port\r\n"); !strings.HasPrefix(got, "-ERR unknown command 'CONFIG'") {
 		t.Errorf("a hidden CONFIG = %q", got)
 	}
-	c.send("FLUSHALL\r\nFLUSHALL-9F2C\r\nflushall\r\nPING\r\n")
+	c.Send("FLUSHALL\r\nFLUSHALL-9F2C\r\nflushall\r\nPING\r\n")
 	for i, want := range []string{"-ERR unknown command 'FLUSHALL'", "+OK", "-ERR unknown command 'flushall'", "+PONG"} {
-		if got := c.reply(); !strings.HasPrefix(got, want) {
+		if got := c.Reply(); !strings.HasPrefix(got, want) {
 			t.Errorf("reply %d = %q; want %q…", i, got, want)
 		}
 	}
 	// Another server in the same process keeps every name.
-	other := dialRaw(t, startServer(t, testConfig{}).addr)
-	if got := other.do("FLUSHALL\r\n"); got != "+OK" {
+	other := testutil.Dial(t, startServer(t, testConfig{}).addr)
+	if got := other.Do("FLUSHALL\r\n"); got != "+OK" {
 		t.Errorf("FLUSHALL on a server without renames = %q", got)
 	}
 }
@@ -397,16 +398,16 @@ func TestACLChecksCommandsQueuedInMulti(t *testing.T) {
 	admin := ts.client(t, proto(2))
 	do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~tenant-a:*", "+@limiter", "+@connection", "+@transaction")
 	do(t, admin, "RL.TOKEN", "tenant-b:k", "1/h", 10, 1)
-	c := dialRaw(t, ts.addr)
-	if got := c.do("AUTH a pa\r\n"); got != "+OK" {
+	c := testutil.Dial(t, ts.addr)
+	if got := c.Do("AUTH a pa\r\n"); got != "+OK" {
 		t.Fatalf("AUTH = %q", got)
 	}
-	c.send("MULTI\r\nRL.TOKEN tenant-a:k 1/h 10 1\r\nRL.TOKEN tenant-b:k 1/h 10 5\r\nFLUSHALL\r\nEXEC\r\n")
+	c.Send("MULTI\r\nRL.TOKEN tenant-a:k 1/h 10 1\r\nRL.TOKEN tenant-b:k 1/h 10 5\r\nFLUSHALL\r\nEXEC\r\n")
 	for i, want := range []string{"+OK", "+QUEUED",
 		"-NOPERM this user has no permissions to access one of the keys used as arguments",
 		"-NOPERM this user has no permissions to run the 'flushall' command",
 		"-EXECABORT Transaction discarded because of previous errors."} {
-		if got := c.reply(); got != want {
+		if got := c.Reply(); got != want {
 			t.Errorf("reply %d = %q; want %q", i, got, want)
 		}
 	}
@@ -432,8 +433,8 @@ func TestACLExecChecksQueuedCommandsAgain(t *testing.T) {
 	do(t, admin, "RL.POLICY", "SET", "free", "TOKEN", "1/h", 10)
 	do(t, admin, "ACL", "SETUSER", "a", "on", ">pa", "~tenant-a:*", "~pol:*:tenant-a:*", "+@limiter", "+@policy",
 		"+@connection", "+@transaction", "+set", "+get")
-	c := dialRaw(t, ts.addr)
-	if got := c.do("AUTH a pa\r\n"); got != "+OK" {
+	c := testutil.Dial(t, ts.addr)
+	if got := c.Do("AUTH a pa\r\n"); got != "+OK" {
 		t.Fatalf("AUTH = %q", got)
 	}
 	queued := []string{
@@ -446,12 +447,12 @@ func TestACLExecChecksQueuedCommandsAgain(t *testing.T) {
 		"GET tenant-a:okstr",                         // still allowed: SET did not run
 		"PING",
 	}
-	c.send("MULTI\r\n")
-	if got := c.reply(); got != "+OK" {
+	c.Send("MULTI\r\n")
+	if got := c.Reply(); got != "+OK" {
 		t.Fatalf("MULTI = %q", got)
 	}
 	for _, cmd := range queued {
-		if got := c.do(cmd + "\r\n"); got != "+QUEUED" {
+		if got := c.Do(cmd + "\r\n"); got != "+QUEUED" {
 			t.Fatalf("%s = %q; want +QUEUED", cmd, got)
 		}
 	}
@@ -463,7 +464,7 @@ func TestACLExecChecksQueuedCommandsAgain(t *testing.T) {
 		"[:1 :10 :9 :0 :3600000]", "[:1 :10 :9 :0 :3600000]",
 		changed + "no permission to execute the command or subcommand",
 		"$nil", "+PONG"}, " ") + "]"
-	if got := c.do("EXEC\r\n"); got != want {
+	if got := c.Do("EXEC\r\n"); got != want {
 		t.Errorf("EXEC =\n%s\nwant\n%s", got, want)
 	}
 	// The denied commands changed nothing.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // maxmemory-clients over real sockets, with both I/O models: many clients
@@ -32,9 +34,9 @@ func unfinished(name string, args, size int) []byte {
 }
 
 // infoInt reads one integer field of INFO section on c.
-func infoInt(t *testing.T, c *rawConn, section, field string) int64 {
+func infoInt(t *testing.T, c *testutil.Conn, section, field string) int64 {
 	t.Helper()
-	text := c.do("INFO " + section + "\r\n")
+	text := c.Do("INFO " + section + "\r\n")
 	for _, line := range strings.Split(text, "\r\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -50,7 +52,7 @@ func infoInt(t *testing.T, c *rawConn, section, field string) int64 {
 
 // settled waits until the server has read nothing new but c's own INFO
 // commands for 300 ms: every client's bytes are in its buffer or it is gone.
-func settled(t *testing.T, c *rawConn) {
+func settled(t *testing.T, c *testutil.Conn) {
 	t.Helper()
 	last, since := int64(-1), time.Now()
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -82,7 +84,7 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 		)
 		ts := startServer(t, testConfig{EventLoops: loops, MaxMemoryClients: limit})
 		addr := ts.addr
-		admin := dialRaw(t, addr)
+		admin := testutil.Dial(t, addr)
 
 		// A sampler of the accounted totals: of the clients not chosen for
 		// eviction, which the cap bounds, and of all, the clients being
@@ -106,20 +108,20 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 
 		// Smaller unfinished commands: 100 kB of a 200 kB ECHO.
 		echo := strings.Repeat("m", 200_000)
-		medium := dialAnswering(t, addr, 3)
+		medium := testutil.DialAnswering(t, addr, 3)
 		for _, c := range medium {
-			c.send("*2\r\n$4\r\nECHO\r\n$200000\r\n" + echo[:100_000])
+			c.Send("*2\r\n$4\r\nECHO\r\n$200000\r\n" + echo[:100_000])
 		}
-		exempt := dialRaw(t, addr)
-		if got := exempt.do("CLIENT NO-EVICT on\r\n"); got != "+OK" {
+		exempt := testutil.Dial(t, addr)
+		if got := exempt.Do("CLIENT NO-EVICT on\r\n"); got != "+OK" {
 			t.Fatalf("CLIENT NO-EVICT on = %q", got)
 		}
-		if got := exempt.do("CLIENT INFO\r\n"); !strings.Contains(got, " flags=e ") {
+		if got := exempt.Do("CLIENT INFO\r\n"); !strings.Contains(got, " flags=e ") {
 			t.Errorf("CLIENT INFO of a no-evict client: %q; want flags=e", got)
 		}
 
 		// PINGs all along, from another client.
-		pinger := dialRaw(t, addr)
+		pinger := testutil.Dial(t, addr)
 		var pingErr atomic.Value
 		pingDone := make(chan struct{})
 		go func() {
@@ -130,13 +132,13 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 					return
 				case <-time.After(5 * time.Millisecond):
 				}
-				pinger.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-				if _, err := io.WriteString(pinger.nc, "PING\r\n"); err != nil {
+				pinger.NC.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				if _, err := io.WriteString(pinger.NC, "PING\r\n"); err != nil {
 					pingErr.Store("PING: " + err.Error())
 					return
 				}
-				pinger.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-				if got, err := readRawReply(pinger.r); got != "+PONG" {
+				pinger.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
+				if got, err := testutil.ReadReply(pinger.R); got != "+PONG" {
 					pingErr.Store("PING = " + got + ", " + errText(err))
 					return
 				}
@@ -146,13 +148,13 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 		// The exempt client holds 6 MB of a DEL of seven 1 MiB keys; the
 		// others 6 MB of an ECHO of a thousand.
 		exemptCmd := unfinished("DEL", 7, 6<<20)
-		big := make([]*rawConn, bigs)
+		big := make([]*testutil.Conn, bigs)
 		for i := range big {
-			big[i] = dialRaw(t, addr)
+			big[i] = testutil.Dial(t, addr)
 		}
 		bigCmd := unfinished("ECHO", 1000, 6<<20)
 		var wg sync.WaitGroup
-		for i, c := range append([]*rawConn{exempt}, big...) {
+		for i, c := range append([]*testutil.Conn{exempt}, big...) {
 			cmd := bigCmd
 			if i == 0 {
 				cmd = exemptCmd
@@ -160,8 +162,8 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
-				c.nc.Write(cmd) // an evicted client's write fails: fine
+				c.NC.SetWriteDeadline(time.Now().Add(20 * time.Second))
+				c.NC.Write(cmd) // an evicted client's write fails: fine
 			}()
 		}
 		wg.Wait()
@@ -192,10 +194,10 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 
 		// The big clients that are gone are the evicted ones; at most
 		// (24 MiB - the exempt client's 8 MiB) / 8 MiB of them remain.
-		list := admin.do("CLIENT LIST\r\n")
+		list := admin.Do("CLIENT LIST\r\n")
 		left := 0
 		for _, c := range big {
-			if strings.Contains(list, " addr="+c.nc.LocalAddr().String()+" ") {
+			if strings.Contains(list, " addr="+c.NC.LocalAddr().String()+" ") {
 				left++
 			}
 		}
@@ -206,14 +208,14 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 
 		// Everyone else is still served.
 		for i, c := range medium {
-			if got := c.do(echo[100_000:] + "\r\n"); got != "$"+echo {
-				t.Errorf("medium client %d: reply %q; want its echo", i, clipQ(got))
+			if got := c.Do(echo[100_000:] + "\r\n"); got != "$"+echo {
+				t.Errorf("medium client %d: reply %q; want its echo", i, testutil.Clip(got))
 			}
 		}
-		if got := exempt.do(string(unfinished("DEL", 7, 7<<20+100)[len(exemptCmd):])); got != ":0" {
-			t.Errorf("the no-evict client's DEL = %q; want :0", clipQ(got))
+		if got := exempt.Do(string(unfinished("DEL", 7, 7<<20+100)[len(exemptCmd):])); got != ":0" {
+			t.Errorf("the no-evict client's DEL = %q; want :0", testutil.Clip(got))
 		}
-		if got := pinger.do("PING\r\n"); got != "+PONG" {
+		if got := pinger.Do("PING\r\n"); got != "+PONG" {
 			t.Errorf("PING after the evictions = %q", got)
 		}
 		if got := infoInt(t, admin, "clients", "client_recent_max_output_buffer"); got < int64(len(echo)) {
@@ -223,7 +225,7 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 		// Buffers given back are accounted back: the no-evict client's is
 		// 16 KiB again, and the big ones left go.
 		for _, c := range big {
-			c.nc.Close()
+			c.NC.Close()
 		}
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			n := infoInt(t, admin, "memory", "mem_clients_normal")
@@ -235,7 +237,7 @@ func TestClientBuffersPastMaxmemoryClientsEvictTheLargest(t *testing.T) {
 				t.Fatalf("mem_clients_normal = %d with no large command left; want under 2 MiB", n)
 			}
 		}
-		pingsOnNewConn(t, addr)
+		testutil.PingsOnNewConn(t, addr)
 		if n := ts.srv.Stats().Panics; n != 0 {
 			t.Errorf("the server recovered %d panics", n)
 		}
@@ -256,7 +258,7 @@ func TestClientNoEvict(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		ts := startServer(t, testConfig{EventLoops: loops, MaxMemoryClients: 4 << 20})
 		addr := ts.addr
-		c := dialRaw(t, addr)
+		c := testutil.Dial(t, addr)
 		for _, tc := range []struct{ cmd, want string }{
 			{"CLIENT NO-EVICT maybe", "-ERR syntax error"},
 			{"CLIENT NO-EVICT", "-ERR wrong number of arguments for 'client|no-evict' command"},
@@ -264,7 +266,7 @@ func TestClientNoEvict(t *testing.T) {
 			{"CLIENT NO-EVICT On", "+OK"},
 			{"CLIENT NO-EVICT OFF", "+OK"},
 		} {
-			if got := c.do(tc.cmd + "\r\n"); got != tc.want {
+			if got := c.Do(tc.cmd + "\r\n"); got != tc.want {
 				t.Errorf("%s = %q; want %q", tc.cmd, got, tc.want)
 			}
 		}
@@ -288,16 +290,16 @@ func TestClientNoEvict(t *testing.T) {
 
 		// Off again, c is evicted as soon as its command outgrows the cap.
 		go func() {
-			c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			c.nc.Write(unfinished("ECHO", 10, 6<<20)) // fails once the server closes
+			c.NC.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			c.NC.Write(unfinished("ECHO", 10, 6<<20)) // fails once the server closes
 		}()
-		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if n, err := c.r.Read(make([]byte, 64)); n > 0 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		c.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if n, err := c.R.Read(make([]byte, 64)); n > 0 || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 			t.Fatalf("a client evicted while sending read %d bytes, %v; want the connection closed", n, err)
 		}
 		if n := ts.srv.Stats().EvictedClients; n != 1 {
 			t.Errorf("evicted_clients = %d; want 1", n)
 		}
-		pingsOnNewConn(t, addr)
+		testutil.PingsOnNewConn(t, addr)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/commands.golden from the running code")
@@ -50,9 +51,9 @@ func TestCommandTableGolden(t *testing.T) {
 		fmt.Fprintf(&b, "ACL CAT %s: %s\n", cat, strings.Join(names, " "))
 	}
 	s := startServer(t, testConfig{})
-	c := dialRaw(t, s.addr)
+	c := testutil.Dial(t, s.addr)
 	for _, cmd := range sortedCommands() {
-		fmt.Fprintf(&b, "COMMAND INFO %s: %s\n", cmd.name, c.do("COMMAND INFO "+cmd.name+"\r\n"))
+		fmt.Fprintf(&b, "COMMAND INFO %s: %s\n", cmd.name, c.Do("COMMAND INFO "+cmd.name+"\r\n"))
 	}
 	for _, inv := range sampleInvocations {
 		fmt.Fprintf(&b, "ACL KEYS %s: %s\n", inv, aclKeyPositions(bytes.Fields([]byte(inv))))

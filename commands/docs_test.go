@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the outputs of docs/commands.md's examples with what the server answers")
@@ -209,53 +210,11 @@ func makeRunArgs(lines []string) ([]string, bool) {
 	return nil, false
 }
 
-// startBinary builds cmd/sluice, runs it on a free loopback port with args,
-// waits until it answers and returns the port. The process is killed when
-// the test ends.
+// startBinary runs the sluice binary (testutil.Start: --port auto, --bind 127.0.0.1, a --dir
+// of the test's own) with args, waits until it serves and returns its RESP port. The process
+// is killed when the test ends.
 func startBinary(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "sluice")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/sluice")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	// Its snapshot file goes to a directory of the test's own, and it reports the port the
-	// kernel chose for it (--port auto) in its ports file.
-	dir := t.TempDir()
-	ports := filepath.Join(dir, "sluice.ports")
-	cmd := exec.Command(bin, append([]string{"--port", "auto", "--bind", "127.0.0.1", "--dir", dir, "--ports-file", ports}, args...)...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if b, err := os.ReadFile(ports); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if port, ok := strings.CutPrefix(line, "resp 127.0.0.1:"); ok {
-					return port
-				}
-			}
-			t.Fatalf("no RESP address in the ports file:\n%s", b)
-		}
-		select {
-		case <-done:
-			t.Fatalf("sluice %s exited before it was serving: %v (its log is above)", strings.Join(cmd.Args[1:], " "), waitErr)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("sluice wrote no ports file within 10s")
-		}
-	}
+	_, port, _ := strings.Cut(testutil.Start(t, args...).Addr, ":")
+	return port
 }

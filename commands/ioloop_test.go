@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // Commands whose effect the two ways of serving clients (event loops, a
@@ -15,25 +17,25 @@ import (
 func TestClientKill(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		addr := startServer(t, testConfig{EventLoops: loops}).addr
-		killer, victim := dialRaw(t, addr), dialRaw(t, addr)
-		id := strings.TrimPrefix(victim.do("CLIENT ID\r\n"), ":")
-		if got := killer.do("CLIENT KILL ID " + id + "\r\n"); got != ":1" {
+		killer, victim := testutil.Dial(t, addr), testutil.Dial(t, addr)
+		id := strings.TrimPrefix(victim.Do("CLIENT ID\r\n"), ":")
+		if got := killer.Do("CLIENT KILL ID " + id + "\r\n"); got != ":1" {
 			t.Fatalf("CLIENT KILL ID %s = %q; want :1", id, got)
 		}
-		victim.closed()
-		if got := killer.do("CLIENT KILL ID 999999\r\n"); got != ":0" {
+		victim.Closed()
+		if got := killer.Do("CLIENT KILL ID 999999\r\n"); got != ":0" {
 			t.Errorf("CLIENT KILL of an unknown id = %q; want :0", got)
 		}
-		own := strings.TrimPrefix(killer.do("CLIENT ID\r\n"), ":")
+		own := strings.TrimPrefix(killer.Do("CLIENT ID\r\n"), ":")
 		// SKIPME yes is the default: as redis-server 7.0 does, the caller is spared
-		if got := killer.do("CLIENT KILL ID " + own + "\r\n"); got != ":0" {
+		if got := killer.Do("CLIENT KILL ID " + own + "\r\n"); got != ":0" {
 			t.Errorf("CLIENT KILL ID of oneself = %q; want :0 (SKIPME yes)", got)
 		}
-		if got := killer.do("CLIENT KILL ID " + own + " SKIPME no\r\n"); got != ":1" {
+		if got := killer.Do("CLIENT KILL ID " + own + " SKIPME no\r\n"); got != ":1" {
 			t.Errorf("CLIENT KILL ID of oneself SKIPME no = %q; want :1", got)
 		}
-		killer.closed()
-		pingsOnNewConn(t, addr)
+		killer.Closed()
+		testutil.PingsOnNewConn(t, addr)
 	})
 }
 
@@ -42,7 +44,7 @@ func TestClientKill(t *testing.T) {
 func TestInfoSaysHowClientsAreServed(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		addr := startServer(t, testConfig{EventLoops: loops}).addr
-		info := dialRaw(t, addr).do("INFO server\r\n")
+		info := testutil.Dial(t, addr).Do("INFO server\r\n")
 		want := "event_loops:" + strconv.Itoa(max(loops, 0)) + "\r\n"
 		if !strings.Contains(info, want) {
 			t.Fatalf("INFO server lacks %q:\n%s", want, info)

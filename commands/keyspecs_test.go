@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // getKeysCases are sample calls and the keys COMMAND GETKEYS returns for
@@ -37,10 +39,10 @@ var getKeysCases = []struct{ call, keys string }{
 // must find the same.
 func TestGetKeysFindsEveryKey(t *testing.T) {
 	s := startServer(t, testConfig{})
-	c := dialRaw(t, s.addr)
+	c := testutil.Dial(t, s.addr)
 	for _, tc := range getKeysCases {
 		want := "[" + strings.Join(prefixed("$", strings.Fields(tc.keys)), " ") + "]"
-		if got := c.do("COMMAND GETKEYS " + tc.call + "\r\n"); got != want {
+		if got := c.Do("COMMAND GETKEYS " + tc.call + "\r\n"); got != want {
 			t.Errorf("COMMAND GETKEYS %s = %s; want %s", tc.call, got, want)
 		}
 		keys, known := CommandKeys(bytes.Fields([]byte(tc.call)))
@@ -101,7 +103,7 @@ func TestEveryKeyedCommandHasKeySpecs(t *testing.T) {
 // words.
 func TestGetKeysErrors(t *testing.T) {
 	s := startServer(t, testConfig{})
-	c := dialRaw(t, s.addr)
+	c := testutil.Dial(t, s.addr)
 	for _, tc := range []struct{ call, want string }{
 		{"COMMAND GETKEYS", "-ERR wrong number of arguments for 'command|getkeys' command"},
 		{"COMMAND GETKEYS NOSUCH a", "-ERR Invalid command specified"},
@@ -118,7 +120,7 @@ func TestGetKeysErrors(t *testing.T) {
 		{"COMMAND GETKEYSANDFLAGS SET a v NX GET", "[[$a [+RW +access +update]]]"},
 		{"COMMAND GETKEYSANDFLAGS RL.RESET POLICY p s", "[[$s [+RM +delete]]]"},
 	} {
-		if got := c.do(tc.call + "\r\n"); got != tc.want {
+		if got := c.Do(tc.call + "\r\n"); got != tc.want {
 			t.Errorf("%s = %s; want %s", tc.call, got, tc.want)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // MONITOR over real sockets: the feed's format, redaction and escaping,
@@ -20,8 +22,8 @@ import (
 func TestMonitorStreamsTheOtherClientsCommands(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		srv := startServer(t, testConfig{EventLoops: loops})
-		mon := dialRaw(t, srv.addr)
-		if got := mon.do("MONITOR\r\n"); got != "+OK" {
+		mon := testutil.Dial(t, srv.addr)
+		if got := mon.Do("MONITOR\r\n"); got != "+OK" {
 			t.Fatalf("MONITOR = %q; want +OK", got)
 		}
 		rdb := srv.client(t, proto(2))
@@ -34,9 +36,9 @@ func TestMonitorStreamsTheOtherClientsCommands(t *testing.T) {
 			`"AUTH" "\(redacted\)"$`,
 			`"ECHO" "a\\x00\\"b\\n"$`,
 		} {
-			line := mon.reply()
+			line := mon.Reply()
 			for strings.Contains(line, `] "hello" `) { // go-redis's handshake, redacted too
-				line = mon.reply()
+				line = mon.Reply()
 			}
 			if !regexp.MustCompile(head + want).MatchString(line) {
 				t.Errorf("MONITOR printed %q; want %s%s", line, head, want)
@@ -48,9 +50,9 @@ func TestMonitorStreamsTheOtherClientsCommands(t *testing.T) {
 func TestMonitorThatNeverReadsIsClosedAndTheServerStaysFast(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		srv := startServer(t, testConfig{EventLoops: loops})
-		mon := dialRaw(t, srv.addr)
-		mon.nc.(*net.TCPConn).SetReadBuffer(4096)
-		if got := mon.do("MONITOR\r\n"); got != "+OK" {
+		mon := testutil.Dial(t, srv.addr)
+		mon.NC.(*net.TCPConn).SetReadBuffer(4096)
+		if got := mon.Do("MONITOR\r\n"); got != "+OK" {
 			t.Fatalf("MONITOR = %q; want +OK", got)
 		}
 		// from here the monitor reads nothing
@@ -99,12 +101,12 @@ func TestMonitorThatNeverReadsIsClosedAndTheServerStaysFast(t *testing.T) {
 			t.Errorf("the heap grew by %d bytes; want under %d", grew, 3*MonitorBufferLimit)
 		}
 		// and the server serves a new monitor, which sees the next command
-		mon2 := dialRaw(t, srv.addr)
-		if got := mon2.do("MONITOR\r\n"); got != "+OK" {
+		mon2 := testutil.Dial(t, srv.addr)
+		if got := mon2.Do("MONITOR\r\n"); got != "+OK" {
 			t.Fatalf("a second MONITOR = %q", got)
 		}
 		do(t, rdb, "PING")
-		if line := mon2.reply(); !strings.HasSuffix(line, `"PING"`) {
+		if line := mon2.Reply(); !strings.HasSuffix(line, `"PING"`) {
 			t.Errorf("the second monitor printed %q", line)
 		}
 	})

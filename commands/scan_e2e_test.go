@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-rl/sluice/glob"
 	"github.com/sluice-rl/sluice/internal/replyerr"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // SCAN over real sockets: hostile patterns, huge keys and huge COUNTs must
@@ -85,12 +86,12 @@ func TestScanMatchWorstCaseAnswersAtOnce(t *testing.T) {
 // 2 ms apart, and returns their round trips, sorted.
 func pingLatencies(t *testing.T, addr string, n int) []time.Duration {
 	t.Helper()
-	c := dialRaw(t, addr)
-	c.nc.SetDeadline(time.Now().Add(time.Minute))
+	c := testutil.Dial(t, addr)
+	c.NC.SetDeadline(time.Now().Add(time.Minute))
 	rtts := make([]time.Duration, n)
 	for i := range rtts {
 		start := time.Now()
-		if got := c.do("*1\r\n$4\r\nPING\r\n"); got != "+PONG" {
+		if got := c.Do("*1\r\n$4\r\nPING\r\n"); got != "+PONG" {
 			t.Fatalf("PING = %q", got)
 		}
 		rtts[i] = time.Since(start)

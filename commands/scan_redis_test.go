@@ -1,56 +1,25 @@
 package commands
 
 import (
-	"bytes"
 	"context"
 	"math/rand/v2"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-rl/sluice/glob/globtest"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
-// startRedis runs redis-server on 127.0.0.1 with a free port, without
-// persistence, until the test ends; it skips the test when redis-server is
-// not installed.
+// startRedis runs redis-server (testutil.StartRedis) until the test ends and returns a
+// client of it; it skips the test when redis-server is not installed.
 func startRedis(t *testing.T) *redis.Client {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not on PATH (apt-get install redis-server): the comparison with Redis is not run")
-	}
-	// A Unix socket of the test's own: redis-server cannot be asked for a free TCP port
-	// (its --port 0 means no TCP), and a port found free may be taken before it binds.
-	sock := filepath.Join(t.TempDir(), "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--loglevel", "warning")
-	var out bytes.Buffer // read once it has exited
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, Protocol: 2, DisableIndentity: true})
+	r := testutil.StartRedis(t)
+	rdb := redis.NewClient(&redis.Options{Network: r.Network, Addr: r.Addr, Protocol: 2, DisableIndentity: true})
 	t.Cleanup(func() { rdb.Close() })
-	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(context.Background()).Err() != nil; {
-		select {
-		case <-exited:
-			t.Fatalf("redis-server exited: %v\n%s", cmd.ProcessState, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	return rdb
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // End-to-end tests of the scripting and string commands through go-redis
@@ -211,18 +212,18 @@ func TestScriptsRunInsideAPipelineAfterDecisions(t *testing.T) {
 func TestScriptNullIsRESP3NullAfterHello3(t *testing.T) {
 	s := startServer(t, testConfig{})
 	s.at(0)
-	c := dialRaw(t, s.addr)
+	c := testutil.Dial(t, s.addr)
 	get := "*4\r\n$7\r\nEVALSHA\r\n$40\r\n" + compat.RateLimitRedisGetSHA1 + "\r\n$1\r\n1\r\n$7\r\nmissing\r\n"
-	if got := c.do(get); got != "[$nil :-2]" {
+	if got := c.Do(get); got != "[$nil :-2]" {
 		t.Fatalf("RESP2 get of a missing key = %s; want [$nil :-2]", got)
 	}
-	c.send("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
-	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.r.ReadString('\n'); err != nil { // the map's header
+	c.Send("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n")
+	c.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.R.ReadString('\n'); err != nil { // the map's header
 		t.Fatal(err)
 	}
 	for { // skip the map's pairs up to the last ("modules" and its empty array)
-		line, err := c.r.ReadString('\n')
+		line, err := c.R.ReadString('\n')
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,10 +231,10 @@ func TestScriptNullIsRESP3NullAfterHello3(t *testing.T) {
 			break
 		}
 	}
-	c.send(get)
+	c.Send(get)
 	want := "*2\r\n_\r\n:-2\r\n"
 	buf := make([]byte, len(want))
-	if _, err := io.ReadFull(c.r, buf); err != nil || string(buf) != want {
+	if _, err := io.ReadFull(c.R, buf); err != nil || string(buf) != want {
 		t.Fatalf("RESP3 get of a missing key = %q, %v; want %q", buf, err, want)
 	}
 }

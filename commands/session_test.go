@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/testutil"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -15,29 +16,29 @@ import (
 // one clock read per batch, panics recovered per connection, AUTH and its
 // limits. The helpers (startServer, dialRaw) are in fixture_test.go.
 func TestInlineCommandsAndQuit(t *testing.T) {
-	c := dialRaw(t, startServer(t, testConfig{}).addr)
+	c := testutil.Dial(t, startServer(t, testConfig{}).addr)
 	for _, b := range "PING\r\n" { // typed one key at a time
-		c.send(string(b))
+		c.Send(string(b))
 	}
-	if got := c.reply(); got != "+PONG" {
+	if got := c.Reply(); got != "+PONG" {
 		t.Errorf("typed PING = %q", got)
 	}
-	if got := c.do("RL.TOKEN k 10/s 20\r\n"); got != "[:1 :20 :19 :0 :100]" {
+	if got := c.Do("RL.TOKEN k 10/s 20\r\n"); got != "[:1 :20 :19 :0 :100]" {
 		t.Errorf("inline RL.TOKEN = %q; want [:1 :20 :19 :0 :100]", got)
 	}
-	c.send("ECHO \"a b\\x21\"\nECHO 'it\\'s'\n")
-	if a, b := c.reply(), c.reply(); a != "$a b!" || b != "$it's" {
+	c.Send("ECHO \"a b\\x21\"\nECHO 'it\\'s'\n")
+	if a, b := c.Reply(), c.Reply(); a != "$a b!" || b != "$it's" {
 		t.Errorf("inline ECHO with quotes = %q, %q; want $a b!, $it's", a, b)
 	}
-	if got := c.do("QUIT\r\n"); got != "+OK" {
+	if got := c.Do("QUIT\r\n"); got != "+OK" {
 		t.Errorf("QUIT = %q; want +OK", got)
 	}
-	c.closed()
+	c.Closed()
 }
 
 func TestPipelineOfThousandInOrder(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		c := dialRaw(t, startServer(t, testConfig{EventLoops: loops}).addr)
+		c := testutil.Dial(t, startServer(t, testConfig{EventLoops: loops}).addr)
 		var b strings.Builder
 		for i := range 1000 {
 			s := strconv.Itoa(i)
@@ -50,14 +51,14 @@ func TestPipelineOfThousandInOrder(t *testing.T) {
 				b.WriteString("ECHO " + s + "\r\n")
 			}
 		}
-		c.send(b.String())
+		c.Send(b.String())
 		for i := range 1000 {
 			want := "$" + strconv.Itoa(i)
 			if i%3 == 1 {
 				n := i % 7
 				want = "[:1 :20 :" + strconv.Itoa(20-n) + " :0 :" + strconv.Itoa(100*n) + "]"
 			}
-			if got := c.reply(); got != want {
+			if got := c.Reply(); got != want {
 				t.Fatalf("reply %d = %q; want %q", i, got, want)
 			}
 		}
@@ -123,16 +124,16 @@ func TestOneClockReadPerBatch(t *testing.T) {
 	probe := &clockProbe{Keyspace: store.New(4)}
 	ts := startServer(t, testConfig{Keyspace: probe, RealClock: true,
 		Wrap: func(ln net.Listener) net.Listener { return probeListener{ln, probe} }})
-	c := dialRaw(t, ts.addr)
+	c := testutil.Dial(t, ts.addr)
 	const calls = 100
 	token := "*5\r\n$8\r\nRL.TOKEN\r\n$1\r\nk\r\n$12\r\n1000000000/s\r\n$10\r\n1000000000\r\n$1\r\n1\r\n"
-	c.send(strings.Repeat(token+"*2\r\n$6\r\nEXISTS\r\n$1\r\nk\r\n", calls))
+	c.Send(strings.Repeat(token+"*2\r\n$6\r\nEXISTS\r\n$1\r\nk\r\n", calls))
 	var remaining []int64
 	for range calls {
-		f := strings.Fields(strings.Trim(c.reply(), "[]"))
+		f := strings.Fields(strings.Trim(c.Reply(), "[]"))
 		n, _ := strconv.ParseInt(strings.TrimPrefix(f[2], ":"), 10, 64)
 		remaining = append(remaining, n)
-		if got := c.reply(); got != ":1" && got != ":0" { // :0 if a read ended between the two
+		if got := c.Reply(); got != ":1" && got != ":0" { // :0 if a read ended between the two
 			t.Fatalf("EXISTS k = %q", got)
 		}
 	}
@@ -180,19 +181,19 @@ func TestPanicIsRecoveredPerConnection(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		ts := startServer(t, testConfig{EventLoops: loops, Keyspace: panicKeyspace{store.New(4)}})
 		addr := ts.addr
-		other := dialRaw(t, addr)
-		if got := other.do("PING\r\n"); got != "+PONG" {
+		other := testutil.Dial(t, addr)
+		if got := other.Do("PING\r\n"); got != "+PONG" {
 			t.Fatalf("PING = %q", got)
 		}
-		bad := dialRaw(t, addr)
-		if got := bad.do("RL.TOKEN panic! 10/s 20\r\n"); !strings.HasPrefix(got, "-ERR internal error") {
+		bad := testutil.Dial(t, addr)
+		if got := bad.Do("RL.TOKEN panic! 10/s 20\r\n"); !strings.HasPrefix(got, "-ERR internal error") {
 			t.Errorf("the panicking command got %q; want an internal error", got)
 		}
-		bad.closed()
-		if got := other.do("RL.TOKEN fine 10/s 20\r\n"); got != "[:1 :20 :19 :0 :100]" {
+		bad.Closed()
+		if got := other.Do("RL.TOKEN fine 10/s 20\r\n"); got != "[:1 :20 :19 :0 :100]" {
 			t.Errorf("another client after the panic: %q", got)
 		}
-		pingsOnNewConn(t, addr)
+		testutil.PingsOnNewConn(t, addr)
 		if n := ts.srv.Stats().Panics; n != 1 {
 			t.Errorf("panics = %d; want 1", n)
 		}
@@ -201,7 +202,7 @@ func TestPanicIsRecoveredPerConnection(t *testing.T) {
 
 func TestAuthBeforeCommandsAndItsLimits(t *testing.T) {
 	addr := startServer(t, testConfig{Password: "s3cret"}).addr
-	c := dialRaw(t, addr)
+	c := testutil.Dial(t, addr)
 	for _, step := range []struct{ send, want string }{
 		{"PING\r\n", "-NOAUTH Authentication required."},
 		{"RL.TOKEN k 10/s 20\r\n", "-NOAUTH Authentication required."},
@@ -212,18 +213,18 @@ func TestAuthBeforeCommandsAndItsLimits(t *testing.T) {
 		{"EXISTS a b c d e f g h i j\r\n", ":0"},
 		{"*11\r\n$6\r\nEXISTS\r\n" + strings.Repeat("$1\r\na\r\n", 10), ":0"},
 	} {
-		if got := c.do(step.send); got != step.want {
-			t.Errorf("%q: got %q; want %q", clipQ(step.send), got, step.want)
+		if got := c.Do(step.send); got != step.want {
+			t.Errorf("%q: got %q; want %q", testutil.Clip(step.send), got, step.want)
 		}
 	}
 	for _, tc := range []struct{ frame, want string }{
 		{"*11\r\n", "-ERR Protocol error: unauthenticated multibulk length"},
 		{"*2\r\n$4\r\nECHO\r\n$16385\r\n", "-ERR Protocol error: unauthenticated bulk length"},
 	} {
-		c := dialRaw(t, addr)
-		if got := c.do(tc.frame); got != tc.want {
+		c := testutil.Dial(t, addr)
+		if got := c.Do(tc.frame); got != tc.want {
 			t.Errorf("before AUTH, %q: got %q; want %q", tc.frame, got, tc.want)
 		}
-		c.closed()
+		c.Closed()
 	}
 }

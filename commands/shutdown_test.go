@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/internal/replyerr"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // fakeShutdowner records what SHUTDOWN asked for; a failing one refuses
@@ -82,9 +83,9 @@ func TestShutdownArgumentsAndRepliesAreRedis7s(t *testing.T) {
 		}
 
 		// Success: no reply, and the connection is closed.
-		conn := dialRaw(t, ts.addr)
-		conn.send("*2\r\n$8\r\nSHUTDOWN\r\n$5\r\nFORCE\r\n*1\r\n$4\r\nPING\r\n")
-		conn.closed()
+		conn := testutil.Dial(t, ts.addr)
+		conn.Send("*2\r\n$8\r\nSHUTDOWN\r\n$5\r\nFORCE\r\n*1\r\n$4\r\nPING\r\n")
+		conn.Closed()
 		if want := (ShutdownOptions{Force: true}); sd.last() != want {
 			t.Fatalf("asked %+v; want %+v", sd.last(), want)
 		}

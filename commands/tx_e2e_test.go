@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // txScript is a transaction's edge cases as inline commands, with no
@@ -40,10 +42,10 @@ var txScript = []string{
 func TestTransactionRepliesAgreeWithRedis(t *testing.T) {
 	rds := startRedis(t)
 	s := startServer(t, testConfig{})
-	want := dialRaw(t, rds.Options().Addr)
-	got := dialRaw(t, s.addr)
+	want := testutil.Dial(t, rds.Options().Addr)
+	got := testutil.Dial(t, s.addr)
 	for i, cmd := range txScript {
-		w, g := want.do(cmd+"\r\n"), got.do(cmd+"\r\n")
+		w, g := want.Do(cmd+"\r\n"), got.Do(cmd+"\r\n")
 		if w != g {
 			t.Fatalf("step %d %q: sluice %q; Redis %q", i, cmd, g, w)
 		}
@@ -52,14 +54,14 @@ func TestTransactionRepliesAgreeWithRedis(t *testing.T) {
 
 func TestTransactionRunsDecisionsInOrderAtOneInstant(t *testing.T) {
 	s := startServer(t, testConfig{})
-	c := dialRaw(t, s.addr)
+	c := testutil.Dial(t, s.addr)
 	for _, cmd := range []string{"MULTI", "RL.FIXED f 2 1m", "PING", "RL.TOKEN t 1/s 2 2", "RL.FIXED f 2 1m",
 		"RL.FIXED f 2 1m", "RL.ALL 1 FIXED a 1 1m TOKEN t 1/s 2", "CL.THROTTLE c 0 1 60"} {
 		want := "+QUEUED"
 		if cmd == "MULTI" {
 			want = "+OK"
 		}
-		if r := c.do(cmd + "\r\n"); r != want {
+		if r := c.Do(cmd + "\r\n"); r != want {
 			t.Fatalf("%s = %q; want %q", cmd, r, want)
 		}
 	}
@@ -67,7 +69,7 @@ func TestTransactionRunsDecisionsInOrderAtOneInstant(t *testing.T) {
 	if n := do(t, s.client(t, proto(2)), "EXISTS", "f", "t", "c"); n != int64(0) {
 		t.Fatalf("EXISTS before EXEC = %v; want 0", n)
 	}
-	got := c.do("EXEC\r\n")
+	got := c.Do("EXEC\r\n")
 	want := "[[:1 :2 :1 :0 :60000] +PONG [:1 :2 :0 :0 :2000] [:1 :2 :0 :0 :60000] [:0 :2 :0 :60000 :60000] " +
 		"[:0 :1 [[:1 :1 :1 :0 :0] [:0 :2 :0 :1000 :2000]]] [:0 :1 :0 :-1 :60]]"
 	if got != want {
@@ -104,12 +106,12 @@ func TestExecAbortAppliesNothing(t *testing.T) {
 
 func TestExecReportsRuntimeErrorsInPlace(t *testing.T) {
 	s := startServer(t, testConfig{})
-	c := dialRaw(t, s.addr)
-	c.do("RL.TOKEN tok 1/s 5\r\n")
+	c := testutil.Dial(t, s.addr)
+	c.Do("RL.TOKEN tok 1/s 5\r\n")
 	for _, cmd := range []string{"MULTI", "RL.FIXED f 5 1m", "RL.FIXED tok 5 1m", "RL.FIXED f 5 1m"} {
-		c.do(cmd + "\r\n")
+		c.Do(cmd + "\r\n")
 	}
-	got := c.do("EXEC\r\n")
+	got := c.Do("EXEC\r\n")
 	want := "[[:1 :5 :4 :0 :60000] -WRONGTYPE Operation against a key holding the wrong kind of value [:1 :5 :3 :0 :60000]]"
 	if got != want {
 		t.Fatalf("EXEC with a WRONGTYPE inside = %s; want %s (as Redis: the others applied)", got, want)
@@ -118,43 +120,43 @@ func TestExecReportsRuntimeErrorsInPlace(t *testing.T) {
 
 func TestWatchedKeyChangedMakesExecNull(t *testing.T) {
 	s := startServer(t, testConfig{})
-	a, b := dialRaw(t, s.addr), dialRaw(t, s.addr)
+	a, b := testutil.Dial(t, s.addr), testutil.Dial(t, s.addr)
 	// A write by another client between WATCH and EXEC: a null array, nothing applied.
-	a.do("WATCH k other\r\n")
-	b.do("RL.FIXED k 3 1m\r\n")
-	a.do("MULTI\r\n")
-	a.do("RL.FIXED k 3 1m\r\n")
-	a.do("RL.FIXED other 3 1m\r\n")
-	a.send("EXEC\r\n")
-	if line, _ := a.r.ReadString('\n'); line != "*-1\r\n" {
+	a.Do("WATCH k other\r\n")
+	b.Do("RL.FIXED k 3 1m\r\n")
+	a.Do("MULTI\r\n")
+	a.Do("RL.FIXED k 3 1m\r\n")
+	a.Do("RL.FIXED other 3 1m\r\n")
+	a.Send("EXEC\r\n")
+	if line, _ := a.R.ReadString('\n'); line != "*-1\r\n" {
 		t.Fatalf("EXEC after the watched key changed = %q; want the null array *-1", line)
 	}
-	if r := b.do("RL.FIXED k 3 1m 0\r\n"); r != "[:1 :3 :2 :0 :60000]" {
+	if r := b.Do("RL.FIXED k 3 1m 0\r\n"); r != "[:1 :3 :2 :0 :60000]" {
 		t.Fatalf("k after a failed EXEC = %s; want one unit taken", r)
 	}
-	if r := b.do("EXISTS other\r\n"); r != ":0" {
+	if r := b.Do("EXISTS other\r\n"); r != ":0" {
 		t.Fatalf("EXISTS other after a failed EXEC = %s; want 0", r)
 	}
 	// A denial and a peek write nothing: the watch holds, and EXEC forgets it.
-	b.do("RL.FIXED full 1 1m\r\n")
-	a.do("WATCH full k\r\n")
-	b.do("RL.FIXED full 1 1m\r\n")
-	b.do("RL.FIXED k 3 1m 0\r\n")
-	a.do("MULTI\r\n")
-	a.do("RL.FIXED k 3 1m\r\n")
-	if r := a.do("EXEC\r\n"); r != "[[:1 :3 :1 :0 :60000]]" {
+	b.Do("RL.FIXED full 1 1m\r\n")
+	a.Do("WATCH full k\r\n")
+	b.Do("RL.FIXED full 1 1m\r\n")
+	b.Do("RL.FIXED k 3 1m 0\r\n")
+	a.Do("MULTI\r\n")
+	a.Do("RL.FIXED k 3 1m\r\n")
+	if r := a.Do("EXEC\r\n"); r != "[[:1 :3 :1 :0 :60000]]" {
 		t.Fatalf("EXEC after a denial and a peek on the watched keys = %s", r)
 	}
 	// DISCARD and UNWATCH forget the watched keys.
 	for _, forget := range [][]string{{"MULTI", "DISCARD"}, {"UNWATCH"}} {
-		a.do("WATCH k\r\n")
+		a.Do("WATCH k\r\n")
 		for _, cmd := range forget {
-			a.do(cmd + "\r\n")
+			a.Do(cmd + "\r\n")
 		}
-		b.do("RL.FIXED k 30 1m\r\n")
-		a.do("MULTI\r\n")
-		a.do("PING\r\n")
-		if r := a.do("EXEC\r\n"); r != "[+PONG]" {
+		b.Do("RL.FIXED k 30 1m\r\n")
+		a.Do("MULTI\r\n")
+		a.Do("PING\r\n")
+		if r := a.Do("EXEC\r\n"); r != "[+PONG]" {
 			t.Fatalf("EXEC after WATCH, %v and a write = %s; want it carried out", forget, r)
 		}
 	}
@@ -253,10 +255,10 @@ func TestRacingTransactionsAdmitExactly(t *testing.T) {
 // --maxmemory-clients limits), and DISCARD gives the copies back.
 func TestQueuedTransactionCountsInClientMemory(t *testing.T) {
 	s := startServer(t, testConfig{})
-	a, b := dialRaw(t, s.addr), dialRaw(t, s.addr)
-	id := strings.TrimPrefix(a.do("CLIENT ID\r\n"), ":")
+	a, b := testutil.Dial(t, s.addr), testutil.Dial(t, s.addr)
+	id := strings.TrimPrefix(a.Do("CLIENT ID\r\n"), ":")
 	totMem := func() int {
-		list := b.do("CLIENT LIST\r\n")
+		list := b.Do("CLIENT LIST\r\n")
 		for _, line := range strings.Split(list, "\n") {
 			if !strings.Contains(line, "id="+id+" ") {
 				continue
@@ -272,15 +274,15 @@ func TestQueuedTransactionCountsInClientMemory(t *testing.T) {
 		return 0
 	}
 	before := totMem()
-	a.do("MULTI\r\n")
+	a.Do("MULTI\r\n")
 	key := strings.Repeat("k", 200)
 	var batch strings.Builder
 	for i := 0; i < 2000; i++ {
 		fmt.Fprintf(&batch, "RL.TOKEN %s%d 10/s 20\r\n", key, i)
 	}
-	a.send(batch.String())
+	a.Send(batch.String())
 	for i := 0; i < 2000; i++ {
-		if r := a.reply(); r != "+QUEUED" {
+		if r := a.Reply(); r != "+QUEUED" {
 			t.Fatalf("command %d = %q", i, r)
 		}
 	}
@@ -288,7 +290,7 @@ func TestQueuedTransactionCountsInClientMemory(t *testing.T) {
 	if queued-before < 2000*200 {
 		t.Fatalf("tot-mem %d → %d with 2000 queued commands of 200-byte keys; want the copies counted", before, queued)
 	}
-	a.do("DISCARD\r\n")
+	a.Do("DISCARD\r\n")
 	if after := totMem(); queued-after < 2000*200 {
 		t.Fatalf("tot-mem %d after DISCARD (%d queued); want the copies given back", after, queued)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-rl/sluice/internal/testutil"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -41,7 +42,7 @@ func FuzzTransactionQueue(f *testing.F) {
 			}
 			out, _ := c.Feed([]byte(b.String()))
 			r := bufio.NewReader(strings.NewReader(string(out)))
-			reply, err := readRawReply(r)
+			reply, err := testutil.ReadReply(r)
 			if err != nil || r.Buffered() != 0 {
 				t.Fatalf("%q: reply %q, %v, %d bytes more; want exactly one reply", args, out, err, r.Buffered())
 			}

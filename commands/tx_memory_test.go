@@ -8,13 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // queueBatch sends commands first … first+n-1 of a transaction on c, a mix
 // of short queued commands (where the allocator's rounding and the slice
 // headers weigh most against the arguments' bytes), and returns the
 // replies' error, if any (the connection closed).
-func queueBatch(c *rawConn, first, n int) string {
+func queueBatch(c *testutil.Conn, first, n int) string {
 	var batch strings.Builder
 	for j := first; j < first+n; j++ {
 		if j%2 == 0 {
@@ -23,13 +25,13 @@ func queueBatch(c *rawConn, first, n int) string {
 			fmt.Fprintf(&batch, "RL.TOKEN k%d 10/s 20\r\n", j)
 		}
 	}
-	c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c.nc, batch.String()); err != nil {
+	c.NC.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c.NC, batch.String()); err != nil {
 		return "write: " + err.Error()
 	}
 	for j := 0; j < n; j++ {
-		c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-		r, err := readRawReply(c.r)
+		c.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
+		r, err := testutil.ReadReply(c.R)
 		if err != nil {
 			return "read: " + err.Error()
 		}
@@ -41,9 +43,9 @@ func queueBatch(c *rawConn, first, n int) string {
 }
 
 // totMem reads tot-mem of the client id from CLIENT LIST on c.
-func totMem(t *testing.T, c *rawConn, id string) int64 {
+func totMem(t *testing.T, c *testutil.Conn, id string) int64 {
 	t.Helper()
-	for _, line := range strings.Split(c.do("CLIENT LIST\r\n"), "\n") {
+	for _, line := range strings.Split(c.Do("CLIENT LIST\r\n"), "\n") {
 		if !strings.Contains(line, "id="+id+" ") {
 			continue
 		}
@@ -75,10 +77,10 @@ func liveHeap() int64 {
 // the queue holds; 1 % of it is left for the rest of the process.
 func TestQueuedCommandsAccountAtLeastTheirHeap(t *testing.T) {
 	s := startServer(t, testConfig{})
-	a, b := dialRaw(t, s.addr), dialRaw(t, s.addr)
-	id := strings.TrimPrefix(a.do("CLIENT ID\r\n"), ":")
+	a, b := testutil.Dial(t, s.addr), testutil.Dial(t, s.addr)
+	id := strings.TrimPrefix(a.Do("CLIENT ID\r\n"), ":")
 	const n, per = 40000, 1000
-	a.do("MULTI\r\n")
+	a.Do("MULTI\r\n")
 	before, heapBefore := totMem(t, b, id), liveHeap()
 	for i := 0; i < n; i += per {
 		if err := queueBatch(a, i, per); err != "" {
@@ -91,7 +93,7 @@ func TestQueuedCommandsAccountAtLeastTheirHeap(t *testing.T) {
 	if grew < heapGrew-heapGrew/100 {
 		t.Fatalf("tot-mem grew %d bytes for %d queued commands, the heap %d; want at least the heap counted", grew, n, heapGrew)
 	}
-	if r := a.do("DISCARD\r\n"); r != "+OK" {
+	if r := a.Do("DISCARD\r\n"); r != "+OK" {
 		t.Fatalf("DISCARD = %q", r)
 	}
 }
@@ -103,8 +105,8 @@ func TestQueuedCommandsAccountAtLeastTheirHeap(t *testing.T) {
 func TestQueuingPastMaxmemoryClientsEvicts(t *testing.T) {
 	const capBytes = 4 << 20
 	s := startServer(t, testConfig{MaxMemoryClients: capBytes})
-	a, b := dialRaw(t, s.addr), dialRaw(t, s.addr)
-	a.do("MULTI\r\n")
+	a, b := testutil.Dial(t, s.addr), testutil.Dial(t, s.addr)
+	a.Do("MULTI\r\n")
 	const per, most = 500, 200000
 	sent, err := 0, ""
 	for ; sent < most && err == ""; sent += per {
@@ -122,7 +124,7 @@ func TestQueuingPastMaxmemoryClientsEvicts(t *testing.T) {
 	if n := infoInt(t, b, "stats", "evicted_clients"); n != 1 {
 		t.Errorf("evicted_clients = %d; want 1", n)
 	}
-	if r := b.do("PING\r\n"); r != "+PONG" {
+	if r := b.Do("PING\r\n"); r != "+PONG" {
 		t.Fatalf("PING after the eviction = %q", r)
 	}
 }

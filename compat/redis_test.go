@@ -1,22 +1,20 @@
 package compat
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
-// A real redis-server for the differential tests: 127.0.0.1, a free port, no
-// persistence, stopped when the test ends.
+// A real redis-server for the differential tests (testutil.StartRedis: a Unix socket, no
+// persistence, stopped when the test ends).
 
 type redisServer struct {
 	rdb *redis.Client
@@ -27,54 +25,13 @@ type redisServer struct {
 
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed (apt-get install redis-server); the comparison with Redis is skipped")
+	r := testutil.StartRedis(t)
+	if r.Major < 7 {
+		t.Skipf("redis-server %s: the scripts' comparison needs Redis 7", r.Version)
 	}
-	// A Unix socket of the test's own: redis-server cannot be asked for a free TCP port
-	// (its --port 0 means no TCP), and a port found free may be taken before it binds.
-	sock := filepath.Join(t.TempDir(), "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock,
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
-	var out bytes.Buffer // read once it has exited
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: sock, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Network: r.Network, Addr: r.Addr, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for rdb.Ping(ctx).Err() != nil {
-		select {
-		case <-exited:
-			t.Fatalf("redis-server exited: %v\n%s", cmd.ProcessState, out.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer PING within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	info, err := rdb.Info(ctx, "server").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &redisServer{rdb: rdb}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			var major, minor int
-			fmt.Sscanf(v, "%d.%d", &major, &minor)
-			if major < 7 {
-				t.Skipf("redis-server %s: the scripts' comparison needs Redis 7", v)
-			}
-			srv.v72 = major > 7 || minor >= 2
-		}
-	}
-	return srv
+	return &redisServer{rdb: rdb, v72: r.Major > 7 || r.Minor >= 2}
 }
 
 // load sends SCRIPT LOAD and returns the SHA1 Redis computed.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // The Handler contract, over real sockets with the fakeHandler: one clock
@@ -18,11 +20,11 @@ func TestOneClockReadPerBatch(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		h := &fakeHandler{record: true}
 		_, addr := startServer(t, Config{EventLoops: loops}, h)
-		c := dialRaw(t, addr)
+		c := testutil.Dial(t, addr)
 		const n = 2000
-		c.send(strings.Repeat("*1\r\n$3\r\nNOW\r\n", n))
+		c.Send(strings.Repeat("*1\r\n$3\r\nNOW\r\n", n))
 		for range n {
-			c.reply()
+			c.Reply()
 		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -54,7 +56,7 @@ func TestOneClockReadPerBatch(t *testing.T) {
 func TestArgsStayValidUntilEndBatch(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		_, addr := startServer(t, Config{EventLoops: loops}, nil)
-		c := dialRaw(t, addr)
+		c := testutil.Dial(t, addr)
 		var req strings.Builder
 		var want []string
 		big := strings.Repeat("b", 20_000)
@@ -77,12 +79,12 @@ func TestArgsStayValidUntilEndBatch(t *testing.T) {
 		}
 		whole := req.String()
 		for from := 0; from < len(whole); from += 7001 { // pieces that end mid-command
-			c.send(whole[from:min(from+7001, len(whole))])
+			c.Send(whole[from:min(from+7001, len(whole))])
 			time.Sleep(time.Millisecond)
 		}
 		for i, w := range want {
-			if got := c.reply(); got != w {
-				t.Fatalf("reply %d = %q; want %q", i, clipQ(got), clipQ(w))
+			if got := c.Reply(); got != w {
+				t.Fatalf("reply %d = %q; want %q", i, testutil.Clip(got), testutil.Clip(w))
 			}
 		}
 	})
@@ -94,7 +96,7 @@ func TestArgsStayValidUntilEndBatch(t *testing.T) {
 func TestStrictLimitsUntilAuthenticated(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		_, addr := startServer(t, Config{EventLoops: loops}, &fakeHandler{password: "s3cret"})
-		c := dialRaw(t, addr)
+		c := testutil.Dial(t, addr)
 		for _, step := range []struct{ send, want string }{
 			{"PING\r\n", "-NOAUTH Authentication required."},
 			{"AUTH wrong\r\n", "-WRONGPASS invalid username-password pair or user is disabled."},
@@ -102,19 +104,19 @@ func TestStrictLimitsUntilAuthenticated(t *testing.T) {
 			{"*11\r\n$6\r\nEXISTS\r\n" + strings.Repeat("$1\r\na\r\n", 10), ":0"},
 			{"*2\r\n$4\r\nECHO\r\n$16385\r\n" + strings.Repeat("e", 16385) + "\r\n", "$" + strings.Repeat("e", 16385)},
 		} {
-			if got := c.do(step.send); got != step.want {
-				t.Errorf("%q: got %q; want %q", clipQ(step.send), clipQ(got), step.want)
+			if got := c.Do(step.send); got != step.want {
+				t.Errorf("%q: got %q; want %q", testutil.Clip(step.send), testutil.Clip(got), step.want)
 			}
 		}
 		for _, tc := range []struct{ frame, want string }{
 			{"*11\r\n", "-ERR Protocol error: unauthenticated multibulk length"},
 			{"*2\r\n$4\r\nECHO\r\n$16385\r\n", "-ERR Protocol error: unauthenticated bulk length"},
 		} {
-			c := dialRaw(t, addr)
-			if got := c.do(tc.frame); got != tc.want {
+			c := testutil.Dial(t, addr)
+			if got := c.Do(tc.frame); got != tc.want {
 				t.Errorf("before AUTH, %q: got %q; want %q", tc.frame, got, tc.want)
 			}
-			c.closed()
+			c.Closed()
 		}
 	})
 }
@@ -126,22 +128,22 @@ func TestPanicIsRecoveredPerConnection(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		h := &fakeHandler{}
 		srv, addr := startServer(t, Config{EventLoops: loops}, h)
-		other := dialRaw(t, addr)
-		if got := other.do("PING\r\n"); got != "+PONG" {
+		other := testutil.Dial(t, addr)
+		if got := other.Do("PING\r\n"); got != "+PONG" {
 			t.Fatalf("PING = %q", got)
 		}
-		bad := dialRaw(t, addr)
-		if got := bad.do("DEFER x\r\n"); got != "[:1 $x]" {
+		bad := testutil.Dial(t, addr)
+		if got := bad.Do("DEFER x\r\n"); got != "[:1 $x]" {
 			t.Errorf("DEFER x = %q", got)
 		}
-		if got := bad.do("PANIC\r\n"); !strings.HasPrefix(got, "-ERR internal error") {
+		if got := bad.Do("PANIC\r\n"); !strings.HasPrefix(got, "-ERR internal error") {
 			t.Errorf("the panicking command got %q; want an internal error", got)
 		}
-		bad.closed()
-		if got := other.do("ECHO fine\r\n"); got != "$fine" {
+		bad.Closed()
+		if got := other.Do("ECHO fine\r\n"); got != "$fine" {
 			t.Errorf("another client after the panic: %q", got)
 		}
-		pingsOnNewConn(t, addr)
+		testutil.PingsOnNewConn(t, addr)
 		if n := srv.Stats().Panics; n != 1 {
 			t.Errorf("panics = %d; want 1", n)
 		}
@@ -155,25 +157,25 @@ func TestOpenAndCloseOncePerConnection(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		h := &fakeHandler{}
 		srv, addr := startServer(t, Config{EventLoops: loops}, h)
-		conns := dialAnswering(t, addr, 5)
-		conns[0].nc.Close()               // the client leaves
-		conns[1].do("QUIT\r\n")           // it asks to leave
-		conns[2].send("*1\r\n$-5\r\n")    // it breaks the protocol
+		conns := testutil.DialAnswering(t, addr, 5)
+		conns[0].NC.Close()               // the client leaves
+		conns[1].Do("QUIT\r\n")           // it asks to leave
+		conns[2].Send("*1\r\n$-5\r\n")    // it breaks the protocol
 		srv.Kill(srv.connID(t, conns[3])) // CLIENT KILL
 		waitFor(t, "four connections closed", func() bool { return h.closed.Load() == 4 })
 		if h.opened.Load() != 5 {
 			t.Errorf("Open ran %d times for 5 connections", h.opened.Load())
 		}
-		if got := conns[4].do("PING\r\n"); got != "+PONG" {
+		if got := conns[4].Do("PING\r\n"); got != "+PONG" {
 			t.Errorf("the last client: %q", got)
 		}
 	})
 }
 
 // connID asks c for its id.
-func (s *Server) connID(t *testing.T, c *rawConn) int64 {
+func (s *Server) connID(t *testing.T, c *testutil.Conn) int64 {
 	t.Helper()
-	id, err := strconv.ParseInt(strings.TrimPrefix(c.do("CLIENT ID\r\n"), ":"), 10, 64)
+	id, err := strconv.ParseInt(strings.TrimPrefix(c.Do("CLIENT ID\r\n"), ":"), 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,12 +243,12 @@ func TestLoopbackRunsTheBatchPath(t *testing.T) {
 func TestSteadyClientNeverTakesTheServerLock(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		srv, addr := startServer(t, Config{EventLoops: loops}, nil)
-		c := dialRaw(t, addr)
+		c := testutil.Dial(t, addr)
 		batch := string(pipeline(16, 1000, "DEFER"))
 		round := func() {
-			c.send(batch)
+			c.Send(batch)
 			for range 16 {
-				if got := c.reply(); !strings.HasPrefix(got, "[:") {
+				if got := c.Reply(); !strings.HasPrefix(got, "[:") {
 					t.Fatalf("DEFER = %q", got)
 				}
 			}

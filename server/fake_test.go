@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -213,118 +211,4 @@ func startServer(t *testing.T, over Config, h *fakeHandler) (*Server, string) {
 func ioModels(t *testing.T, fn func(t *testing.T, loops int)) {
 	t.Run("loops", func(t *testing.T) { fn(t, 2) })
 	t.Run("goroutines", func(t *testing.T) { fn(t, goroutines) })
-}
-
-// rawConn is a client that writes bytes and reads RESP replies.
-type rawConn struct {
-	t  *testing.T
-	nc net.Conn
-	r  *bufio.Reader
-}
-
-func dialRaw(t *testing.T, addr string) *rawConn {
-	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, r: bufio.NewReader(nc)}
-}
-
-func (c *rawConn) send(s string) {
-	c.t.Helper()
-	c.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if _, err := io.WriteString(c.nc, s); err != nil {
-		c.t.Fatalf("write %q: %v", clipQ(s), err)
-	}
-}
-
-// reply reads one reply: "+PONG", "-ERR …", ":1", "$text", "$nil", or an
-// array as "[:1 :20 :19 :0 :100]".
-func (c *rawConn) reply() string {
-	c.t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	s, err := readRawReply(c.r)
-	if err != nil {
-		c.t.Fatalf("reading a reply: %v (so far %q)", err, s)
-	}
-	return s
-}
-
-func (c *rawConn) do(s string) string {
-	c.t.Helper()
-	c.send(s)
-	return c.reply()
-}
-
-// closed checks that the server closes the connection with nothing more to
-// say, within 3 s.
-func (c *rawConn) closed() {
-	c.t.Helper()
-	c.nc.SetReadDeadline(time.Now().Add(3 * time.Second))
-	rest, err := io.ReadAll(c.r)
-	if len(rest) > 0 || err != nil {
-		c.t.Fatalf("connection not closed cleanly: read %q, %v", rest, err)
-	}
-}
-
-func readRawReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil || len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
-		return line, io.ErrUnexpectedEOF
-	}
-	line = line[:len(line)-2]
-	switch line[0] {
-	case '+', '-', ':':
-		return line, nil
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "$nil", err
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return line, err
-		}
-		return "$" + string(b[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return line, err
-		}
-		parts := make([]string, 0, max(n, 0))
-		for range n {
-			p, err := readRawReply(r)
-			if err != nil {
-				return p, err
-			}
-			parts = append(parts, p)
-		}
-		return "[" + strings.Join(parts, " ") + "]", nil
-	}
-	return line, io.ErrUnexpectedEOF
-}
-
-// dialAnswering opens n connections, each checked with a PING.
-func dialAnswering(t *testing.T, addr string, n int) []*rawConn {
-	t.Helper()
-	var conns []*rawConn
-	for range n {
-		c := dialRaw(t, addr)
-		if got := c.do("PING\r\n"); got != "+PONG" {
-			t.Fatalf("PING = %q", got)
-		}
-		conns = append(conns, c)
-	}
-	return conns
-}
-
-func pingsOnNewConn(t *testing.T, addr string) {
-	t.Helper()
-	c := dialRaw(t, addr)
-	if got := c.do("PING\r\n"); got != "+PONG" {
-		t.Fatalf("PING on a new connection = %q; want +PONG", got)
-	}
-	c.nc.Close()
 }

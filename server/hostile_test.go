@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tidwall/redcon"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // Hostile clients over real sockets: broken frames, endless bulks, too many
@@ -32,19 +34,19 @@ func TestHostileFramesAnswerAndClose(t *testing.T) {
 			{"*1\r\n$9223372036854775807\r\nx\r\n", "-ERR Protocol error: invalid bulk length"},
 			{"*2\r\n$4\r\nECHO\r\n$2147483648\r\n", "-ERR Protocol error: invalid bulk length"},
 		} {
-			c := dialRaw(t, addr)
-			if got := c.do(tc.frame); got != tc.want {
+			c := testutil.Dial(t, addr)
+			if got := c.Do(tc.frame); got != tc.want {
 				t.Errorf("%q: got %q; want %q", tc.frame, got, tc.want)
 			}
-			c.closed()
-			pingsOnNewConn(t, addr)
+			c.Closed()
+			testutil.PingsOnNewConn(t, addr)
 		}
 		if n := srv.stats.panics.Load(); n != 0 {
 			t.Errorf("the server recovered %d panics", n)
 		}
 		// Redis ignores a negative multibulk count and goes on.
-		c := dialRaw(t, addr)
-		if got := c.do("*-10\r\nPING\r\n"); got != "+PONG" {
+		c := testutil.Dial(t, addr)
+		if got := c.Do("*-10\r\nPING\r\n"); got != "+PONG" {
 			t.Errorf("*-10 then PING: got %q; want +PONG", got)
 		}
 	})
@@ -155,7 +157,7 @@ func TestEndlessBulkIsCutWithBoundedMemory(t *testing.T) {
 				if peak > budget {
 					t.Errorf("heap grew by %d bytes while streaming; want under %d", peak, budget)
 				}
-				pingsOnNewConn(t, addr)
+				testutil.PingsOnNewConn(t, addr)
 				if n := srv.stats.panics.Load(); n != 0 {
 					t.Errorf("the server recovered %d panics", n)
 				}
@@ -179,36 +181,36 @@ func TestProtocolDesyncRegression(t *testing.T) {
 		if reply != tc.want || sent <= maxCountLine || sent > 64<<20 {
 			t.Errorf("%q then payload: %q after %d bytes; want %q after 64 KB", tc.seq, reply, sent, tc.want)
 		}
-		pingsOnNewConn(t, addr)
+		testutil.PingsOnNewConn(t, addr)
 	}
 }
 
 func TestMaxClients(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		srv, addr := startServer(t, Config{EventLoops: loops, MaxClients: 3}, nil)
-		conns := dialAnswering(t, addr, 3)
-		fourth := dialRaw(t, addr)
-		if got := fourth.reply(); got != "-ERR max number of clients reached" {
+		conns := testutil.DialAnswering(t, addr, 3)
+		fourth := testutil.Dial(t, addr)
+		if got := fourth.Reply(); got != "-ERR max number of clients reached" {
 			t.Fatalf("4th connection read %q; want the maxclients error", got)
 		}
-		fourth.closed()
+		fourth.Closed()
 		for i, c := range conns {
-			if got := c.do("PING\r\n"); got != "+PONG" {
+			if got := c.Do("PING\r\n"); got != "+PONG" {
 				t.Fatalf("client %d after the refusal: PING = %q", i, got)
 			}
 		}
-		conns[0].nc.Close()
+		conns[0].NC.Close()
 		deadline := time.Now().Add(3 * time.Second)
 		for {
-			c := dialRaw(t, addr)
-			got := c.do("PING\r\n")
+			c := testutil.Dial(t, addr)
+			got := c.Do("PING\r\n")
 			if got == "+PONG" {
 				break
 			}
 			if got != "-ERR max number of clients reached" || time.Now().After(deadline) {
 				t.Fatalf("after a client left, a new one got %q", got)
 			}
-			c.nc.Close()
+			c.NC.Close()
 			time.Sleep(10 * time.Millisecond)
 		}
 		if n := srv.stats.rejected.Load(); n < 1 {
@@ -220,12 +222,12 @@ func TestMaxClients(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		_, addr := startServer(t, Config{EventLoops: loops, IdleTimeout: time.Second}, nil)
-		idle, active := dialRaw(t, addr), dialRaw(t, addr)
+		idle, active := testutil.Dial(t, addr), testutil.Dial(t, addr)
 		start := time.Now()
 		idleGone := make(chan time.Duration, 1)
 		go func() {
-			idle.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-			_, err := idle.r.ReadByte() // the server says nothing; it closes
+			idle.NC.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err := idle.R.ReadByte() // the server says nothing; it closes
 			if err == io.EOF {
 				idleGone <- time.Since(start)
 			} else {
@@ -233,7 +235,7 @@ func TestIdleTimeout(t *testing.T) {
 			}
 		}()
 		for time.Since(start) < 1800*time.Millisecond {
-			if got := active.do("PING\r\n"); got != "+PONG" {
+			if got := active.Do("PING\r\n"); got != "+PONG" {
 				t.Fatalf("active client at %v: PING = %q", time.Since(start), got)
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -241,7 +243,7 @@ func TestIdleTimeout(t *testing.T) {
 		if d := <-idleGone; d < 900*time.Millisecond || d > 2500*time.Millisecond {
 			t.Errorf("idle client closed after %v (-1: not by EOF); want about 1 s", d)
 		}
-		if got := active.do("PING\r\n"); got != "+PONG" {
+		if got := active.Do("PING\r\n"); got != "+PONG" {
 			t.Errorf("active client after the idle one was closed: PING = %q", got)
 		}
 	})
@@ -253,12 +255,12 @@ func TestIdleTimeout(t *testing.T) {
 func TestClientThatNeverReadsIsClosed(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		srv, addr := startServer(t, Config{EventLoops: loops, IdleTimeout: time.Second}, nil)
-		c := dialRaw(t, addr)
-		c.nc.(*net.TCPConn).SetReadBuffer(4096)
+		c := testutil.Dial(t, addr)
+		c.NC.(*net.TCPConn).SetReadBuffer(4096)
 		pings := []byte(strings.Repeat("PING\r\n", 10000))
 		for start := time.Now(); time.Since(start) < 5*time.Second; {
-			c.nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-			if _, err := c.nc.Write(pings); err != nil {
+			c.NC.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			if _, err := c.NC.Write(pings); err != nil {
 				break // the server has stopped reading: it is blocked writing replies
 			}
 		}
@@ -276,7 +278,7 @@ func TestClientThatNeverReadsIsClosed(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Logf("closed %v after its replies stopped flowing", time.Since(blocked).Round(time.Millisecond))
-		pingsOnNewConn(t, addr)
+		testutil.PingsOnNewConn(t, addr)
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // What the two ways of serving clients (event loops, a goroutine per
@@ -20,21 +22,21 @@ import (
 func TestClientKill(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		_, addr := startServer(t, Config{EventLoops: loops}, nil)
-		killer, victim := dialRaw(t, addr), dialRaw(t, addr)
-		id := strings.TrimPrefix(victim.do("CLIENT ID\r\n"), ":")
-		if got := killer.do("CLIENT KILL ID " + id + "\r\n"); got != ":1" {
+		killer, victim := testutil.Dial(t, addr), testutil.Dial(t, addr)
+		id := strings.TrimPrefix(victim.Do("CLIENT ID\r\n"), ":")
+		if got := killer.Do("CLIENT KILL ID " + id + "\r\n"); got != ":1" {
 			t.Fatalf("CLIENT KILL ID %s = %q; want :1", id, got)
 		}
-		victim.closed()
-		if got := killer.do("CLIENT KILL ID 999999\r\n"); got != ":0" {
+		victim.Closed()
+		if got := killer.Do("CLIENT KILL ID 999999\r\n"); got != ":0" {
 			t.Errorf("CLIENT KILL of an unknown id = %q; want :0", got)
 		}
-		own := strings.TrimPrefix(killer.do("CLIENT ID\r\n"), ":")
-		if got := killer.do("CLIENT KILL ID " + own + "\r\n"); got != ":1" {
+		own := strings.TrimPrefix(killer.Do("CLIENT ID\r\n"), ":")
+		if got := killer.Do("CLIENT KILL ID " + own + "\r\n"); got != ":1" {
 			t.Errorf("CLIENT KILL of oneself = %q; want :1", got)
 		}
-		killer.closed()
-		pingsOnNewConn(t, addr)
+		killer.Closed()
+		testutil.PingsOnNewConn(t, addr)
 	})
 }
 
@@ -45,8 +47,8 @@ func TestClientKill(t *testing.T) {
 func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
 		_, addr := startServer(t, Config{EventLoops: loops}, nil)
-		slow := dialRaw(t, addr)
-		slow.nc.(*net.TCPConn).SetReadBuffer(64 << 10)
+		slow := testutil.Dial(t, addr)
+		slow.NC.(*net.TCPConn).SetReadBuffer(64 << 10)
 		const n = 8000
 		payload := strings.Repeat("p", 2000) // 16 MB of replies in all
 		var req strings.Builder
@@ -55,8 +57,8 @@ func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 			req.WriteString("*2\r\n$4\r\nECHO\r\n$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n")
 		}
 		go func() { // the requests are larger than the socket buffers too
-			slow.nc.SetWriteDeadline(time.Now().Add(20 * time.Second))
-			slow.nc.Write([]byte(req.String()))
+			slow.NC.SetWriteDeadline(time.Now().Add(20 * time.Second))
+			slow.NC.Write([]byte(req.String()))
 		}()
 
 		stop := make(chan struct{})
@@ -91,18 +93,18 @@ func TestSlowReaderGetsEveryReplyInOrder(t *testing.T) {
 			}
 		}()
 
-		r := bufio.NewReaderSize(slow.nc, 1024)
+		r := bufio.NewReaderSize(slow.NC, 1024)
 		for i := range n {
 			if i%200 == 0 {
 				time.Sleep(10 * time.Millisecond) // a slow reader
 			}
-			slow.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
-			got, err := readRawReply(r)
+			slow.NC.SetReadDeadline(time.Now().Add(10 * time.Second))
+			got, err := testutil.ReadReply(r)
 			if err != nil {
 				t.Fatalf("reply %d: %v", i, err)
 			}
 			if want := "$" + strconv.Itoa(i) + payload; got != want {
-				t.Fatalf("reply %d = %q…; want %q…", i, clipQ(got), clipQ(want))
+				t.Fatalf("reply %d = %q…; want %q…", i, testutil.Clip(got), testutil.Clip(want))
 			}
 		}
 		close(stop)
@@ -132,8 +134,8 @@ func TestShutdownClosesEveryClient(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ln) }()
 		addr := ln.Addr().String()
-		conns := dialAnswering(t, addr, 6)
-		conns[0].send(strings.Repeat("DEFER 10/s\r\n", 500)) // replies nobody reads
+		conns := testutil.DialAnswering(t, addr, 6)
+		conns[0].Send(strings.Repeat("DEFER 10/s\r\n", 500)) // replies nobody reads
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		start := time.Now()
@@ -147,10 +149,10 @@ func TestShutdownClosesEveryClient(t *testing.T) {
 			t.Errorf("Shutdown took %v", d)
 		}
 		for i, c := range conns {
-			c.nc.SetReadDeadline(time.Now().Add(3 * time.Second))
+			c.NC.SetReadDeadline(time.Now().Add(3 * time.Second))
 			buf := make([]byte, 64<<10)
 			for {
-				if _, err := c.nc.Read(buf); err != nil {
+				if _, err := c.NC.Read(buf); err != nil {
 					if ne, ok := err.(net.Error); ok && ne.Timeout() {
 						t.Errorf("client %d still open after Shutdown", i)
 					}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice-rl/sluice/internal/replyerr"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // The request reader's contract, one frame at a time: what a frame parses
@@ -66,23 +67,16 @@ func runReadCases(t *testing.T, cases []readCase, lim ReaderLimits, unauth bool)
 	for _, tc := range cases {
 		got, used, err := readFrames([]byte(tc.in), &lim, unauth)
 		if err != tc.err {
-			t.Errorf("%s: readCommand(%q) error = %v; want %v", tc.name, clipQ(tc.in), err, tc.err)
+			t.Errorf("%s: readCommand(%q) error = %v; want %v", tc.name, testutil.Clip(tc.in), err, tc.err)
 			continue
 		}
 		if tc.err == nil && used != len(tc.in)-tc.rest {
-			t.Errorf("%s: readCommand(%q) used %d bytes; want %d", tc.name, clipQ(tc.in), used, len(tc.in)-tc.rest)
+			t.Errorf("%s: readCommand(%q) used %d bytes; want %d", tc.name, testutil.Clip(tc.in), used, len(tc.in)-tc.rest)
 		}
 		if !sameCommands(got, tc.want) {
-			t.Errorf("%s: readCommand(%q) = %q; want %q", tc.name, clipQ(tc.in), got, tc.want)
+			t.Errorf("%s: readCommand(%q) = %q; want %q", tc.name, testutil.Clip(tc.in), got, tc.want)
 		}
 	}
-}
-
-func clipQ(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…(" + strconv.Itoa(len(s)) + " bytes)"
-	}
-	return s
 }
 
 func sameCommands(a, b [][]string) bool {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/certs/certstest"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // tlsPair is a server's TLS configuration that requires a client
@@ -47,15 +47,14 @@ func serveTLS(t *testing.T, srv *Server, cfg *tls.Config) string {
 	return ln.Addr().String()
 }
 
-func dialTLS(t *testing.T, addr string, cfg *tls.Config) *rawConn {
+func dialTLS(t *testing.T, addr string, cfg *tls.Config) *testutil.Conn {
 	t.Helper()
 	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: cfg}
 	nc, err := d.DialContext(context.Background(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc, r: bufio.NewReader(nc)}
+	return testutil.NewConn(t, nc)
 }
 
 // TestTLSAndPlaintextListenersServeSideBySide: one server answers on a
@@ -69,30 +68,30 @@ func TestTLSAndPlaintextListenersServeSideBySide(t *testing.T) {
 		secure := serveTLS(t, srv, scfg)
 
 		tc := dialTLS(t, secure, ccfg)
-		pc := dialRaw(t, plain)
+		pc := testutil.Dial(t, plain)
 		for i := 0; i < 3; i++ {
-			if got := tc.do("PING\r\n"); got != "+PONG" {
+			if got := tc.Do("PING\r\n"); got != "+PONG" {
 				t.Fatalf("PING over TLS = %q", got)
 			}
-			if got := pc.do("PING\r\n"); got != "+PONG" {
+			if got := pc.Do("PING\r\n"); got != "+PONG" {
 				t.Fatalf("PING in plaintext = %q", got)
 			}
 		}
-		tc.send(strings.Repeat("ECHO x\r\n", 16))
+		tc.Send(strings.Repeat("ECHO x\r\n", 16))
 		for i := 0; i < 16; i++ {
-			if got := tc.reply(); got != "$x" {
+			if got := tc.Reply(); got != "$x" {
 				t.Fatalf("pipelined ECHO %d over TLS = %q", i, got)
 			}
 		}
-		id := strings.TrimPrefix(tc.do("CLIENT ID\r\n"), ":")
-		if got := pc.do("CLIENT KILL ID " + id + "\r\n"); got != ":1" {
+		id := strings.TrimPrefix(tc.Do("CLIENT ID\r\n"), ":")
+		if got := pc.Do("CLIENT KILL ID " + id + "\r\n"); got != ":1" {
 			t.Fatalf("CLIENT KILL of the TLS client = %q", got)
 		}
-		tc.nc.SetReadDeadline(time.Now().Add(3 * time.Second))
-		if _, err := tc.r.ReadByte(); err == nil {
+		tc.NC.SetReadDeadline(time.Now().Add(3 * time.Second))
+		if _, err := tc.R.ReadByte(); err == nil {
 			t.Fatal("the killed TLS client can still read")
 		}
-		if got := dialTLS(t, secure, ccfg).do("PING\r\n"); got != "+PONG" {
+		if got := dialTLS(t, secure, ccfg).Do("PING\r\n"); got != "+PONG" {
 			t.Fatalf("PING on a new TLS connection = %q", got)
 		}
 	})
@@ -118,8 +117,8 @@ func TestTLSClientWithoutCertificateIsRefused(t *testing.T) {
 			t.Fatalf("a client without a certificate read %q", buf[:n])
 		}
 	}
-	pingsOnNewConn(t, plain)
-	if got := dialTLS(t, secure, ccfg).do("PING\r\n"); got != "+PONG" {
+	testutil.PingsOnNewConn(t, plain)
+	if got := dialTLS(t, secure, ccfg).Do("PING\r\n"); got != "+PONG" {
 		t.Fatalf("PING with a certificate = %q", got)
 	}
 }

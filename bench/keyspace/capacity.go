@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
+	"path/filepath"
 	"time"
 )
 
@@ -13,10 +13,11 @@ import (
 func runCap(bin, maxmem string, n int) (string, error) {
 	dir, _ := os.MkdirTemp("", "keyspace-cap-")
 	defer os.RemoveAll(dir)
-	srv, err := startServer(bin, func(port int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "0", "--dir", dir,
-			"--loglevel", "warning", "--maxmemory", maxmem}
-	}, nil)
+	portsFile := filepath.Join(dir, "sluice.ports")
+	srv, err := startServer(bin, func(port string) []string {
+		return []string{"--port", port, "--bind", "127.0.0.1", "--save", "0", "--dir", dir,
+			"--loglevel", "warning", "--maxmemory", maxmem, "--ports-file", portsFile}
+	}, nil, portsFile)
 	if err != nil {
 		return "", err
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -132,9 +133,10 @@ func startSluice(bin string, shards int) (*server, func(), error) {
 	if shards > 0 {
 		args = append(args, "--shards", strconv.Itoa(shards))
 	}
-	srv, err := startServer(bin, func(port int) []string {
-		return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1"}, args...)
-	}, []string{"GODEBUG=gctrace=1"})
+	portsFile := filepath.Join(dir, "sluice.ports")
+	srv, err := startServer(bin, func(port string) []string {
+		return append([]string{"--port", port, "--bind", "127.0.0.1", "--ports-file", portsFile}, args...)
+	}, []string{"GODEBUG=gctrace=1"}, portsFile)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
@@ -193,10 +195,10 @@ func runLatency(bin string, shards int, ns []int, rate, conns int, dur time.Dura
 func runRedis(bin string, n int) (string, error) {
 	dir, _ := os.MkdirTemp("", "keyspace-redis-")
 	defer os.RemoveAll(dir)
-	srv, err := startServer(bin, func(port int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+	srv, err := startServer(bin, func(port string) []string {
+		return []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
-	}, nil)
+	}, nil, "")
 	if err != nil {
 		return "", err
 	}

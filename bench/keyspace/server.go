@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,15 +33,39 @@ type gc struct {
 	wallMS float64 // the whole cycle, ms
 }
 
-// startServer starts bin with the arguments args gives for a free port and
-// waits until it answers PING.
-func startServer(bin string, args func(port int) []string, env []string) (*server, error) {
-	port, err := proc.FreePort()
-	if err != nil {
-		return nil, err
+// startServer starts bin with the arguments args gives for a port and waits until it
+// answers PING. With portsFile set (sluice), the port is "auto" and the address is read from
+// the --ports-file the arguments name; else (redis-server) the port is drawn, and another is
+// drawn when the server exits because it was taken (up to 20 times).
+func startServer(bin string, args func(port string) []string, env []string, portsFile string) (*server, error) {
+	if portsFile != "" {
+		return tryServer(bin, args("auto"), env, "", portsFile)
 	}
-	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
-	s.cmd = exec.Command(bin, args(port)...)
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		port := strconv.Itoa(proc.DrawPort())
+		var s *server
+		if s, err = tryServer(bin, args(port), env, "127.0.0.1:"+port, ""); err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	return nil, err
+}
+
+// errPortTaken is a server's exit because the port drawn for it was taken.
+var errPortTaken = errors.New("its port was taken")
+
+func tryServer(bin string, argv, env []string, addr, portsFile string) (*server, error) {
+	if portsFile != "" {
+		if err := os.Remove(portsFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, err
+		}
+	}
+	s := &server{addr: addr, done: make(chan struct{})}
+	s.cmd = exec.Command(bin, argv...)
 	s.cmd.Env = append(os.Environ(), env...)
 	out, _ := s.cmd.StderrPipe()
 	s.cmd.Stdout = s.cmd.Stderr
@@ -50,16 +75,24 @@ func startServer(bin string, args func(port int) []string, env []string) (*serve
 	go s.read(bufio.NewScanner(out))
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		if c, err := dial(s.addr); err == nil {
-			_, err = c.do("PING")
-			c.close()
-			if err == nil {
-				return s, nil
+		if s.addr == "" {
+			if ports, err := proc.ReadPortsFile(portsFile); err == nil {
+				s.addr = ports["resp"]
 			}
+		}
+		if s.addr != "" && s.answers() {
+			return s, nil
 		}
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("%s exited: %s", bin, strings.Join(s.tail, " | "))
+			s.mu.Lock()
+			tail := strings.Join(s.tail, " | ")
+			s.mu.Unlock()
+			err := fmt.Errorf("%s exited: %s", bin, tail)
+			if proc.AddrInUse(tail) {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return nil, err
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -68,6 +101,22 @@ func startServer(bin string, args func(port int) []string, env []string) (*serve
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// answers reports whether the process answers PING on s.addr, and is the one that answers:
+// on a drawn port another server may answer while this one exits because it could not bind
+// the port (INFO server's process_id tells).
+func (s *server) answers() bool {
+	c, err := dial(s.addr)
+	if err != nil {
+		return false
+	}
+	defer c.close()
+	if _, err := c.do("PING"); err != nil {
+		return false
+	}
+	info, err := c.info("server")
+	return err == nil && info["process_id"] == strconv.Itoa(s.cmd.Process.Pid)
 }
 
 // gctrace's line: gc 3 @0.1s 0%: 0.011+0.42+0.003 ms clock, ...

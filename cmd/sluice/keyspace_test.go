@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-rl/sluice/internal/childproc"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // End-to-end tests of the keyspace features through the real binary: the
@@ -26,18 +27,12 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sluice-bin-")
-	if err != nil {
-		panic(err)
-	}
-	binPath = filepath.Join(dir, "sluice")
-	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+	var err error
+	if binPath, err = testutil.BinaryPath(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 type proc struct {

@@ -3,99 +3,33 @@ package clients
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // requiredEnv, set by .ci/run, makes a missing client runtime (node and
 // the npm packages, Debian's python3-redis) a failure instead of a skip.
 const requiredEnv = "SLUICE_CLIENT_MATRIX"
 
-var sluiceBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "sluice-clients")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	sluiceBin = filepath.Join(dir, "sluice")
-	build := exec.Command("go", "build", "-o", sluiceBin, "../../cmd/sluice")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building sluice:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// server is a sluice process, restartable on its port: the first start lets the kernel
-// choose it (--port auto) and reads it from the ports file; a restart keeps it, as a
-// restarted server keeps its configured port.
+// server is a sluice process (testutil.Start), restartable on its port: the first start lets
+// the kernel choose it (--port auto) and reads it from the ports file; a restart keeps it, as
+// a restarted server keeps its configured port.
 type server struct {
-	t      *testing.T
-	port   string
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has exited
+	*testutil.Sluice
+	port string
 }
 
 func startServer(t *testing.T) *server {
 	t.Helper()
-	s := &server{t: t, port: "auto", dir: t.TempDir()}
-	s.start()
-	t.Cleanup(s.stop)
+	s := &server{Sluice: testutil.Start(t, "--loglevel", "warning")}
+	_, s.port, _ = strings.Cut(s.Addr, ":")
 	return s
-}
-
-func (s *server) start() {
-	s.t.Helper()
-	ports := filepath.Join(s.dir, "sluice.ports")
-	s.cmd = exec.Command(sluiceBin, "--port", s.port, "--bind", "127.0.0.1", "--dir", s.dir, "--loglevel", "warning",
-		"--ports-file", ports)
-	s.cmd.Stderr = os.Stderr
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func(cmd *exec.Cmd) { cmd.Wait(); close(exited) }(s.cmd)
-	s.exited = exited
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if b, err := os.ReadFile(ports); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				if addr, ok := strings.CutPrefix(line, "resp 127.0.0.1:"); ok {
-					s.port = addr
-					return
-				}
-			}
-			s.t.Fatalf("no RESP address in the ports file:\n%s", b)
-		}
-		select {
-		case <-exited:
-			s.t.Fatalf("sluice exited before it was serving: %v (its log is above)", s.cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatal("sluice wrote no ports file within 10s")
-		}
-	}
-}
-
-func (s *server) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-		<-s.exited
-		s.cmd = nil
-	}
 }
 
 // restart stops the server as an operator does (SIGTERM: a save, then the
@@ -107,17 +41,8 @@ func (s *server) stop() {
 // cannot order a SIGKILL; TestStoppedServerRefusesAClientThatReconnectsAtOnce
 // in cmd/sluice holds it to the order for a SIGTERM).
 func (s *server) restart() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.exited:
-		case <-time.After(10 * time.Second):
-			s.cmd.Process.Kill()
-			<-s.exited
-		}
-		s.cmd = nil
-	}
-	s.start()
+	s.Stop()
+	s.Start()
 }
 
 // missing skips the test for a local run, or fails it under CI.

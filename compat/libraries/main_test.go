@@ -6,19 +6,17 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/internal/testutil"
 	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
 
 // The libraries' tests run against one sluice server in this process, on
-// 127.0.0.1 with a free port and its clock running (the libraries read
+// a listener on 127.0.0.1:0 and its clock running (the libraries read
 // time as applications do), started by TestMain; and, where results are
 // compared, against a redis-server 7 of their own (startRedis).
 
@@ -59,35 +57,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startRedis runs redis-server on 127.0.0.1 with a free port, without
-// persistence, until the test ends, and returns its address; it skips the
-// test when redis-server is not installed.
+// startRedis runs redis-server on 127.0.0.1 and a TCP port of its own (the libraries dial
+// TCP; testutil.StartRedisTCP), without persistence, until the test ends, and returns its
+// address; it skips the test when redis-server is not installed.
 func startRedis(t *testing.T) (addr string) {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not on PATH (apt-get install redis-server): the comparison with Redis is not run")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--loglevel", "warning")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr = "127.0.0.1:" + port
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	defer rdb.Close()
-	for deadline := time.Now().Add(10 * time.Second); rdb.Ping(context.Background()).Err() != nil; {
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not answer within 10s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return addr
+	return testutil.StartRedisTCP(t).Addr
 }

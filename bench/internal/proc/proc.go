@@ -1,5 +1,5 @@
 // Package proc reads what the benchmark tools measure of a server process
-// from /proc (Linux), and finds free loopback ports to start servers on.
+// from /proc (Linux), and how the servers it starts get their loopback ports.
 // It is shared by bench and bench/keyspace; like them it imports nothing of
 // sluice.
 package proc
@@ -7,7 +7,7 @@ package proc
 import (
 	"bytes"
 	"errors"
-	"net"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -58,12 +58,35 @@ func RSS(pid int) (int64, error) {
 	return 0, errors.New("no VmRSS in /proc status")
 }
 
-// FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// DrawPort returns a loopback port for a server that cannot bind port 0 and report what it
+// got (redis-server, envoyproxy/ratelimit) to bind itself: drawn from 20000–32767, below
+// Linux's ephemeral ports (32768–60999), which the kernel hands to outgoing connections and
+// to port 0. A server that exits because the port is taken (AddrInUse) is started again on
+// another; no port is opened, closed and handed on, so none can be taken between a check and
+// its use.
+func DrawPort() int { return 20000 + rand.IntN(32768-20000) }
+
+// AddrInUse reports whether a server's output says it could not bind its address because
+// something else holds it.
+func AddrInUse(output string) bool {
+	return strings.Contains(strings.ToLower(output), "address already in use")
+}
+
+// ReadPortsFile reads a sluice --ports-file: each listener's name ("resp", "tls", "raft",
+// "grpc", "metrics") and address. sluice writes it once every listener serves, so an error
+// (the file does not exist) means not yet.
+func ReadPortsFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	ports := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if name, addr, ok := strings.Cut(line, " "); ok {
+			if _, seen := ports[name]; !seen {
+				ports[name] = addr
+			}
+		}
+	}
+	return ports, nil
 }
