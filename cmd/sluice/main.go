@@ -197,6 +197,16 @@ func run(cfg config) error {
 	}
 	ccfg.Logger, ccfg.Stats = log, storeStats{st}
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(node), persisterOf(saver), stop
+	// The CLUSTER commands: one shard owning every slot (docs/cluster.md).
+	if node != nil {
+		ccfg.Topology = groupTopology{node}
+	} else {
+		id, err := loadNodeID(cfg.dir)
+		if err != nil {
+			return fmt.Errorf("the cluster node id: %w", err)
+		}
+		ccfg.Topology = singleNode{id: id, addr: cfg.announceAddr}
+	}
 	ccfg.AppendOnly = appendOnlyOf(aof, log)
 	ccfg.Policies = rules
 	if loader != nil {
