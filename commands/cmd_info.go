@@ -187,13 +187,15 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 		return out
 	case "replication":
 		if h.cfg.Cluster == nil {
-			return []Param{{"role", "master"}, {"connected_slaves", "0"}, {"cluster_enabled", "0"}}
+			return []Param{{"role", "master"}, {"connected_slaves", "0"}, h.clusterEnabled()}
 		}
 		var out []Param
 		for _, kv := range h.cfg.Cluster.InfoReplication() {
 			out = append(out, Param{kv[0], kv[1]})
 		}
 		return append(out, Param{"cluster_enabled", "1"})
+	case "cluster":
+		return []Param{h.clusterEnabled()}
 	case "policies":
 		return h.policiesInfo()
 	case "commandstats", "errorstats", "latencystats", "cpu":
@@ -339,4 +341,13 @@ func cmdConfig(s *session, args [][]byte) {
 	default:
 		s.writeError(errUnknownSubcommand(args[1], "CONFIG"))
 	}
+}
+
+// clusterEnabled is INFO's cluster_enabled: 1 where the CLUSTER commands
+// answer (docs/cluster.md).
+func (h *Handler) clusterEnabled() Param {
+	if h.cfg.Topology == nil && h.cfg.Cluster == nil {
+		return Param{"cluster_enabled", "0"}
+	}
+	return Param{"cluster_enabled", "1"}
 }

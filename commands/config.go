@@ -63,6 +63,10 @@ type Config struct {
 	Stats StatsReporter
 	// Cluster is the replicated node, nil on a single node.
 	Cluster Cluster
+	// Topology is the shard the CLUSTER commands report (cmd_cluster.go):
+	// the single node's or the group's. nil: CLUSTER answers that cluster
+	// support is disabled, and INFO says cluster_enabled:0.
+	Topology Topology
 	// Persister carries out SAVE and BGSAVE; nil refuses them.
 	Persister Persister
 	// AppendOnly is the append-only log, which every batch syncs before

@@ -25,6 +25,8 @@ type (
 var (
 	errNotInteger         = replyError("value is not an integer or out of range")
 	errSyntax             = replyError("syntax error")
+	errInvalidSlot        = replyError("Invalid slot")
+	errInvalidSlotOrCount = replyError("Invalid slot or number of keys")
 	errOverrideExpire     = replyError("invalid expire time in 'rl.override|set' command")
 	errMatchHits          = replyError("HITS must be a non-negative integer")
 	errMatchDescriptor    = replyError("RL.MATCH needs DESCRIPTOR followed by key value pairs, at least one of each")

@@ -49,6 +49,8 @@ type testConfig struct {
 	Rules    RulesFiles
 	// NoTopKeys turns the heavy-hitters sketches off (top-keys 0).
 	NoTopKeys bool
+	// Topology is the shard the CLUSTER commands report (nil: none).
+	Topology Topology
 }
 
 // testServer is a running test server.
@@ -86,6 +88,7 @@ func startServer(t testing.TB, tc testConfig) *testServer {
 	cfg.Password, cfg.Params, cfg.Shutdowner, cfg.Logger = tc.Password, tc.Params, tc.Shutdowner, quiet
 	cfg.ACLFile, cfg.Renames = tc.ACLFile, tc.Renames
 	cfg.Policies, cfg.Rules = tc.Policies, tc.Rules
+	cfg.Topology = tc.Topology
 	if tc.NoTopKeys {
 		cfg.TopKeys = 0
 	}

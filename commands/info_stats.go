@@ -14,9 +14,9 @@ import (
 // or "everything", in Redis's order.
 var (
 	infoDefault = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-		"errorstats", "policies", "keyspace"}
+		"errorstats", "cluster", "policies", "keyspace"}
 	infoAll = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-		"commandstats", "errorstats", "latencystats", "policies", "keyspace"}
+		"commandstats", "errorstats", "latencystats", "cluster", "policies", "keyspace"}
 )
 
 // statsSection returns the lines of commandstats, errorstats, latencystats

@@ -62,3 +62,22 @@ func hexValue(c byte) int {
 	}
 	return -1
 }
+
+// SplitOverrideKey reads an override's key (AppendOverrideKey): the
+// policy's name, unescaped, and the subject. ok is false for any other key
+// or a malformed escape. The subject aliases key.
+func SplitOverrideKey(key []byte) (name string, subject []byte, ok bool) {
+	rest, found := bytes.CutPrefix(key, []byte(prefixOverride))
+	if !found {
+		return "", nil, false
+	}
+	esc, subject, found := bytes.Cut(rest, []byte{':'})
+	if !found {
+		return "", nil, false
+	}
+	n, ok := unescapeName(esc)
+	if !ok {
+		return "", nil, false
+	}
+	return n, subject, true
+}

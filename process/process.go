@@ -302,6 +302,9 @@ func (p *Process) openCommands() error {
 	}
 	ccfg.Logger, ccfg.Stats = p.log, storeStats{p.st}
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(p.node), persisterOf(p.saver), p.stop
+	if ccfg.Topology, err = p.topology(); err != nil {
+		return err
+	}
 	ccfg.AppendOnly = appendOnlyOf(p.aof, p.log)
 	ccfg.Policies = p.rules
 	if p.loader != nil {
@@ -521,4 +524,17 @@ func logLevel(name string) slog.Level {
 	default:
 		return slog.LevelInfo
 	}
+}
+
+// topology is what the CLUSTER commands describe: one shard owning every
+// slot, a group's members or this single node (docs/cluster.md).
+func (p *Process) topology() (commands.Topology, error) {
+	if p.node != nil {
+		return groupTopology{p.node}, nil
+	}
+	id, err := loadNodeID(p.cfg.dir)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster node id: %w", err)
+	}
+	return singleNode{id: id, addr: p.cfg.announceAddr}, nil
 }

@@ -1,0 +1,389 @@
+package commands
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/parse"
+	"github.com/sluice-rl/sluice/keyslot"
+	"github.com/sluice-rl/sluice/policy"
+)
+
+// The Redis Cluster protocol: CLUSTER INFO, SLOTS, SHARDS, NODES, MYID,
+// KEYSLOT, COUNTKEYSINSLOT, GETKEYSINSLOT and HELP, and ASKING. A single
+// node and a replicated group each answer as one shard that owns all 16384
+// slots, so cluster clients work against them unchanged (docs/cluster.md).
+
+// Topology is the shard layout the CLUSTER commands report, owned by the
+// node behind them: cmd/sluice's single node, or the replicated group's
+// cluster.Node. Safe for concurrent use.
+type Topology interface {
+	// ClusterShard returns this node's current view of its shard.
+	ClusterShard() Shard
+}
+
+// Shard is one shard as a node sees it: today the only one, owning every
+// slot.
+type Shard struct {
+	// Self is this node's id: 40 hex digits, stable across restarts.
+	Self string
+	// Nodes are the shard's nodes, the primary first (exactly one has
+	// Primary set).
+	Nodes []ShardNode
+	// Epoch is the configuration epoch reported by CLUSTER INFO and NODES.
+	Epoch int64
+	// Down is set while the shard cannot take writes (a group with no
+	// leader): CLUSTER INFO reports cluster_state:fail.
+	Down bool
+}
+
+// ShardNode is one node of a shard.
+type ShardNode struct {
+	ID string // 40 hex digits
+	// Addr is the node's RESP address, host:port. "" is unknown: the node
+	// is reported failed and left out of CLUSTER SLOTS; for Self, ""
+	// means the address the asking client connected to.
+	Addr    string
+	BusPort int   // reported after '@' in CLUSTER NODES (the Raft port; 0: none)
+	Primary bool  // the leader, or the single node
+	Offset  int64 // replication offset: the node's applied log index
+}
+
+func init() {
+	register(
+		&command{name: "cluster", arity: -2, run: cmdCluster, group: "cluster", since: "0.1.0",
+			summary:    "Answers the Redis Cluster protocol: this node's shard, which owns all 16384 slots.",
+			complexity: "O(1); NODES, SLOTS, SHARDS O(nodes); COUNTKEYSINSLOT, GETKEYSINSLOT O(keys)",
+			subs: []string{"info", "slots", "shards", "nodes", "myid", "keyslot", "countkeysinslot",
+				"getkeysinslot", "help"}},
+		&command{name: "asking", arity: 1, flags: flagFast, run: cmdAsking, group: "cluster", since: "0.1.0",
+			summary: "Accepted for cluster clients; no slot is ever migrating, so it has no effect.", complexity: "O(1)"},
+	)
+}
+
+var clusterHelp = []string{
+	"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"COUNTKEYSINSLOT <slot>",
+	"    Return the number of keys in <slot>.",
+	"GETKEYSINSLOT <slot> <count>",
+	"    Return key names stored by current node in a slot.",
+	"INFO",
+	"    Return information about the cluster.",
+	"KEYSLOT <key>",
+	"    Return the hash slot for <key>.",
+	"MYID",
+	"    Return the node id.",
+	"NODES",
+	"    Return cluster configuration seen by node. Output format:",
+	"    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+	"SLOTS",
+	"    Return information about slots range mappings. Each range is made of:",
+	"    start, end, master and replicas IP addresses, ports and ids",
+	"SHARDS",
+	"    Return information about slot range mappings and the nodes associated with them.",
+	"HELP",
+	"    Print this help.",
+}
+
+// clusterArity is each CLUSTER subcommand's argument count, the name and
+// subcommand included.
+var clusterArity = map[string]int{"info": 2, "slots": 2, "shards": 2, "nodes": 2, "myid": 2, "keyslot": 3,
+	"countkeysinslot": 3, "getkeysinslot": 4, "help": 2}
+
+func cmdCluster(s *session, args [][]byte) {
+	// arguments
+	sub := strings.ToLower(string(args[1]))
+	n, known := clusterArity[sub]
+	if !known {
+		s.writeError(errUnknownSubcommand(args[1], "CLUSTER"))
+		return
+	}
+	if len(args) != n {
+		s.writeError(errWrongArgs("cluster|" + sub))
+		return
+	}
+	if sub == "help" {
+		s.writeArray(len(clusterHelp))
+		for _, l := range clusterHelp {
+			s.writeSimple(l)
+		}
+		return
+	}
+	if sub == "keyslot" {
+		s.writeInt(int64(keyslot.Of(args[2])))
+		return
+	}
+	topo := s.h.cfg.Topology
+	if topo == nil {
+		s.writeError(errNoCluster)
+		return
+	}
+	switch sub {
+	case "countkeysinslot":
+		slot, ok := parse.Int(args[2])
+		if !ok {
+			s.writeError(errNotInteger)
+			return
+		}
+		if slot < 0 || slot >= keyslot.Slots {
+			s.writeError(errInvalidSlot)
+			return
+		}
+		count, err := s.keysInSlot(int(slot), -1, nil)
+		if err != nil {
+			s.writeError(err)
+			return
+		}
+		s.writeInt(count)
+		return
+	case "getkeysinslot":
+		slot, ok := parse.Int(args[2])
+		max, ok2 := parse.Int(args[3])
+		if !ok || !ok2 {
+			s.writeError(errNotInteger)
+			return
+		}
+		if slot < 0 || slot >= keyslot.Slots || max < 0 {
+			s.writeError(errInvalidSlotOrCount)
+			return
+		}
+		var keys [][]byte
+		if _, err := s.keysInSlot(int(slot), max, &keys); err != nil {
+			s.writeError(err)
+			return
+		}
+		s.writeArray(len(keys))
+		for _, k := range keys {
+			s.writeBulk(k)
+		}
+		return
+	}
+	// operation
+	shard := topo.ClusterShard()
+	s.resolveSelf(&shard)
+	// reply
+	switch sub {
+	case "myid":
+		s.writeBulkString(shard.Self)
+	case "info":
+		s.writeVerbatim(clusterInfo(shard))
+	case "nodes":
+		s.writeVerbatim(clusterNodes(shard))
+	case "slots":
+		s.writeClusterSlots(shard)
+	case "shards":
+		s.writeClusterShards(shard)
+	}
+}
+
+func cmdAsking(s *session, args [][]byte) { s.writeOK() }
+
+// resolveSelf fills in this node's address where the topology leaves it
+// to the connection: the address the client reached this node on.
+func (s *session) resolveSelf(shard *Shard) {
+	for i := range shard.Nodes {
+		if n := &shard.Nodes[i]; n.ID == shard.Self && n.Addr == "" {
+			n.Addr = s.conn.LocalAddr()
+		}
+	}
+}
+
+// slotOfStored is the slot a stored key counts in: an RL.CHECK state key
+// (pol:<policy>:<algo>:<subject>) or override (ovr:<policy>:<subject>)
+// is in its subject's slot, where a cluster client sends RL.CHECK; any
+// other key in its own.
+func slotOfStored(key []byte) int {
+	if _, subject, ok := policy.SplitCheckKey(key); ok {
+		return keyslot.Of(subject)
+	}
+	if _, subject, ok := policy.SplitOverrideKey(key); ok {
+		return keyslot.Of(subject)
+	}
+	return keyslot.Of(key)
+}
+
+// keysInSlot walks the whole key space with SCAN and counts the keys in
+// slot, appending up to max of them to keys (max < 0: none). There is no
+// per-slot index: the cost is one pass over every key (docs/cluster.md).
+func (s *session) keysInSlot(slot int, max int64, keys *[][]byte) (int64, error) {
+	var count int64
+	cursor := uint64(0)
+	for {
+		next, err := s.h.ks.Scan(s.conn.Now(), cursor, 1024, func(key []byte, _ algorithms.Algo) bool {
+			if slotOfStored(key) != slot {
+				return true
+			}
+			count++
+			if keys != nil && int64(len(*keys)) < max {
+				*keys = append(*keys, append([]byte(nil), key...))
+			}
+			return true
+		})
+		if err != nil {
+			return 0, err
+		}
+		if next == 0 || (keys != nil && int64(len(*keys)) >= max) {
+			return count, nil
+		}
+		cursor = next
+	}
+}
+
+// splitAddr splits host:port; an unknown or unparsable address is ("", 0).
+func splitAddr(addr string) (string, int) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", 0
+	}
+	return host, p
+}
+
+// primary returns the shard's primary.
+func (sh Shard) primary() ShardNode {
+	for _, n := range sh.Nodes {
+		if n.Primary {
+			return n
+		}
+	}
+	return ShardNode{}
+}
+
+// clusterInfo is CLUSTER INFO's text, with Redis 7's fields in its order.
+func clusterInfo(sh Shard) string {
+	state, ok, fail := "ok", keyslot.Slots, 0
+	if sh.Down {
+		state, ok, fail = "fail", 0, keyslot.Slots
+	}
+	epoch := strconv.FormatInt(sh.Epoch, 10)
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"cluster_state", state},
+		{"cluster_slots_assigned", strconv.Itoa(keyslot.Slots)},
+		{"cluster_slots_ok", strconv.Itoa(ok)},
+		{"cluster_slots_pfail", "0"},
+		{"cluster_slots_fail", strconv.Itoa(fail)},
+		{"cluster_known_nodes", strconv.Itoa(len(sh.Nodes))},
+		{"cluster_size", "1"},
+		{"cluster_current_epoch", epoch},
+		{"cluster_my_epoch", epoch},
+		{"cluster_stats_messages_sent", "0"},
+		{"cluster_stats_messages_received", "0"},
+		{"total_cluster_links_buffer_limit_exceeded", "0"},
+	} {
+		b.WriteString(kv[0] + ":" + kv[1] + "\r\n")
+	}
+	return b.String()
+}
+
+// clusterNodes is CLUSTER NODES's text: one line per node, Redis's
+// "<id> <ip:port@cport> <flags> <master> <ping-sent> <pong-recv>
+// <config-epoch> <link-state> [<slot range>]". A node with no known
+// address is ":0@0" with the noaddr flag, as Redis writes one.
+func clusterNodes(sh Shard) string {
+	primary := sh.primary()
+	var b strings.Builder
+	for _, n := range sh.Nodes {
+		host, port := splitAddr(n.Addr)
+		flags, master, link, bus := "", "-", "connected", n.BusPort
+		if n.ID == sh.Self {
+			flags = "myself,"
+		}
+		if n.Primary {
+			flags += "master"
+		} else {
+			flags += "slave"
+			master = primary.ID
+		}
+		if port == 0 {
+			flags += ",noaddr"
+			link, bus = "disconnected", 0
+		}
+		addr := host + ":" + strconv.Itoa(port)
+		if strings.Contains(host, ":") {
+			addr = "[" + host + "]:" + strconv.Itoa(port)
+		}
+		b.WriteString(n.ID + " " + addr + "@" + strconv.Itoa(bus) + " " + flags + " " + master + " 0 0 " +
+			strconv.FormatInt(sh.Epoch, 10) + " " + link)
+		if n.Primary {
+			b.WriteString(" 0-" + strconv.Itoa(keyslot.Slots-1))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// writeClusterSlots writes CLUSTER SLOTS: one range, 0-16383, served by
+// the primary then each replica whose address is known, each as Redis 7's
+// [ip, port, id, {metadata}].
+func (s *session) writeClusterSlots(sh Shard) {
+	var nodes []ShardNode
+	for _, n := range sh.Nodes {
+		if _, port := splitAddr(n.Addr); port != 0 || n.Primary {
+			nodes = append(nodes, n)
+		}
+	}
+	s.writeArray(1)
+	s.writeArray(2 + len(nodes))
+	s.writeInt(0)
+	s.writeInt(keyslot.Slots - 1)
+	for _, n := range nodes {
+		host, port := splitAddr(n.Addr)
+		s.writeArray(4)
+		s.writeBulkString(host)
+		s.writeInt(int64(port))
+		s.writeBulkString(n.ID)
+		s.writeMap(0)
+	}
+}
+
+// writeClusterShards writes CLUSTER SHARDS: one shard, slots [0, 16383],
+// and its nodes with Redis 7's fields (port only when known, as Redis).
+func (s *session) writeClusterShards(sh Shard) {
+	s.writeArray(1)
+	s.writeMap(2)
+	s.writeBulkString("slots")
+	s.writeArray(2)
+	s.writeInt(0)
+	s.writeInt(keyslot.Slots - 1)
+	s.writeBulkString("nodes")
+	s.writeArray(len(sh.Nodes))
+	for _, n := range sh.Nodes {
+		host, port := splitAddr(n.Addr)
+		fields := 6
+		if port != 0 {
+			fields++
+		}
+		s.writeMap(fields)
+		s.writeBulkString("id")
+		s.writeBulkString(n.ID)
+		if port != 0 {
+			s.writeBulkString("port")
+			s.writeInt(int64(port))
+		}
+		endpoint := host
+		if port == 0 {
+			endpoint = "?"
+		}
+		role, health := "replica", "online"
+		if n.Primary {
+			role = "master"
+		}
+		if port == 0 || (n.Primary && sh.Down) {
+			health = "fail"
+		}
+		for _, kv := range [][2]string{{"ip", host}, {"endpoint", endpoint}, {"role", role}} {
+			s.writeBulkString(kv[0])
+			s.writeBulkString(kv[1])
+		}
+		s.writeBulkString("replication-offset")
+		s.writeInt(n.Offset)
+		s.writeBulkString("health")
+		s.writeBulkString(health)
+	}
+}

@@ -1,0 +1,58 @@
+// The cluster client matrix for Node: one library's cluster client (the
+// first argument, a package alias of package.json: ioredis Cluster or
+// node-redis createCluster) seeded with 127.0.0.1:$SLUICE_PORT, a sluice
+// single node or a member of a replicated group. It connects, takes a key of
+// capacity 5 seven times and a {tag}ged pair, and prints
+// "RESULT admitted=<n> slots=<ranges>"; it exits non-zero with a message on
+// the first wrong result.
+import { createRequire } from 'node:module';
+import assert from 'node:assert/strict';
+
+const require = createRequire(import.meta.url);
+const name = process.argv[2];
+const port = Number(process.env.SLUICE_PORT);
+const tag = `${name}:${Date.now()}`;
+
+async function adapter() {
+  const m = require(name);
+  if (name.startsWith('ioredis')) {
+    const Redis = m.default || m.Redis || m;
+    const c = new Redis.Cluster([{ host: '127.0.0.1', port }], { clusterRetryStrategy: () => 100 });
+    c.on('error', () => {});
+    await new Promise((resolve, reject) => {
+      c.once('ready', resolve);
+      c.once('end', () => reject(new Error('the cluster connection ended before ready')));
+    });
+    return {
+      take: (key, ...a) => c.call('RL.TOKEN', key, ...a),
+      slots: () => c.call('CLUSTER', 'SLOTS'),
+      close: () => c.disconnect(),
+    };
+  }
+  const c = m.createCluster({ rootNodes: [{ socket: { host: '127.0.0.1', port } }] });
+  c.on('error', () => {});
+  await c.connect();
+  const str = (a) => a.map(String);
+  return {
+    take: (key, ...a) => c.sendCommand(key, false, str(['RL.TOKEN', key, ...a])),
+    slots: () => c.sendCommand(undefined, true, ['CLUSTER', 'SLOTS']),
+    close: () => (c.destroy ? c.destroy() : c.disconnect()),
+  };
+}
+
+const c = await adapter();
+let admitted = 0;
+for (let i = 0; i < 7; i++) {
+  const r = await c.take(`${tag}:cap5`, '1/h', 5);
+  assert.equal(r.length, 5, `RL.TOKEN reply ${JSON.stringify(r)}`);
+  admitted += r[0];
+  assert.equal(r[2], Math.max(0, 4 - i), `remaining after take ${i + 1}`);
+}
+assert.equal(admitted, 5, 'a key of capacity 5 taken 7 times');
+const a = await c.take(`{${tag}}.a`, '10/s', 20);
+const b = await c.take(`{${tag}}.b`, '10/s', 20);
+assert.deepEqual([a, b], [[1, 20, 19, 0, 100], [1, 20, 19, 0, 100]], 'two keys with one tag');
+const slots = await c.slots();
+const ranges = slots.map((s) => `${s[0]}-${s[1]}:${s.length - 2}`).join(',');
+await c.close();
+console.log(`RESULT admitted=${admitted} slots=${ranges}`);
