@@ -118,32 +118,11 @@ func (c *Config) Validate() error {
 // first wait for its peers, and refuses to start a group that may exist
 // already (bootstrap.go).
 func Open(cfg Config, st *store.Store) (*Node, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := checkOpen(&cfg); err != nil {
 		return nil, err
 	}
-	if (cfg.RaftServerTLS == nil) != (cfg.RaftClientTLS == nil) {
-		return nil, errors.New("cluster: the Raft port's mutual TLS needs both a server and a client configuration")
-	}
-	if cfg.RaftServerTLS != nil && cfg.Transport != nil {
-		return nil, errors.New("cluster: the Raft port's TLS applies to the TCP transport, not to Config.Transport")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL, cfg.Policies), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
-
-	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(cfg.ID)
-	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
-	rc.SnapshotThreshold = 8192
-	rc.SnapshotInterval = 30 * time.Second
-	rc.TrailingLogs = 10240
-	notify := make(chan bool, 64)
-	rc.NotifyCh = notify
-	if cfg.RaftConfig != nil {
-		cfg.RaftConfig(rc)
-	}
-
+	rc, notify := raftConfig(cfg)
 	if err := n.openStorage(); err != nil {
 		n.closeAll()
 		return nil, err
@@ -171,7 +150,59 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		n.stopped.Add(1)
 		go n.vouchLoop()
 	}
+	if err := n.begin(existing, rc.LocalID); err != nil {
+		n.Close()
+		return nil, err
+	}
+	n.stopped.Add(1)
+	go n.watchLeadership(notify)
+	if cfg.RulesHash != nil {
+		n.stopped.Add(1)
+		go n.publishRules()
+	}
+	n.startLeaderWatch()
+	return n, nil
+}
 
+// checkOpen validates cfg for Open and fills in its logger.
+func checkOpen(cfg *Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if (cfg.RaftServerTLS == nil) != (cfg.RaftClientTLS == nil) {
+		return errors.New("cluster: the Raft port's mutual TLS needs both a server and a client configuration")
+	}
+	if cfg.RaftServerTLS != nil && cfg.Transport != nil {
+		return errors.New("cluster: the Raft port's TLS applies to the TCP transport, not to Config.Transport")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return nil
+}
+
+// raftConfig is hashicorp/raft's configuration for a node of cfg, and the
+// channel its leadership changes arrive on.
+func raftConfig(cfg Config) (*raft.Config, chan bool) {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: os.Stderr})
+	rc.SnapshotThreshold = 8192
+	rc.SnapshotInterval = 30 * time.Second
+	rc.TrailingLogs = 10240
+	notify := make(chan bool, 64)
+	rc.NotifyCh = notify
+	if cfg.RaftConfig != nil {
+		cfg.RaftConfig(rc)
+	}
+	return rc, notify
+}
+
+// begin starts the node's part in its group once raft runs: it restarts on
+// the state it has (existing), bootstraps a group, joins one, or waits to
+// be added.
+func (n *Node) begin(existing bool, id raft.ServerID) error {
+	cfg, r := n.cfg, n.raft
 	switch {
 	case existing && len(r.GetConfiguration().Configuration().Servers) == 0 && cfg.Join != "":
 		// A joiner stopped after a leader's first message set its term but
@@ -186,11 +217,10 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		}
 	case cfg.Bootstrap != NoBootstrap:
 		f := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{
-			{Suffrage: raft.Voter, ID: rc.LocalID, Address: n.trans.LocalAddr()},
+			{Suffrage: raft.Voter, ID: id, Address: n.trans.LocalAddr()},
 		}})
 		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			n.Close()
-			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+			return fmt.Errorf("cluster: bootstrap: %w", err)
 		}
 		n.writeMarker()
 	case cfg.Join != "":
@@ -202,14 +232,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 				"waiting to be added. "+n.recovery(""), "marker", filepath.Join(cfg.Dir, markerFile))
 		}
 	}
-	n.stopped.Add(1)
-	go n.watchLeadership(notify)
-	if cfg.RulesHash != nil {
-		n.stopped.Add(1)
-		go n.publishRules()
-	}
-	n.startLeaderWatch()
-	return n, nil
+	return nil
 }
 
 // inConfiguration reports whether raft's latest configuration names this node.
