@@ -8,11 +8,10 @@ import (
 // reading is the store's figures read at one moment, for its table.
 type reading struct {
 	shard.Stats
-	limit   int64
-	policy  Policy
-	sweep   SweepTotals
-	shards  int
-	flushes int64
+	limit  int64
+	policy Policy
+	sweep  SweepTotals
+	shards int
 }
 
 const (
@@ -67,8 +66,6 @@ var figures = []figure.Row[*reading]{
 		Read: func(r *reading) figure.Value { return figure.Micros(r.sweep.Last) }},
 	{Desc: figure.Desc{Name: "sweep_max_us", In: inStats},
 		Read: func(r *reading) figure.Value { return figure.Micros(r.sweep.Most) }},
-	{Desc: figure.Desc{Name: "flushes", In: inStats, Kind: figure.Counter, Metric: "flushes_total", Help: "FLUSHALLs."},
-		Read: func(r *reading) figure.Value { return figure.Int(r.flushes) }},
 	{Desc: figure.Desc{Name: "shards", In: inStats},
 		Read: func(r *reading) figure.Value { return figure.Int(int64(r.shards)) }},
 }
@@ -77,7 +74,7 @@ var figures = []figure.Row[*reading]{
 // for INFO memory and stats, MEMORY STATS and the metrics endpoint. Any
 // goroutine.
 func (st *Store) KeyspaceFigures() []figure.Figure {
-	r := reading{Stats: st.Stats(), sweep: st.SweepTotals(), shards: st.Shards(), flushes: st.flushes.Load()}
+	r := reading{Stats: st.Stats(), sweep: st.SweepTotals(), shards: st.Shards()}
 	r.limit, r.policy = st.MaxMemory()
 	return figure.Read(figures, &r)
 }

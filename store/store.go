@@ -27,7 +27,6 @@ type Store struct {
 	aof      atomic.Pointer[AOF] // the append-only log every change goes to; nil: none (SetAOF)
 	mem      memory
 	sweep    sweepStats
-	flushes  atomic.Int64
 	// hasOverrides is set once the store holds an override entry (any
 	// path: RL.OVERRIDE, a snapshot, the log); until then Decide looks no
 	// override up. It is never cleared (a stale true costs lookups only).
@@ -161,7 +160,6 @@ func (st *Store) DBSize(now int64) (int64, error) {
 // does, so that the log's flush comes after every change before it and
 // before every change after it.
 func (st *Store) Flush(now int64) error {
-	st.flushes.Add(1)
 	if lg := st.aof.Load(); lg != nil {
 		release := st.hold()
 		defer release()
