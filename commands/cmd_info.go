@@ -96,13 +96,7 @@ func (h *Handler) keyspaceFigures(section figure.Section) []Param {
 	if r == nil {
 		return nil
 	}
-	var out []Param
-	for _, f := range r.KeyspaceFigures() {
-		if f.In&section != 0 {
-			out = append(out, Param{f.Name, f.Text})
-		}
-	}
-	return out
+	return params(r.KeyspaceFigures(), section)
 }
 
 func (h *Handler) serverInfo(_ *session) []Param {
@@ -147,8 +141,12 @@ func (h *Handler) clientsInfo(_ *session) []Param {
 func (h *Handler) memoryInfo(_ *session) []Param {
 	ts := h.transportStats()
 	out := memoryInfo()
+	if used, err := strconv.ParseInt(out[0].Value, 10, 64); err == nil {
+		h.notePeak(used) // used_memory_peak is never below the used_memory beside it
+	}
 	out = append(out, Param{"mem_clients_normal", itoa(ts.ClientMemory)},
 		Param{"maxmemory_clients", itoa(ts.MaxMemoryClients)})
+	out = append(out, h.serverSection(figure.Memory)...)
 	return append(out, h.keyspaceFigures(figure.Memory)...)
 }
 
@@ -172,8 +170,10 @@ func (h *Handler) persistenceInfo(_ *session) []Param {
 		{"rdb_last_bgsave_status", status},
 		{"rdb_last_save_time_ms", itoa(st.LastSaveTook.Milliseconds())},
 		{"rdb_saves", itoa(st.Saves)},
-		{"snapshot_file", st.Path},
 	}
+	out = append(out, params(p.Figures(), figure.Persistence)...)
+	out = append(out, h.keyspaceFigures(figure.Persistence)...)
+	out = append(out, Param{"snapshot_file", st.Path})
 	return append(out, h.appendOnlyInfo()...)
 }
 
@@ -194,6 +194,7 @@ func (h *Handler) statsInfo(s *session) []Param {
 		{"total_net_input_bytes", itoa(ts.NetIn)},
 		{"total_net_output_bytes", itoa(ts.NetOut)},
 	}
+	out = append(out, h.serverSection(figure.Stats)...)
 	return append(out, h.keyspaceFigures(figure.Stats)...)
 }
 

@@ -13,6 +13,7 @@ type Figures struct {
 	// Commands run, error replies, and decisions, over every session.
 	Commands, Errors, Allowed, Denied int64
 	Keyspace                          []figure.Figure   // nil without a StatsReporter
+	Server                            []figure.Figure   // the server's own rows (server_figures.go)
 	Persistence                       *PersistenceStats // nil without a Persister (a replicated node)
 	AppendOnly                        *AppendOnlyStats  // nil with the append-only log off
 	// WritesRefused: changes are refused with MISCONF now (durable.go).
@@ -27,6 +28,7 @@ func (h *Handler) Figures() Figures {
 	if r := h.cfg.Stats; r != nil {
 		f.Keyspace = r.KeyspaceFigures()
 	}
+	f.Server = h.serverFiguresNow(f.Keyspace)
 	if p := h.cfg.Persister; p != nil {
 		ps := p.PersistenceStats()
 		f.Persistence = &ps

@@ -152,9 +152,12 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	if c.src == nil {
 		return
 	}
-	for _, f := range c.src.Figures().Keyspace {
-		if f.Metric != "" {
-			ch <- c.descOf(f.Desc)
+	f := c.src.Figures()
+	for _, fs := range [][]figure.Figure{f.Keyspace, f.Server} {
+		for _, f := range fs {
+			if f.Metric != "" {
+				ch <- c.descOf(f.Desc)
+			}
 		}
 	}
 }
@@ -208,6 +211,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(dNetOut, float64(t.NetOut))
 	gauge(dClientMem, float64(t.ClientMemory))
 	c.collectFigures(ch, f.Keyspace)
+	c.collectFigures(ch, f.Server)
 	if p := f.Persistence; p != nil {
 		gauge(dSnapInProgress, b2f(p.BackgroundSaveRunning))
 		gauge(dSnapLast, float64(p.LastSave))

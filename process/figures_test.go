@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,5 +107,76 @@ func golden(t *testing.T, name string, lines []string) {
 	}
 	if got != string(want) {
 		t.Errorf("%s differs (go test -run %s -update rewrites it):\n got:\n%s\nwant:\n%s", path, t.Name(), got, want)
+	}
+}
+
+// TestRedisFiguresCount: the figures Redis tools read (keyspace_hits and
+// _misses, rdb_changes_since_last_save, total_reads_processed and
+// _writes_processed, used_memory_peak, mem_fragmentation_ratio,
+// number_of_cached_scripts, rdb_last_bgsave_time_sec and
+// rdb_current_bgsave_time_sec) count what they say.
+func TestRedisFiguresCount(t *testing.T) {
+	p, err := Open(testOptions(t, "save", "300"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go p.Serve()
+	defer shutdown(t, p)
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), Protocol: 2, DisableIndentity: true})
+	defer rdb.Close()
+	ctx := context.Background()
+	info := func() map[string]int64 {
+		t.Helper()
+		text, err := rdb.Info(ctx, "memory", "persistence", "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, line := range strings.Split(text, "\r\n") {
+			if name, v, ok := strings.Cut(line, ":"); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				out[name] = int64(f * 100) // ratios keep two decimals
+			}
+		}
+		return out
+	}
+	before := info()
+	if before["rdb_last_bgsave_time_sec"] != -100 || before["rdb_current_bgsave_time_sec"] != -100 {
+		t.Errorf("rdb_last_bgsave_time_sec %d, rdb_current_bgsave_time_sec %d before any save; want -1 and -1",
+			before["rdb_last_bgsave_time_sec"]/100, before["rdb_current_bgsave_time_sec"]/100)
+	}
+	rdb.Do(ctx, "RL.TOKEN", "new", "10/s", 10, 1) // a miss and a change
+	rdb.Do(ctx, "RL.TOKEN", "new", "10/s", 10, 1) // a hit and a change
+	rdb.Do(ctx, "GET", "absent")                  // a miss
+	after := info()
+	for _, c := range []struct {
+		name string
+		want int64
+	}{{"keyspace_hits", 1}, {"keyspace_misses", 2}, {"rdb_changes_since_last_save", 2}} {
+		if d := (after[c.name] - before[c.name]) / 100; d != c.want {
+			t.Errorf("%s grew by %d; want %d", c.name, d, c.want)
+		}
+	}
+	if after["total_reads_processed"] <= before["total_reads_processed"] ||
+		after["total_writes_processed"] <= before["total_writes_processed"] {
+		t.Errorf("total_reads_processed %d → %d, total_writes_processed %d → %d; want both to grow",
+			before["total_reads_processed"], after["total_reads_processed"],
+			before["total_writes_processed"], after["total_writes_processed"])
+	}
+	if after["used_memory_peak"] < after["used_memory"] || after["mem_fragmentation_ratio"] <= 0 ||
+		after["number_of_cached_scripts"] <= 0 {
+		t.Errorf("used_memory_peak %d, used_memory %d, mem_fragmentation_ratio %.2f, number_of_cached_scripts %d",
+			after["used_memory_peak"]/100, after["used_memory"]/100, float64(after["mem_fragmentation_ratio"])/100,
+			after["number_of_cached_scripts"]/100)
+	}
+	if err := rdb.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	saved := info()
+	if n := saved["rdb_changes_since_last_save"]; n != 0 {
+		t.Errorf("rdb_changes_since_last_save after SAVE = %d; want 0", n/100)
+	}
+	if n := saved["rdb_last_bgsave_time_sec"]; n != 0 {
+		t.Errorf("rdb_last_bgsave_time_sec after a quick SAVE = %d; want 0", n/100)
 	}
 }

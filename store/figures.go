@@ -12,11 +12,13 @@ type reading struct {
 	policy Policy
 	sweep  SweepTotals
 	shards int
+	saved  int64 // Changes as of the last save
 }
 
 const (
-	inMemory = figure.Memory
-	inStats  = figure.Stats
+	inMemory      = figure.Memory
+	inStats       = figure.Stats
+	inPersistence = figure.Persistence
 )
 
 // figures is the key space's figures: a new one is a row here (and a line
@@ -66,6 +68,14 @@ var figures = []figure.Row[*reading]{
 		Read: func(r *reading) figure.Value { return figure.Micros(r.sweep.Last) }},
 	{Desc: figure.Desc{Name: "sweep_max_us", In: inStats},
 		Read: func(r *reading) figure.Value { return figure.Micros(r.sweep.Most) }},
+	{Desc: figure.Desc{Name: "keyspace_hits", In: inStats, Kind: figure.Counter, Metric: "keyspace_hits_total",
+		Help: "Key lookups (decisions, GET, TTL …) that found the key's state."},
+		Read: func(r *reading) figure.Value { return figure.Int(r.Hits) }},
+	{Desc: figure.Desc{Name: "keyspace_misses", In: inStats, Kind: figure.Counter, Metric: "keyspace_misses_total",
+		Help: "Key lookups that found no state (a decision on a new key, GET of an absent one …)."},
+		Read: func(r *reading) figure.Value { return figure.Int(r.Misses) }},
+	{Desc: figure.Desc{Name: "rdb_changes_since_last_save", In: inPersistence},
+		Read: func(r *reading) figure.Value { return figure.Int(r.Changes - r.saved) }},
 	{Desc: figure.Desc{Name: "shards", In: inStats},
 		Read: func(r *reading) figure.Value { return figure.Int(int64(r.shards)) }},
 }
@@ -74,7 +84,7 @@ var figures = []figure.Row[*reading]{
 // for INFO memory and stats, MEMORY STATS and the metrics endpoint. Any
 // goroutine.
 func (st *Store) KeyspaceFigures() []figure.Figure {
-	r := reading{Stats: st.Stats(), sweep: st.SweepTotals(), shards: st.Shards()}
+	r := reading{saved: st.saved.Load(), Stats: st.Stats(), sweep: st.SweepTotals(), shards: st.Shards()}
 	r.limit, r.policy = st.MaxMemory()
 	return figure.Read(figures, &r)
 }
