@@ -61,3 +61,20 @@ func TestClientListShowsTheRunningCommand(t *testing.T) {
 		t.Errorf("CLIENT INFO: %q; want cmd=client|info", info)
 	}
 }
+
+// TestClientMaintNotificationsAnswersAsRedis7: go-redis v9.23 sends
+// CLIENT MAINT_NOTIFICATIONS ON moving-endpoint-type <type> after HELLO 3
+// and, in its default mode (auto), turns the feature off on an error reply
+// and goes on; sluice has no maintenance events to push and answers Redis
+// 7's unknown-subcommand error, word for word.
+func TestClientMaintNotificationsAnswersAsRedis7(t *testing.T) {
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(3))
+	got := doErr(t, rdb, "CLIENT", "MAINT_NOTIFICATIONS", "on", "moving-endpoint-type", "auto")
+	if want := "ERR unknown subcommand 'MAINT_NOTIFICATIONS'. Try CLIENT HELP."; got != want {
+		t.Errorf("CLIENT MAINT_NOTIFICATIONS ON: %q; want Redis 7's %q", got, want)
+	}
+	if v := do(t, rdb, "PING"); v != "PONG" {
+		t.Errorf("PING after it = %v", v)
+	}
+}
