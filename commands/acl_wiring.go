@@ -199,7 +199,7 @@ func (s *session) logDenial(reason acl.Reason, ctx acl.Context, object string) {
 		user = s.user.Name()
 	}
 	s.h.acl.log.Add(acl.LogEntry{Reason: reason, Context: ctx, Object: object, Username: user,
-		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe()})
+		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe(s)})
 }
 
 // authenticate checks a username/password pair against the users (AUTH,
@@ -230,7 +230,7 @@ func (s *session) authenticate(cmdName string, user, pass []byte, defaultOnly bo
 
 func (s *session) logDenialAs(user, cmdName string) {
 	s.h.acl.log.Add(acl.LogEntry{Reason: acl.DeniedAuth, Context: acl.Toplevel, Object: cmdName, Username: user,
-		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe()})
+		Time: s.h.clock.Now() / 1e6, ClientInfo: s.describe(s)})
 }
 
 // refuse answers a connection that protected mode refuses, whatever it

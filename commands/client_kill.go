@@ -197,7 +197,7 @@ func (s *session) clientList(args [][]byte) {
 	now := time.Now()
 	s.h.conns(s, func(o *session) {
 		if f.matches(s, o, now) {
-			b.WriteString(o.describe())
+			b.WriteString(o.describe(s))
 		}
 	})
 	s.writeVerbatim(b.String())

@@ -73,7 +73,7 @@ func cmdClient(s *session, args [][]byte) {
 	case equalFold(sub, "setinfo") && len(args) == 4:
 		s.clientSetInfo(args[2], args[3])
 	case equalFold(sub, "info") && len(args) == 2:
-		s.writeVerbatim(s.describe())
+		s.writeVerbatim(s.describe(s))
 	case equalFold(sub, "list"):
 		s.clientList(args[2:]) // client_kill.go
 	case equalFold(sub, "kill") && len(args) >= 3:
@@ -171,8 +171,10 @@ func (s *session) clientSetInfo(attr, val []byte) {
 
 // describe is the client's line in CLIENT LIST and CLIENT INFO. It has only
 // fields Redis has, because client libraries (go-redis) reject unknown ones.
-// Any goroutine: it reads the session's and the connection's shared fields.
-func (s *session) describe() string {
+// Any goroutine: it reads the session's and the connection's shared fields;
+// its cmd= is the command the session ran last as of its last batch's end,
+// or, when s is caller, the command running (as Redis 7 shows them).
+func (s *session) describe(caller *session) string {
 	s.mu.Lock()
 	name, lib, ver, user := s.name, s.libName, s.libVer, s.user.Name()
 	s.mu.Unlock()
@@ -196,7 +198,9 @@ func (s *session) describe() string {
 		flags = " flags=e"
 	}
 	cmd := "NULL"
-	if c := s.shown.Load(); c != nil {
+	if c := s.shown.Load(); s == caller && s.ran != nil {
+		cmd = s.ran.name
+	} else if c != nil {
 		cmd = c.name
 	}
 	// Redis 7's fields, in its order. Between batches sluice's read buffer

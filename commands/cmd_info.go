@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/glob"
+	"github.com/sluice-rl/sluice/internal/figure"
 )
 
 // INFO and CONFIG GET.
@@ -61,154 +62,160 @@ func cmdInfo(s *session, args [][]byte) {
 			title = "CPU"
 		}
 		b.WriteString("# " + title + "\r\n")
-		for _, kv := range s.h.infoSection(s, name) {
+		for _, kv := range infoSections[name](s.h, s) {
 			b.WriteString(kv.Name + ":" + kv.Value + "\r\n")
 		}
 	}
 	s.writeVerbatim(b.String())
 }
 
-// infoSection returns the lines of one INFO section, from the typed
-// figures of the transport, the sessions, the key space, the persister and
-// the cluster.
-func (h *Handler) infoSection(s *session, name string) []Param {
-	itoa := func(v int64) string { return strconv.FormatInt(v, 10) }
-	switch name {
-	case "server":
-		exe, _ := os.Executable()
-		up := time.Since(h.start)
-		ts := h.transportStats()
-		port := ts.Port
-		if port == "" {
-			port = "0"
-		}
-		out := []Param{
-			{"sluice_version", Version},
-			{"redis_version", "7.0.0"}, // what clients that gate features on INFO expect of the commands sluice has
-			{"redis_mode", "standalone"},
-			{"os", runtime.GOOS + " " + runtime.GOARCH},
-			{"arch_bits", strconv.Itoa(strconv.IntSize)},
-			{"go_version", runtime.Version()},
-			{"gomaxprocs", strconv.Itoa(runtime.GOMAXPROCS(0))},
-			{"event_loops", strconv.Itoa(ts.EventLoops)},
-			{"process_id", strconv.Itoa(os.Getpid())},
-			{"tcp_port", port},
-			{"uptime_in_seconds", itoa(int64(up / time.Second))},
-			{"uptime_in_days", itoa(int64(up / (24 * time.Hour)))},
-			{"hz", "10"},
-			{"clock", h.clockMode()},
-			{"executable", exe},
-		}
-		return append(out, h.cfg.Info...)
-	case "clients":
-		ts := h.transportStats()
-		return []Param{
-			{"connected_clients", strconv.Itoa(ts.Clients)},
-			{"maxclients", strconv.Itoa(ts.MaxClients)},
-			{"client_recent_max_input_buffer", itoa(ts.MaxQueryBuffer)},
-			{"client_recent_max_output_buffer", itoa(ts.MaxOutputBuffer)},
-			{"blocked_clients", "0"},
-		}
-	case "memory":
-		ts := h.transportStats()
-		out := memoryInfo()
-		out = append(out, Param{"mem_clients_normal", itoa(ts.ClientMemory)},
-			Param{"maxmemory_clients", itoa(ts.MaxMemoryClients)})
-		if r := h.cfg.Stats; r != nil {
-			k := r.KeyspaceStats()
-			out = append(out,
-				Param{"keyspace_used_memory", itoa(k.UsedMemory)},
-				Param{"keyspace_arena_bytes", itoa(k.ArenaBytes)},
-				Param{"keyspace_index_bytes", itoa(k.IndexBytes)},
-				Param{"keyspace_free_bytes", itoa(k.FreeBytes)},
-				Param{"keyspace_keys", itoa(k.Keys)},
-				Param{"maxmemory", itoa(k.MaxMemory)},
-				Param{"maxmemory_policy", k.Policy},
-				Param{"evicted_keys", itoa(k.EvictedKeys)},
-				Param{"oom_refused_keys", itoa(k.RefusedKeys)})
-		}
-		return out
-	case "persistence":
-		p := h.cfg.Persister
-		if p == nil {
-			return nil
-		}
-		st := p.PersistenceStats()
-		status := "ok"
-		if !st.LastSaveOK {
-			status = "err"
-		}
-		running := "0"
-		if st.BackgroundSaveRunning {
-			running = "1"
-		}
-		out := []Param{
-			{"rdb_bgsave_in_progress", running},
-			{"rdb_last_save_time", itoa(st.LastSave)},
-			{"rdb_last_bgsave_status", status},
-			{"rdb_last_save_time_ms", itoa(st.LastSaveTook.Milliseconds())},
-			{"rdb_saves", itoa(st.Saves)},
-			{"snapshot_file", st.Path},
-		}
-		return append(out, h.appendOnlyInfo()...)
-	case "stats":
-		ts := h.transportStats()
-		t := h.totals(s)
-		out := []Param{
-			{"total_connections_received", itoa(ts.Connections)},
-			{"total_commands_processed", itoa(t.cmds)},
-			{"total_error_replies", itoa(t.errors + ts.ProtocolErrors)},
-			{"total_decisions", itoa(t.allowed + t.denied)},
-			{"decisions_allowed", itoa(t.allowed)},
-			{"decisions_denied", itoa(t.denied)},
-			{"rejected_connections", itoa(ts.Rejected)},
-			{"protocol_errors", itoa(ts.ProtocolErrors)},
-			{"evicted_clients", itoa(ts.EvictedClients)},
-			{"recovered_panics", itoa(ts.Panics)},
-			{"total_net_input_bytes", itoa(ts.NetIn)},
-			{"total_net_output_bytes", itoa(ts.NetOut)},
-		}
-		if r := h.cfg.Stats; r != nil {
-			k := r.KeyspaceStats()
-			us := func(d time.Duration) string { return itoa(d.Microseconds()) }
-			out = append(out,
-				Param{"expired_keys", itoa(k.ExpiredKeys)},
-				Param{"evicted_keys", itoa(k.EvictedKeys)},
-				Param{"oom_refused_keys", itoa(k.RefusedKeys)},
-				Param{"sweep_examined", itoa(k.SweepExamined)},
-				Param{"sweep_removed", itoa(k.SweepRemoved)},
-				Param{"sweep_runs", itoa(k.SweepRuns)},
-				Param{"sweep_rounds", itoa(k.SweepRounds)},
-				Param{"sweep_time_us", us(k.SweepTime)},
-				Param{"sweep_last_us", us(k.SweepLast)},
-				Param{"sweep_max_us", us(k.SweepMax)},
-				Param{"shards", strconv.Itoa(k.Shards)})
-		}
-		return out
-	case "replication":
-		if h.cfg.Cluster == nil {
-			return []Param{{"role", "master"}, {"connected_slaves", "0"}, h.clusterEnabled()}
-		}
-		var out []Param
-		for _, kv := range h.cfg.Cluster.InfoReplication() {
-			out = append(out, Param{kv[0], kv[1]})
-		}
-		return append(out, Param{"cluster_enabled", "1"})
-	case "cluster":
-		return []Param{h.clusterEnabled()}
-	case "policies":
-		return h.policiesInfo()
-	case "commandstats", "errorstats", "latencystats", "cpu":
-		out, _ := h.statsSection(name)
-		return out
-	case "keyspace":
-		n, err := h.ks.DBSize(s.conn.Now())
-		if err != nil || n == 0 {
-			return nil
-		}
-		return []Param{{"db0", h.keyspaceLine(s.conn.Now(), n)}}
+// infoSections are INFO's sections, by name (infoAll orders them): each
+// returns its lines, read from the transport, the sessions, the key space,
+// the persister and the cluster.
+var infoSections = map[string]func(h *Handler, s *session) []Param{
+	"server":       (*Handler).serverInfo,
+	"clients":      (*Handler).clientsInfo,
+	"memory":       (*Handler).memoryInfo,
+	"persistence":  (*Handler).persistenceInfo,
+	"stats":        (*Handler).statsInfo,
+	"replication":  (*Handler).replicationInfo,
+	"cpu":          func(h *Handler, _ *session) []Param { return cpuInfo() },
+	"commandstats": func(h *Handler, _ *session) []Param { return h.commandstatsInfo() },
+	"errorstats":   func(h *Handler, _ *session) []Param { return h.errorstatsInfo() },
+	"latencystats": func(h *Handler, _ *session) []Param { return h.latencystatsInfo() },
+	"policies":     func(h *Handler, _ *session) []Param { return h.policiesInfo() },
+	"keyspace":     (*Handler).keyspaceInfo,
+	"cluster":      func(h *Handler, _ *session) []Param { return []Param{h.clusterEnabled()} },
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// keyspaceFigures returns the key space's figures that print in section,
+// none without a StatsReporter.
+func (h *Handler) keyspaceFigures(section figure.Section) []Param {
+	r := h.cfg.Stats
+	if r == nil {
+		return nil
 	}
-	return nil
+	return params(r.KeyspaceFigures(), section)
+}
+
+func (h *Handler) serverInfo(_ *session) []Param {
+	exe, _ := os.Executable()
+	up := time.Since(h.start)
+	ts := h.transportStats()
+	port := ts.Port
+	if port == "" {
+		port = "0"
+	}
+	out := []Param{
+		{"sluice_version", Version},
+		{"redis_version", "7.0.0"}, // what clients that gate features on INFO expect of the commands sluice has
+		{"redis_mode", "standalone"},
+		{"os", runtime.GOOS + " " + runtime.GOARCH},
+		{"arch_bits", strconv.Itoa(strconv.IntSize)},
+		{"go_version", runtime.Version()},
+		{"gomaxprocs", strconv.Itoa(runtime.GOMAXPROCS(0))},
+		{"event_loops", strconv.Itoa(ts.EventLoops)},
+		{"process_id", strconv.Itoa(os.Getpid())},
+		{"tcp_port", port},
+		{"uptime_in_seconds", itoa(int64(up / time.Second))},
+		{"uptime_in_days", itoa(int64(up / (24 * time.Hour)))},
+		{"hz", "10"},
+		{"clock", h.clockMode()},
+		{"executable", exe},
+	}
+	return append(out, h.cfg.Info...)
+}
+
+func (h *Handler) clientsInfo(_ *session) []Param {
+	ts := h.transportStats()
+	return []Param{
+		{"connected_clients", strconv.Itoa(ts.Clients)},
+		{"maxclients", strconv.Itoa(ts.MaxClients)},
+		{"client_recent_max_input_buffer", itoa(ts.MaxQueryBuffer)},
+		{"client_recent_max_output_buffer", itoa(ts.MaxOutputBuffer)},
+		{"blocked_clients", "0"},
+	}
+}
+
+func (h *Handler) memoryInfo(_ *session) []Param {
+	ts := h.transportStats()
+	out := memoryInfo()
+	if used, err := strconv.ParseInt(out[0].Value, 10, 64); err == nil {
+		h.notePeak(used) // used_memory_peak is never below the used_memory beside it
+	}
+	out = append(out, Param{"mem_clients_normal", itoa(ts.ClientMemory)},
+		Param{"maxmemory_clients", itoa(ts.MaxMemoryClients)})
+	out = append(out, h.serverSection(figure.Memory)...)
+	return append(out, h.keyspaceFigures(figure.Memory)...)
+}
+
+func (h *Handler) persistenceInfo(_ *session) []Param {
+	p := h.cfg.Persister
+	if p == nil {
+		return nil
+	}
+	st := p.PersistenceStats()
+	status := "ok"
+	if !st.LastSaveOK {
+		status = "err"
+	}
+	running := "0"
+	if st.BackgroundSaveRunning {
+		running = "1"
+	}
+	out := []Param{
+		{"rdb_bgsave_in_progress", running},
+		{"rdb_last_save_time", itoa(st.LastSave)},
+		{"rdb_last_bgsave_status", status},
+		{"rdb_last_save_time_ms", itoa(st.LastSaveTook.Milliseconds())},
+		{"rdb_saves", itoa(st.Saves)},
+	}
+	out = append(out, params(p.Figures(), figure.Persistence)...)
+	out = append(out, h.keyspaceFigures(figure.Persistence)...)
+	out = append(out, Param{"snapshot_file", st.Path})
+	return append(out, h.appendOnlyInfo()...)
+}
+
+func (h *Handler) statsInfo(s *session) []Param {
+	ts := h.transportStats()
+	t := h.totals(s)
+	out := []Param{
+		{"total_connections_received", itoa(ts.Connections)},
+		{"total_commands_processed", itoa(t.cmds)},
+		{"total_error_replies", itoa(t.errors + ts.ProtocolErrors)},
+		{"total_decisions", itoa(t.allowed + t.denied)},
+		{"decisions_allowed", itoa(t.allowed)},
+		{"decisions_denied", itoa(t.denied)},
+		{"rejected_connections", itoa(ts.Rejected)},
+		{"protocol_errors", itoa(ts.ProtocolErrors)},
+		{"evicted_clients", itoa(ts.EvictedClients)},
+		{"recovered_panics", itoa(ts.Panics)},
+		{"total_net_input_bytes", itoa(ts.NetIn)},
+		{"total_net_output_bytes", itoa(ts.NetOut)},
+	}
+	out = append(out, h.serverSection(figure.Stats)...)
+	return append(out, h.keyspaceFigures(figure.Stats)...)
+}
+
+func (h *Handler) replicationInfo(_ *session) []Param {
+	if h.cfg.Cluster == nil {
+		return []Param{{"role", "master"}, {"connected_slaves", "0"}, h.clusterEnabled()}
+	}
+	var out []Param
+	for _, kv := range h.cfg.Cluster.InfoReplication() {
+		out = append(out, Param{kv[0], kv[1]})
+	}
+	return append(out, Param{"cluster_enabled", "1"})
+}
+
+func (h *Handler) keyspaceInfo(s *session) []Param {
+	n, err := h.ks.DBSize(s.conn.Now())
+	if err != nil || n == 0 {
+		return nil
+	}
+	return []Param{{"db0", h.keyspaceLine(s.conn.Now(), n)}}
 }
 
 type sums struct{ cmds, errors, allowed, denied int64 }

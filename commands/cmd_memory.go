@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/figure"
 	"github.com/sluice-rl/sluice/internal/parse"
 )
 
@@ -153,9 +154,9 @@ func isSub(cmd string, sub []byte) bool {
 func (s *session) memoryStats() {
 	h := s.h
 	ts := h.transportStats()
-	var k KeyspaceStats
+	var k keyspaceFigures
 	if r := h.cfg.Stats; r != nil {
-		k = r.KeyspaceStats()
+		k = keyspaceFiguresOf(r.KeyspaceFigures())
 	} else if n, err := h.ks.DBSize(s.conn.Now()); err == nil {
 		k.Keys = n // a keyspace without figures (a test's): its keys at least
 	}
@@ -195,7 +196,7 @@ func (h *Handler) memoryDoctor() string {
 	if r == nil {
 		return "Hi Sam, this instance keeps no key space figures, my issues detector can't be used in these conditions.\n"
 	}
-	k := r.KeyspaceStats()
+	k := keyspaceFiguresOf(r.KeyspaceFigures())
 	ts := h.transportStats()
 	if k.Keys == 0 && ts.ClientMemory < 1<<20 {
 		return "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used in these " +
@@ -275,3 +276,21 @@ func cmdObject(s *session, args [][]byte) {
 }
 
 func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// keyspaceFigures are the key space's figures MEMORY STATS and MEMORY
+// DOCTOR reason about.
+type keyspaceFigures struct {
+	UsedMemory, ArenaBytes, IndexBytes, FreeBytes, Keys, MaxMemory, RefusedKeys int64
+}
+
+func keyspaceFiguresOf(fs []figure.Figure) keyspaceFigures {
+	return keyspaceFigures{
+		UsedMemory:  figure.Find(fs, "keyspace_used_memory"),
+		ArenaBytes:  figure.Find(fs, "keyspace_arena_bytes"),
+		IndexBytes:  figure.Find(fs, "keyspace_index_bytes"),
+		FreeBytes:   figure.Find(fs, "keyspace_free_bytes"),
+		Keys:        figure.Find(fs, "keyspace_keys"),
+		MaxMemory:   figure.Find(fs, "maxmemory"),
+		RefusedKeys: figure.Find(fs, "oom_refused_keys"),
+	}
+}

@@ -219,7 +219,7 @@ func (s *session) queueScript(op compat.Op, keys, argv [][]byte) {
 	k := sq.args[a : a+len(keys) : a+len(keys)]
 	v := sq.args[a+len(keys) : len(sq.args) : len(sq.args)]
 	sq.ops = append(sq.ops, compat.TxOp{Op: op, Keys: k, Argv: v})
-	sq.writes = append(sq.writes, s.curCmd != 0 && commandList[s.curCmd-1].flags&flagWrite != 0)
+	sq.writes = append(sq.writes, s.curCmd != 0 && statList[s.curCmd-1].flags&flagWrite != 0)
 }
 
 // runScripts carries out the queued script calls in one ExecBatch and

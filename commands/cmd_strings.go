@@ -4,7 +4,7 @@ import "github.com/sluice-rl/sluice/compat"
 
 // The plain string commands that limiter libraries send on the keys their
 // scripts write (docs/compat.md): GET, SET, INCR, INCRBY, DECR, DECRBY,
-// EXPIRE, PEXPIRE, SETEX, PSETEX, SETNX, GETDEL and MGET, with Redis 7.0's
+// EXPIRE, PEXPIRE, SETEX, PSETEX, SETNX, GETDEL, MGET and STRLEN, with Redis 7.0's
 // arguments, replies and errors. They
 // work on strings only: against a key that holds a native limiter's state
 // they answer WRONGTYPE, and SET replaces it, as Redis's SET does. DEL,
@@ -56,6 +56,8 @@ func init() {
 		allKeys(keyed(keyRO|keyAccess, &command{name: "mget", arity: -2, flags: flagReadOnly | flagFast, run: cmdMget,
 			summary:    "Returns the string values of keys, atomically (a null for a key that holds no string).",
 			complexity: "O(N) for N keys", arguments: []argDoc{{name: "key", typ: "key", multiple: true}}})),
+		keyed(keyRO, &command{name: "strlen", arity: 2, flags: flagReadOnly | flagFast, run: cmdStrlen,
+			summary: "Returns the length of a key's string value (0 if the key is absent).", arguments: []argDoc{key}}),
 		keyed(keyRW|keyUpdate, &command{name: "pexpire", arity: -3, maxArgs: 4, flags: flagWrite | flagFast, run: cmdExpire,
 			summary:   "Sets a string key's time to live in milliseconds (WRONGTYPE on a limiter's state).",
 			arguments: append([]argDoc{key, {name: "milliseconds", typ: "integer"}}, expireOpts...)}),
@@ -95,6 +97,28 @@ func allKeys(c *command) *command {
 var oneArg = [][]byte{[]byte("1")}
 
 func cmdGet(s *session, args [][]byte) { s.exec1(getOp(args)) }
+
+// cmdStrlen: STRLEN key. GET's lookup, answering the value's length: 0 for
+// an absent key, GET's WRONGTYPE for a limiter's state (redis-cli
+// --bigkeys sizes strings with it).
+func cmdStrlen(s *session, args [][]byte) {
+	if s.call == nil {
+		s.call = new(compat.Call)
+	}
+	c := s.call
+	c.Argv = nil
+	s.h.ks.Exec(s.conn.Now(), compat.Op{Cmd: compat.CmdGet}, args[1:2], c)
+	switch c.Reply.Type {
+	case compat.Error:
+		s.errors++
+		s.conn.Out = c.Reply.AppendRESP(s.conn.Out, s.resp3.Load())
+	case compat.Bulk:
+		s.writeInt(int64(len(c.Reply.Bytes())))
+	default:
+		s.writeInt(0)
+	}
+	clear(c.Keys)
+}
 
 func cmdSet(s *session, args [][]byte) { s.exec1(setOp(args)) }
 

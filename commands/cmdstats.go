@@ -88,7 +88,7 @@ type cmdStats struct {
 func newCmdStats() *cmdStats {
 	st := &cmdStats{}
 	for i := range st.stripes {
-		st.stripes[i].cmds = make([]cmdCounters, len(commandList))
+		st.stripes[i].cmds = make([]cmdCounters, len(statCommands()))
 	}
 	return st
 }
@@ -205,6 +205,6 @@ func (s *session) countDecision(allowed bool) {
 func (s *session) restoreSlot(cmd int) {
 	s.cur = 0
 	if cmd != 0 {
-		s.cur = s.slotFor(commandList[cmd-1]) + 1
+		s.cur = s.slotFor(statList[cmd-1]) + 1
 	}
 }

@@ -81,7 +81,7 @@ func (l *Histogram) Quantile(q float64) time.Duration {
 // since the start (or the last CONFIG RESETSTAT), in registration order.
 func (h *Handler) CommandStats() []CommandStat {
 	var out []CommandStat
-	for i := range commandList {
+	for i := range statList {
 		cs := h.commandStat(i)
 		if cs.Calls+cs.Rejected == 0 {
 			continue
@@ -93,7 +93,7 @@ func (h *Handler) CommandStats() []CommandStat {
 
 // commandStat sums command i's figures over the stripes.
 func (h *Handler) commandStat(i int) CommandStat {
-	cmd := commandList[i]
+	cmd := statList[i]
 	cs := CommandStat{Name: cmd.name, Family: families[familyOf(cmd)]}
 	for j := range h.stats.stripes {
 		c := &h.stats.stripes[j].cmds[i]
@@ -118,7 +118,7 @@ func Families() []string { return append([]string(nil), families...) }
 // commands', in the order of Families.
 func (h *Handler) FamilyLatency() []Histogram {
 	out := make([]Histogram, len(families))
-	for i, cmd := range commandList {
+	for i, cmd := range statList {
 		cs := h.commandStat(i)
 		out[familyOf(cmd)].Add(&cs.Latency)
 	}

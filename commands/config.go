@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-rl/sluice/acl"
+	"github.com/sluice-rl/sluice/internal/figure"
 
 	"github.com/sluice-rl/sluice/policy"
 )
@@ -174,4 +175,6 @@ type Persister interface {
 	LastSave() int64
 	// PersistenceStats returns what INFO persistence reports.
 	PersistenceStats() PersistenceStats
+	// Figures returns INFO persistence's other figures, as rows.
+	Figures() []figure.Figure
 }

@@ -159,7 +159,7 @@ func (s *session) writeOutcomes(kinds []deferKind, cmds []uint16, reqs []algorit
 	for i := 0; i < len(kinds); {
 		s.cur = 0
 		if c := cmds[i]; c != 0 {
-			s.cur = s.slotFor(commandList[c-1]) + 1
+			s.cur = s.slotFor(statList[c-1]) + 1
 		}
 		at := len(s.conn.Out)
 		j := s.writeItem(kinds, out, i)

@@ -1,6 +1,9 @@
 package commands
 
-import "github.com/sluice-rl/sluice/server"
+import (
+	"github.com/sluice-rl/sluice/internal/figure"
+	"github.com/sluice-rl/sluice/server"
+)
 
 // Figures are everything INFO reports, typed, for the metrics endpoint:
 // read at one moment from the transport, the sessions, the key space, the
@@ -9,7 +12,8 @@ type Figures struct {
 	Transport server.Stats
 	// Commands run, error replies, and decisions, over every session.
 	Commands, Errors, Allowed, Denied int64
-	Keyspace                          *KeyspaceStats    // nil without a StatsReporter
+	Keyspace                          []figure.Figure   // nil without a StatsReporter
+	Server                            []figure.Figure   // the server's own rows (server_figures.go)
 	Persistence                       *PersistenceStats // nil without a Persister (a replicated node)
 	AppendOnly                        *AppendOnlyStats  // nil with the append-only log off
 	// WritesRefused: changes are refused with MISCONF now (durable.go).
@@ -22,9 +26,9 @@ func (h *Handler) Figures() Figures {
 	t := h.totals(nil)
 	f := Figures{Transport: h.transportStats(), Commands: t.cmds, Errors: t.errors, Allowed: t.allowed, Denied: t.denied}
 	if r := h.cfg.Stats; r != nil {
-		k := r.KeyspaceStats()
-		f.Keyspace = &k
+		f.Keyspace = r.KeyspaceFigures()
 	}
+	f.Server = h.serverFiguresNow(f.Keyspace)
 	if p := h.cfg.Persister; p != nil {
 		ps := p.PersistenceStats()
 		f.Persistence = &ps

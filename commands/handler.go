@@ -22,8 +22,10 @@ type Handler struct {
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
-	acl   aclState            // users and the ACL LOG (acl_wiring.go)
-	table map[string]*command // with rename-command, the renamed table (rename.go); nil: the global one
+	// memPeak is the largest used_memory sampled (INFO used_memory_peak).
+	memPeak atomic.Int64
+	acl     aclState            // users and the ACL LOG (acl_wiring.go)
+	table   map[string]*command // with rename-command, the renamed table (rename.go); nil: the global one
 
 	transport atomic.Pointer[transportRef] // set by Attach
 	ended     totals                       // the counters of sessions that have closed
@@ -180,6 +182,7 @@ func (h *Handler) Sweep(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			h.ks.Sweep(h.clock.Now())
+			h.notePeak(heapObjects())
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/internal/figure"
 )
 
 // Keyspace is what the commands need from the state behind them: the store
@@ -57,32 +58,11 @@ type Sweeper interface {
 }
 
 // StatsReporter reports the key space's figures for INFO memory and INFO
-// stats. On a replicated node they are the node's own replica's: its
-// memory, and what its own sweep and applies expired.
+// stats, MEMORY STATS and the metrics endpoint (store.Store's table). On a
+// replicated node they are the node's own replica's: its memory, and what
+// its own sweep and applies expired.
 type StatsReporter interface {
-	KeyspaceStats() KeyspaceStats
-}
-
-// KeyspaceStats are the key space's figures, as INFO memory and INFO
-// stats print them.
-type KeyspaceStats struct {
-	UsedMemory  int64 // keyspace_used_memory: arenas and index, free space included
-	ArenaBytes  int64
-	IndexBytes  int64
-	FreeBytes   int64
-	Keys        int64
-	MaxMemory   int64  // 0: no limit
-	Policy      string // maxmemory-policy
-	ExpiredKeys int64
-	EvictedKeys int64
-	RefusedKeys int64 // new keys refused at maxmemory (OOM)
-
-	// The active expiry's work.
-	SweepExamined, SweepRemoved int64
-	SweepRuns, SweepRounds      int64
-	SweepTime, SweepLast        time.Duration // in all; the last run's
-	SweepMax                    time.Duration // the longest run
-	Shards                      int
+	KeyspaceFigures() []figure.Figure
 }
 
 // PersistenceStats are INFO persistence's figures.

@@ -28,7 +28,7 @@ var getKeysCases = []struct{ call, keys string }{
 	{"EVAL s 0", ""}, {"EVAL s 2 a b c", "a b"}, {"EVALSHA 0123 1 a b", "a"}, {"EVAL_RO s 1 a", "a"},
 	{"EVALSHA_RO 0123 2 a b", "a b"},
 	{"DEL a", "a"}, {"DEL a b c", "a b c"}, {"UNLINK a b", "a b"}, {"EXISTS a b", "a b"}, {"TYPE a", "a"},
-	{"TTL a", "a"}, {"PTTL a", "a"}, {"GET a", "a"}, {"SET a v", "a"}, {"SET a v GET", "a"}, {"INCR a", "a"},
+	{"TTL a", "a"}, {"PTTL a", "a"}, {"GET a", "a"}, {"STRLEN a", "a"}, {"SET a v", "a"}, {"SET a v GET", "a"}, {"INCR a", "a"},
 	{"INCRBY a 2", "a"}, {"DECR a", "a"}, {"DECRBY a 2", "a"}, {"EXPIRE a 10", "a"}, {"PEXPIRE a 10 NX", "a"},
 	{"SETEX a 10 v", "a"}, {"PSETEX a 10 v", "a"}, {"SETNX a v", "a"}, {"GETDEL a", "a"}, {"MGET a b c", "a b c"},
 	{"WATCH a b", "a b"}, {"MEMORY USAGE a", "a"}, {"OBJECT ENCODING a", "a"},
@@ -135,7 +135,7 @@ func TestKeySpecsAgreeWithRedis(t *testing.T) {
 	sluiceDB := s.client(t, proto(2))
 	ctx := context.Background()
 	for _, name := range []string{"del", "unlink", "exists", "type", "ttl", "pttl", "get", "set", "incr", "incrby",
-		"decr", "decrby", "expire", "pexpire", "setex", "psetex", "setnx", "getdel", "mget", "eval", "evalsha",
+		"decr", "decrby", "expire", "pexpire", "setex", "psetex", "setnx", "getdel", "mget", "strlen", "eval", "evalsha",
 		"eval_ro", "evalsha_ro", "watch"} {
 		want, err := redisDB.Do(ctx, "COMMAND", "INFO", name).Slice()
 		if err != nil {

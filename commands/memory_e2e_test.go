@@ -100,3 +100,34 @@ func TestRedisCLIKeyModes(t *testing.T) {
 		t.Errorf("redis-cli --hotkeys: %v\n%s\nwant it to stop at OBJECT FREQ's error, naming RL.TOP", err, out)
 	}
 }
+
+// TestRedisCLIBigkeysSizesStrings: STRLEN answers as Redis's (the length,
+// 0 for a missing key, WRONGTYPE on a limiter's state), so redis-cli
+// --bigkeys sizes the string keys scripts write; a limiter's type has no
+// size command in redis-cli, which prints its count with "0 ?".
+func TestRedisCLIBigkeysSizesStrings(t *testing.T) {
+	srv := startServer(t, testConfig{})
+	rdb := srv.client(t, proto(2))
+	do(t, rdb, "SET", "window:1", "hello")
+	do(t, rdb, "SET", "window:2", "hi")
+	do(t, rdb, "RL.TOKEN", "user:1", "1/s", 10)
+	if n := do(t, rdb, "STRLEN", "window:1"); n != int64(5) {
+		t.Errorf("STRLEN window:1 = %v; want 5", n)
+	}
+	if n := do(t, rdb, "STRLEN", "nothing"); n != int64(0) {
+		t.Errorf("STRLEN nothing = %v; want 0", n)
+	}
+	if got := doErr(t, rdb, "STRLEN", "user:1"); !strings.HasPrefix(got, "WRONGTYPE ") {
+		t.Errorf("STRLEN on a limiter's state: %q; want WRONGTYPE", got)
+	}
+	big := srv.cli(t, "", "--bigkeys")
+	for _, want := range []string{`Biggest string found '"window:1"' has 5 bytes`, "2 strings with 7 bytes",
+		"1 rl-tokens with 0 ?"} {
+		if !strings.Contains(big, want) {
+			t.Errorf("redis-cli --bigkeys lacks %q:\n%s", want, big)
+		}
+	}
+	if strings.Contains(big, "Warning") {
+		t.Errorf("redis-cli --bigkeys warned:\n%s", big)
+	}
+}

@@ -1,6 +1,10 @@
 package commands
 
-import "github.com/sluice-rl/sluice/acl"
+import (
+	"sync"
+
+	"github.com/sluice-rl/sluice/acl"
+)
 
 // command is one entry of the registration table.
 type command struct {
@@ -38,7 +42,11 @@ type command struct {
 	// by register (legacyKeys).
 	firstKey, lastKey, keyStep int
 
-	idx int // its index in commandList, for per-command figures
+	idx int // its index in statList (the same as in commandList), for per-command figures
+
+	// subStats are the entries its subcommands' figures count under, in
+	// the order of subs (statCommands makes them).
+	subStats []*command
 }
 
 type cmdFlags uint16
@@ -100,6 +108,46 @@ func register(cmds ...*command) {
 		cmd.idx = len(commandList)
 		commandList = append(commandList, cmd)
 	}
+}
+
+// statList is commandList followed by one entry per subcommand of the
+// commands that have them, named as Redis 7's commandstats names them
+// ("client|info"): the entries per-command figures count under, an
+// entry's idx being its index here. statCommands makes it.
+var (
+	statList []*command
+	statOnce sync.Once
+)
+
+// statCommands returns statList, making it at the first call: when the
+// first Handler is made, after every family has registered.
+func statCommands() []*command {
+	statOnce.Do(func() {
+		statList = append([]*command(nil), commandList...)
+		for _, cmd := range commandList {
+			for _, sub := range cmd.subs {
+				sc := &command{name: cmd.name + "|" + sub, flags: cmd.flags, class: cmd.class, group: cmd.group,
+					idx: len(statList)}
+				cmd.subStats = append(cmd.subStats, sc)
+				statList = append(statList, sc)
+			}
+		}
+	})
+	return statList
+}
+
+// statFor returns the entry cmd's figures for args count under: its
+// subcommand's if args name one, else its own.
+func (cmd *command) statFor(args [][]byte) *command {
+	if cmd.subStats == nil || len(args) < 2 {
+		return cmd
+	}
+	for i, sub := range cmd.subs {
+		if equalFold(args[1], sub) {
+			return cmd.subStats[i]
+		}
+	}
+	return cmd
 }
 
 // lookupCommand finds a command by name, in any letter case, without

@@ -33,7 +33,8 @@ type session struct {
 	user     *acl.User               // the ACL user the connection runs as (acl_wiring.go); written under mu
 	readonly bool                    // READONLY: peeks answered from this node's own state
 	prevCmd  *command                // the command run last, looked up first
-	shown    atomic.Pointer[command] // prevCmd as of the last batch's end, for CLIENT LIST's cmd=
+	ran      *command                // the statList entry of the command run last (its subcommand's)
+	shown    atomic.Pointer[command] // ran as of the last batch's end, for CLIENT LIST's cmd=
 
 	// The last rate parsed and its interval (see rate).
 	lastRate   []byte
@@ -60,7 +61,7 @@ type session struct {
 	nslots     int
 	cur        int // the running command's slot, plus one (0: none)
 	last       int // the slot found last, tried first, plus one
-	curCmd     int // the running command's index in commandList, plus one
+	curCmd     int // the running command's index in statList, plus one
 	batchStart int64
 }
 
@@ -118,6 +119,8 @@ func (s *session) exec(args [][]byte) {
 		s.writeError(errUnknownCommand(args))
 		return
 	}
+	stat := cmd.statFor(args)
+	s.ran = stat
 	var reject error
 	switch {
 	case !s.authed && cmd.flags&flagNoAuth == 0:
@@ -133,13 +136,13 @@ func (s *session) exec(args [][]byte) {
 	if reject != nil || s.queue.class != cmd.class {
 		s.runDeferred()
 	}
-	sl := s.slotFor(cmd) // after runDeferred, which may flush the slots
+	sl := s.slotFor(stat) // after runDeferred, which may flush the slots
 	if reject != nil {
 		s.slots[sl].rejected++
 		s.writeError(reject)
 		return
 	}
-	s.cur, s.curCmd = sl+1, cmd.idx+1
+	s.cur, s.curCmd = sl+1, stat.idx+1
 	s.slots[sl].calls++
 	at := len(s.conn.Out)
 	cmd.run(s, args)
@@ -168,7 +171,7 @@ func (s *session) endBatch() {
 	s.runDeferred()
 	s.syncLog()
 	s.flushStats() // after the log's sync: a batch's time includes it
-	if p := s.prevCmd; p != nil && p != s.shown.Load() {
+	if p := s.ran; p != nil && p != s.shown.Load() {
 		s.shown.Store(p)
 	}
 	s.publish()

@@ -2,11 +2,13 @@ package metrics
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/internal/figure"
 )
 
 // Source is what the collector reads at each scrape: the commands'
@@ -47,16 +49,6 @@ var (
 	dNetIn        = desc("net_input_bytes_total", "Bytes read from clients.")
 	dNetOut       = desc("net_output_bytes_total", "Bytes written to clients.")
 	dClientMem    = desc("client_memory_bytes", "Memory held by clients' buffers and sessions.")
-
-	dKeys      = desc("keys", "Keys in the key space.")
-	dKsBytes   = desc("keyspace_bytes", "Bytes the key space holds (arenas and index, free space included).")
-	dMaxMemory = desc("maxmemory_bytes", "The key space's memory limit (0: none).")
-	dExpired   = desc("expired_keys_total", "Keys removed at expiry.")
-	dEvicted   = desc("evicted_keys_total", "Keys evicted at maxmemory.")
-	dOOM       = desc("oom_refused_keys_total", "New keys refused at maxmemory.")
-	dSweepKeys = desc("sweep_examined_keys_total", "Keys the active expiry examined.")
-	dSweepRm   = desc("sweep_removed_keys_total", "Keys the active expiry removed.")
-	dSweepTime = desc("sweep_duration_seconds_total", "Time the active expiry ran.")
 
 	dSnapInProgress = desc("snapshot_in_progress", "1 while a snapshot is being written.")
 	dSnapLast       = desc("snapshot_last_success_timestamp_seconds", "Unix time of the last successful snapshot (the start-up load counts).")
@@ -104,20 +96,69 @@ var rankLabels = func() (out [TopRanks]string) {
 
 // Collector is a prometheus.Collector of a Source's figures, read at each
 // scrape: nothing is counted on the command path for it.
-type Collector struct{ src Source }
+type Collector struct {
+	src Source
+
+	mu    sync.Mutex
+	descs map[string]*prometheus.Desc // the figures' descriptions, by metric name
+}
 
 // NewCollector returns a Collector of src.
-func NewCollector(src Source) *Collector { return &Collector{src: src} }
+func NewCollector(src Source) *Collector {
+	return &Collector{src: src, descs: map[string]*prometheus.Desc{}}
+}
 
-// Describe sends every metric's description.
+// descOf returns the description of a figure's metric, made once.
+func (c *Collector) descOf(d figure.Desc) *prometheus.Desc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pd, ok := c.descs[d.Metric]
+	if !ok {
+		pd = desc(d.Metric, d.Help)
+		c.descs[d.Metric] = pd
+	}
+	return pd
+}
+
+// collectFigures sends the figures of fs that have a metric, as their
+// Kind says.
+func (c *Collector) collectFigures(ch chan<- prometheus.Metric, fs []figure.Figure) {
+	for _, f := range fs {
+		var t prometheus.ValueType
+		switch f.Kind {
+		case figure.Counter:
+			t = prometheus.CounterValue
+		case figure.Gauge:
+			t = prometheus.GaugeValue
+		default:
+			continue
+		}
+		if f.Metric != "" {
+			ch <- prometheus.MustNewConstMetric(c.descOf(f.Desc), t, f.Num)
+		}
+	}
+}
+
+// Describe sends every metric's description: the fixed ones, and those
+// of the figures the source has now (none without a source).
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{dCommands, dRejected, dFailed, dDecisions, dCmdTime, dLatency, dErrors,
 		dClients, dConnections, dRejectedConn, dProtoErrors, dPanics, dEvictedConns, dNetIn, dNetOut, dClientMem,
-		dKeys, dKsBytes, dMaxMemory, dExpired, dEvicted, dOOM, dSweepKeys, dSweepRm, dSweepTime,
 		dSnapInProgress, dSnapLast, dSnapAge, dSnapDuration, dSnapOK, dSnaps, dAOFWriteOK, dAOFPending, dWritesRefused,
 		dRaftRole, dRaftTerm, dRaftCommit, dRaftApplied, dRaftLast, dRaftEntries, dRaftPerEnt, dRaftContact, dInfo,
 		dTopCount, dTopErr, dPolicyDecisions, dPolicyShadow} {
 		ch <- d
+	}
+	if c.src == nil {
+		return
+	}
+	f := c.src.Figures()
+	for _, fs := range [][]figure.Figure{f.Keyspace, f.Server} {
+		for _, f := range fs {
+			if f.Metric != "" {
+				ch <- c.descOf(f.Desc)
+			}
+		}
 	}
 }
 
@@ -169,17 +210,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(dNetIn, float64(t.NetIn))
 	counter(dNetOut, float64(t.NetOut))
 	gauge(dClientMem, float64(t.ClientMemory))
-	if k := f.Keyspace; k != nil {
-		gauge(dKeys, float64(k.Keys))
-		gauge(dKsBytes, float64(k.UsedMemory))
-		gauge(dMaxMemory, float64(k.MaxMemory))
-		counter(dExpired, float64(k.ExpiredKeys))
-		counter(dEvicted, float64(k.EvictedKeys))
-		counter(dOOM, float64(k.RefusedKeys))
-		counter(dSweepKeys, float64(k.SweepExamined))
-		counter(dSweepRm, float64(k.SweepRemoved))
-		counter(dSweepTime, k.SweepTime.Seconds())
-	}
+	c.collectFigures(ch, f.Keyspace)
+	c.collectFigures(ch, f.Server)
 	if p := f.Persistence; p != nil {
 		gauge(dSnapInProgress, b2f(p.BackgroundSaveRunning))
 		gauge(dSnapLast, float64(p.LastSave))

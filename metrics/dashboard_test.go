@@ -9,11 +9,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/sluice-rl/sluice/store"
 )
 
 // exported returns every metric name the endpoint can export: the
 // collector's descriptions (Raft and snapshot ones included, which a
-// single test node does not emit) and the runtime and process collectors'
+// single test node does not emit), the key space's figures' metrics, and the runtime and process collectors'
 // families, with the series a histogram adds.
 func exported(t *testing.T) map[string]bool {
 	t.Helper()
@@ -27,6 +29,11 @@ func exported(t *testing.T) map[string]bool {
 			t.Fatalf("no name in %s", d)
 		}
 		names[m[1]] = true
+	}
+	for _, f := range store.New(1).KeyspaceFigures() {
+		if f.Metric != "" {
+			names["sluice_"+f.Metric] = true
+		}
 	}
 	fams, err := NewServer().Registry().Gather()
 	if err != nil {

@@ -46,7 +46,7 @@ func start(t *testing.T) *fixture {
 	st := store.New(8)
 	cfg := commands.DefaultConfig()
 	cfg.Logger = quiet
-	cfg.Stats = stats{st}
+	cfg.Stats = st
 	h, err := commands.New(cfg, st, commands.NewClock())
 	if err != nil {
 		t.Fatal(err)
@@ -71,15 +71,6 @@ func start(t *testing.T) *fixture {
 	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2})
 	t.Cleanup(func() { rdb.Close() })
 	return &fixture{h: h, obs: obs, rdb: rdb, metrics: "http://" + mln.Addr().String()}
-}
-
-// stats reports a store's figures as INFO does.
-type stats struct{ st *store.Store }
-
-func (s stats) KeyspaceStats() commands.KeyspaceStats {
-	f := s.st.Stats()
-	return commands.KeyspaceStats{UsedMemory: f.Used(), Keys: f.Keys, ExpiredKeys: f.ExpiredKeys,
-		EvictedKeys: f.Evicted, RefusedKeys: f.Refused}
 }
 
 // get fetches path and returns the status and body.

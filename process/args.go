@@ -319,3 +319,39 @@ func (c *Options) clientMemoryCap() (int64, error) {
 	}
 	return c.maxmemClients, nil
 }
+
+// parseSave reads save: sluice's seconds ("0" or "" for none), or Redis's
+// "seconds changes" pairs, in one argument or several. sluice saves
+// periodically whatever changed, so of several pairs it keeps the shortest
+// period: a save at least as often as Redis would make one.
+func parseSave(a []string, dst *int) error {
+	var f []string
+	for _, s := range a {
+		f = append(f, strings.Fields(s)...)
+	}
+	if len(f) == 0 {
+		*dst = 0
+		return nil
+	}
+	if len(f) == 1 {
+		return intArg(f, 0, 1<<31-1, dst)
+	}
+	if len(f)%2 != 0 {
+		return fmt.Errorf("%q is not seconds, nor pairs of seconds and changes", strings.Join(a, " "))
+	}
+	least := 0
+	for i := 0; i < len(f); i += 2 {
+		var secs, changes int
+		if err := intArg(f[i:i+1], 1, 1<<31-1, &secs); err != nil {
+			return err
+		}
+		if err := intArg(f[i+1:i+2], 0, 1<<31-1, &changes); err != nil {
+			return err
+		}
+		if least == 0 || secs < least {
+			least = secs
+		}
+	}
+	*dst = least
+	return nil
+}

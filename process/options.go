@@ -304,17 +304,16 @@ var options = []option{
 			return nil
 		},
 		get: func(c *Options) string { return c.dbfilename }},
-	{name: "save",
-		doc:  "seconds between background snapshots, and a snapshot at shutdown (0: neither)",
+	{name: "save", list: true,
+		doc:  "seconds between background snapshots, and a snapshot at shutdown (0: neither); Redis's \"seconds changes\" pairs too, the shortest period counting (CONFIG GET answers \"300 0\": every 300 s, changes or not)",
 		live: applySave,
-		set: func(c *Options, a []string) error {
-			if len(a) == 1 && a[0] == "" { // save "" disables, as in redis.conf
-				c.save = 0
-				return nil
+		set:  func(c *Options, a []string) error { return parseSave(a, &c.save) },
+		get: func(c *Options) string { // Redis's "seconds changes": a save every c.save s, changes or not
+			if c.save == 0 {
+				return ""
 			}
-			return intArg(a, 0, 1<<31-1, &c.save)
-		},
-		get: func(c *Options) string { return strconv.Itoa(c.save) }},
+			return strconv.Itoa(c.save) + " 0"
+		}},
 	{name: "appendonly",
 		doc: "yes: keep an append-only log of every change (not on a replicated node)",
 		set: func(c *Options, a []string) error {

@@ -300,7 +300,7 @@ func (p *Process) openCommands() error {
 		{Name: "config_file", Value: cfg.file},
 		{Name: "shards", Value: strconv.Itoa(p.st.Shards())},
 	}
-	ccfg.Logger, ccfg.Stats = p.log, storeStats{p.st}
+	ccfg.Logger, ccfg.Stats = p.log, p.st
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(p.node), persisterOf(p.saver), p.stop
 	if ccfg.Topology, err = p.topology(); err != nil {
 		return err

@@ -171,6 +171,7 @@ func (c *Conn) serve() {
 		if n > 0 {
 			c.end += n
 			c.netIn.Add(int64(n))
+			c.reads.Add(1)
 			for first := true; first || c.parked; first = false {
 				if c.parked { // CLIENT PAUSE: retry until the Handler runs it
 					time.Sleep(parkRetry)
@@ -214,6 +215,9 @@ func (c *Conn) flush() bool {
 	}
 	n, err := c.conn.Write(c.Out)
 	c.netOut.Add(int64(n))
+	if n > 0 {
+		c.writes.Add(1)
+	}
 	c.dropOut()
 	return err == nil
 }

@@ -56,6 +56,7 @@ type Conn struct {
 
 	lastBatch     atomic.Int64 // the instant of the last batch, for CLIENT LIST idle=
 	netIn, netOut atomic.Int64 // bytes read and written
+	reads, writes atomic.Int64 // reads and writes that moved bytes (INFO total_reads_processed, total_writes_processed)
 
 	// Memory accounting (memory.go): the session's bytes as the Handler
 	// last reported them (owner only); the footprint, query buffer and

@@ -289,6 +289,7 @@ func (l *eventLoop) serve(c *Conn) {
 		c.end += n
 		c.lastIO = l.tick
 		c.netIn.Add(int64(n))
+		c.reads.Add(1)
 		l.runAndWrite(c)
 	case err == unix.EAGAIN || err == unix.EINTR:
 	default: // end of input or a broken connection
@@ -362,6 +363,7 @@ func (c *Conn) writeOut() bool {
 			c.outOff += n
 			c.lastIO = c.loop.tick
 			c.netOut.Add(int64(n))
+			c.writes.Add(1)
 			continue
 		}
 		switch err {

@@ -58,6 +58,7 @@ func (c *Conn) Feed(in []byte) (out []byte, closed bool) {
 		in = in[n:]
 		c.end += n
 		c.netIn.Add(int64(n))
+		c.reads.Add(1)
 		c.runBatch()
 		if c.settle(0) == errClientEvicted {
 			c.closing = true
@@ -65,6 +66,9 @@ func (c *Conn) Feed(in []byte) (out []byte, closed bool) {
 		c.flush()
 	}
 	c.netOut.Add(int64(len(c.sink)))
+	if len(c.sink) > 0 {
+		c.writes.Add(1)
+	}
 	return c.sink, c.closing || c.killed.Load()
 }
 

@@ -107,6 +107,9 @@ func (c *Conn) pushWriter(signal <-chan struct{}) {
 		c.push.unsent.Store(int64(len(b)))
 		n, err := c.conn.Write(b)
 		c.netOut.Add(int64(n))
+		if n > 0 {
+			c.writes.Add(1)
+		}
 		c.push.unsent.Store(0)
 		if err != nil {
 			return

@@ -55,8 +55,10 @@ type serverStats struct {
 	protoErrors    atomic.Int64
 	panics         atomic.Int64
 	evictedClients atomic.Int64 // closed for maxmemory-clients
-	// Bytes of connections that have left; Stats adds the live ones'.
+	// Bytes, reads and writes of connections that have left; Stats adds
+	// the live ones'.
 	netIn, netOut atomic.Int64
+	reads, writes atomic.Int64
 }
 
 // errTooManyFiles is accept's error when the process is out of descriptors:
@@ -241,6 +243,8 @@ func (s *Server) removeConn(c *Conn) {
 	s.mu.Unlock()
 	s.stats.netIn.Add(c.netIn.Load())
 	s.stats.netOut.Add(c.netOut.Load())
+	s.stats.reads.Add(c.reads.Load())
+	s.stats.writes.Add(c.writes.Load())
 	c.close()
 	s.wg.Done()
 }

@@ -10,6 +10,7 @@ type Stats struct {
 	Panics         int64 // Handler panics recovered
 	EvictedClients int64 // closed for MaxMemoryClients
 	NetIn, NetOut  int64 // bytes read and written
+	Reads, Writes  int64 // reads and writes (system calls) that moved bytes
 
 	// ClientMemory is what every client's buffers and sessions hold;
 	// EvictingMemory the part of it held by clients chosen for eviction
@@ -36,6 +37,8 @@ func (s *Server) Stats() Stats {
 		EvictedClients:   s.stats.evictedClients.Load(),
 		NetIn:            s.stats.netIn.Load(),
 		NetOut:           s.stats.netOut.Load(),
+		Reads:            s.stats.reads.Load(),
+		Writes:           s.stats.writes.Load(),
 		MaxClients:       int(s.live.maxClients.Load()),
 		MaxMemoryClients: s.cfg.MaxMemoryClients,
 		EventLoops:       s.cfg.EventLoops,
@@ -48,6 +51,8 @@ func (s *Server) Stats() Stats {
 	for _, c := range s.conns {
 		st.NetIn += c.netIn.Load()
 		st.NetOut += c.netOut.Load()
+		st.Reads += c.reads.Load()
+		st.Writes += c.writes.Load()
 		st.MaxQueryBuffer = max(st.MaxQueryBuffer, c.memIn.Load())
 		st.MaxOutputBuffer = max(st.MaxOutputBuffer, c.memOut.Load())
 	}

@@ -54,6 +54,8 @@ type Stats struct {
 	ArenaBytes   int64 // words handed out for records, free ones included, and chunk bitmaps
 	FreeBytes    int64 // bytes of free records, waiting for reuse
 	IndexBytes   int64 // the index table
+	Hits, Misses int64 // lookups (Find) that found a live entry, and that found none
+	Changes      int64 // entries stored or removed by Commit and Delete
 }
 
 // Used returns the bytes that count against the memory limit.
@@ -89,7 +91,7 @@ type Shard struct {
 	// Pads the shard to whole cache lines: shards sit side by side in the
 	// store, and one shard's counters must not share a line with the next
 	// one's mutex (TestShardFillsWholeCacheLines holds the size).
-	_ [56]byte
+	_ [32]byte
 }
 
 // Lock locks the shard.
@@ -132,15 +134,18 @@ func (s *Shard) FindInto(key []byte, h uint64, now int64, e *Entry) Ref {
 	s.see(now)
 	slot, l, ok := s.lookup(key, uint32(h>>32))
 	if !ok {
+		s.stats.Misses++
 		return Ref{hash: h, epoch: s.epoch}
 	}
 	s.arena.entryInto(l, e)
 	if !e.Live(now) {
 		s.removeAt(slot, l)
 		s.stats.ExpiredKeys++
+		s.stats.Misses++
 		*e = Entry{}
 		return Ref{hash: h, epoch: s.epoch}
 	}
+	s.stats.Hits++
 	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}
 }
 
@@ -211,6 +216,7 @@ func (s *Shard) lookup(key []byte, tag uint32) (slot, l uint32, found bool) {
 // same lock.
 func (s *Shard) Commit(ref Ref, key []byte, e *Entry, now int64) error {
 	s.see(now)
+	s.stats.Changes++
 	if ref.epoch != s.epoch {
 		s.refresh(&ref, key)
 	}
@@ -356,6 +362,7 @@ func (s *Shard) Delete(key []byte, now int64) bool {
 		return false
 	}
 	s.removeAt(ref.slot, ref.loc-1)
+	s.stats.Changes++
 	return true
 }
 

@@ -25,6 +25,7 @@ type Saver struct {
 	lastNS   atomic.Int64 // how long the last save took
 	bg       atomic.Bool  // the running save is a background one
 	periodic atomic.Int32 // Runs running: while one is, a failed background save refuses changes
+	started  atomic.Int64 // unix ns when the running (or last) save began
 }
 
 // saveRetry is how soon a failed periodic save is tried again, as Redis's
@@ -35,6 +36,7 @@ const saveRetry = 5 * time.Second
 // creation until a save succeeds, as Redis reports its start-up time.
 func NewSaver(st *Store, path string) *Saver {
 	s := &Saver{st: st, path: path}
+	st.saved.Store(st.Stats().Changes) // what was loaded is what the file holds
 	s.lastSave.Store(time.Now().Unix())
 	s.lastOK.Store(true)
 	return s
@@ -52,6 +54,7 @@ func (s *Saver) begin(background bool) (done chan struct{}, ok bool) {
 		return nil, false
 	}
 	s.running = true
+	s.started.Store(time.Now().UnixNano())
 	s.done = make(chan struct{})
 	s.bg.Store(background)
 	return s.done, true
@@ -73,7 +76,7 @@ func (s *Saver) Save() error {
 		return ErrSaveInProgress
 	}
 	defer s.end(done)
-	err := s.record(time.Now(), s.st.saveFile(s.path))
+	err := s.record(s.mark(), s.st.saveFile(s.path))
 	if err == nil {
 		s.st.saveRefuses(false)
 	}
@@ -89,7 +92,7 @@ func (s *Saver) BackgroundSave() error {
 	}
 	go func() {
 		defer s.end(done)
-		err := s.record(time.Now(), s.st.saveFile(s.path))
+		err := s.record(s.mark(), s.st.saveFile(s.path))
 		s.st.saveRefuses(err != nil && s.periodic.Load() > 0)
 	}()
 	return nil
@@ -110,8 +113,8 @@ func (s *Saver) SaveAndHold() (entries uint64, err error) {
 		}
 		s.Wait()
 	}
+	start := s.mark() // before hold: Stats takes the shards' locks
 	release := s.st.hold()
-	start := time.Now()
 	entries, err = s.st.saveFileHeld(s.path)
 	if s.record(start, err) != nil {
 		release()
@@ -133,15 +136,25 @@ func (s *Saver) Wait() {
 
 // record stamps the outcome of a save that started at start and returns
 // its error.
-func (s *Saver) record(start time.Time, err error) error {
-	s.lastNS.Store(int64(time.Since(start)))
+func (s *Saver) record(start saveStart, err error) error {
+	s.lastNS.Store(int64(time.Since(start.at)))
 	s.lastOK.Store(err == nil)
 	if err == nil {
 		s.lastSave.Store(time.Now().Unix())
 		s.saves.Add(1)
+		s.st.saved.Store(start.changes)
 	}
 	return err
 }
+
+// saveStart is when a save began and the store's changes then: a change
+// made while the save runs counts as unsaved.
+type saveStart struct {
+	at      time.Time
+	changes int64
+}
+
+func (s *Saver) mark() saveStart { return saveStart{changes: s.st.Stats().Changes, at: time.Now()} }
 
 // LastSave returns the unix time of the last successful save.
 func (s *Saver) LastSave() int64 { return s.lastSave.Load() }

@@ -27,6 +27,7 @@ type Store struct {
 	aof      atomic.Pointer[AOF] // the append-only log every change goes to; nil: none (SetAOF)
 	mem      memory
 	sweep    sweepStats
+	saved    atomic.Int64 // Stats().Changes as of the start of the last successful save
 	// hasOverrides is set once the store holds an override entry (any
 	// path: RL.OVERRIDE, a snapshot, the log); until then Decide looks no
 	// override up. It is never cleared (a stale true costs lookups only).
@@ -257,6 +258,9 @@ func (st *Store) Stats() shard.Stats {
 		out.ArenaBytes += s.ArenaBytes
 		out.FreeBytes += s.FreeBytes
 		out.IndexBytes += s.IndexBytes
+		out.Hits += s.Hits
+		out.Misses += s.Misses
+		out.Changes += s.Changes
 	}
 	return out
 }

@@ -15,7 +15,8 @@ import (
 // TestRedisExporterScrapesWithoutErrors runs the Prometheus Redis exporter
 // that operators already use (Debian's prometheus-redis-exporter, which
 // .ci/run installs) against sluice: it must scrape without an error and
-// fill in commands, latencies, errors, CPU, clients and memory.
+// fill in commands, latencies, errors, CPU, clients, memory, key hits and
+// misses, changes since the last save, reads and writes, and scripts.
 func TestRedisExporterScrapesWithoutErrors(t *testing.T) {
 	bin, err := exec.LookPath("prometheus-redis-exporter")
 	if err != nil {
@@ -89,6 +90,18 @@ func TestRedisExporterScrapesWithoutErrors(t *testing.T) {
 		`redis_cpu_user_seconds_total `,
 		`redis_memory_used_rss_bytes `,
 		`redis_db_keys{db="db0"} 1`,
+		`redis_db_avg_ttl_seconds{db="db0"} `,
+		`redis_keyspace_hits_total `,
+		`redis_keyspace_misses_total `,
+		`redis_memory_used_peak_bytes `,
+		`redis_mem_fragmentation_ratio `,
+		`redis_mem_fragmentation_bytes `,
+		`redis_rdb_changes_since_last_save `,
+		`redis_rdb_last_bgsave_duration_sec `,
+		`redis_rdb_current_bgsave_duration_sec `,
+		`redis_total_reads_processed `,
+		`redis_total_writes_processed `,
+		`redis_number_of_cached_scripts `,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the exporter's scrape lacks %q:\n%s", want, grepLines(body, strings.Fields(want)[0][:12]))
