@@ -46,18 +46,14 @@ func (r *Registry) Apply(argv [][]byte) (int64, error) {
 		if err := p.Validate(); err != nil {
 			return 0, err
 		}
-		cmds := cloneMap(old.commands, 1)
-		cmds[p.Name] = &p
-		r.cur.Store(merge(cmds, old.rules))
+		r.cur.Store(old.withCommand(&p))
 		return 0, nil
 	case ChangeDel:
-		name := string(argv[1])
-		if old.commands[name] == nil {
+		next, ok := old.withoutCommand(string(argv[1]))
+		if !ok {
 			return 0, nil
 		}
-		cmds := cloneMap(old.commands, 0)
-		delete(cmds, name)
-		r.cur.Store(merge(cmds, old.rules))
+		r.cur.Store(next)
 		return 1, nil
 	}
 	return 0, errCorrupt("an unknown policy change %q", argv[0])
@@ -103,7 +99,7 @@ func (r *Registry) CheckSet(p Policy) error {
 func (r *Registry) CheckDel(name string) error { return r.checkNotFile(name) }
 
 func (r *Registry) checkNotFile(name string) error {
-	if lp := r.cur.Load().live[name]; lp != nil && lp.FromFile() {
+	if lp := r.cur.Load().files[name]; lp != nil && lp.FromFile() {
 		return errReadOnly(name, lp.File)
 	}
 	return nil

@@ -1,0 +1,40 @@
+package policy
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// A Set copies the path to one name, not the table: the bytes it
+// allocates do not grow with the number of policies.
+func TestRegistrySetCopiesAPathNotTheTable(t *testing.T) {
+	const n = 50000
+	r := NewRegistry()
+	ps := make([]Policy, n)
+	for i := range ps {
+		ps[i] = tokenPolicy(fmt.Sprintf("key:%06d", i), 10)
+	}
+	if err := r.ReplaceCommanded(ps); err != nil {
+		t.Fatal(err)
+	}
+	const sets = 200
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < sets; i++ {
+		if err := r.Set(tokenPolicy(fmt.Sprintf("new:%06d", i), 10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	perSet := (after.TotalAlloc - before.TotalAlloc) / sets
+	// A path of a few 32-way branches is a few KB; a copy of the table
+	// is megabytes.
+	if perSet > 32<<10 {
+		t.Fatalf("Set at %d policies allocates %d bytes; want at most %d (a path of the trie)", n, perSet, 32<<10)
+	}
+	if _, got, _, _ := r.Load().Counts(); got != n+sets {
+		t.Fatalf("%d policies; want %d", got, n+sets)
+	}
+}
