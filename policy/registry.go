@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -164,20 +165,24 @@ func (r *Registry) Delete(name string) (bool, error) {
 // being restored). It refuses the whole set if one is invalid, from a
 // file, or named twice; a file's policy of the same name hides one.
 func (r *Registry) ReplaceCommanded(ps []Policy) error {
-	var cmds nameTrie
-	for i := range ps {
-		p := ps[i]
+	seen := make(map[string]bool, len(ps))
+	own := slices.Clone(ps) // one block: the registry's policies lie together
+	all := make([]*Policy, len(ps))
+	for i := range own {
+		p := &own[i]
 		if err := p.Validate(); err != nil {
 			return err
 		}
 		if p.FromFile() {
 			return errReadOnly(p.Name, p.File)
 		}
-		if cmds.getString(p.Name) != nil {
+		if seen[p.Name] {
 			return errCorrupt("policy '%s' appears twice", p.Name)
 		}
-		cmds = cmds.with(&p)
+		seen[p.Name] = true
+		all[i] = p
 	}
+	cmds := buildTrie(all)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cur.Store(merge(cmds, r.cur.Load().rules))

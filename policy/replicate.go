@@ -112,9 +112,11 @@ func (r *Registry) LoadSidecarParts(base []byte, parts [][]byte) error {
 		if err != nil {
 			return err
 		}
+		all := make([]*Policy, len(ps))
 		for i := range ps {
-			cmds = cmds.with(&ps[i])
+			all[i] = &ps[i]
 		}
+		cmds = buildTrie(all)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"cmp"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 )
 
 // nameTrie is a persistent map from a policy's name to the policy: a hash
@@ -224,4 +226,58 @@ func removeSlot(s *trieSlot, name string, h uint64, depth int) (trieSlot, bool) 
 	kids := append([]trieSlot(nil), s.kids...)
 	kids[i] = repl
 	return trieSlot{bits: s.bits, kids: kids}, true
+}
+
+// buildTrie returns the trie of ps, whose names are unique, built at once:
+// branches allocated in the order a walk meets them, and no garbage.
+func buildTrie(ps []*Policy) nameTrie {
+	type entry struct {
+		key uint64 // the hash's digits, the first level's most significant
+		h   uint64
+		p   *Policy
+	}
+	es := make([]entry, len(ps))
+	for i, p := range ps {
+		h := maphash.String(trieSeed, p.Name)
+		var key uint64
+		for d := 0; d < trieLevels; d++ {
+			key = key<<5 | h>>(5*d)&31
+		}
+		es[i] = entry{key, h, p}
+	}
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.key, b.key) })
+	var build func(es []entry, depth int) trieSlot
+	build = func(es []entry, depth int) trieSlot {
+		if depth == trieLevels {
+			kids := make([]trieSlot, len(es))
+			for i := range es {
+				kids[i].p = es[i].p
+			}
+			return trieSlot{kids: kids}
+		}
+		var s trieSlot
+		n := 0
+		for i := 0; i < len(es); n++ {
+			d := es[i].h >> (5 * depth) & 31
+			s.bits |= 1 << d
+			for i++; i < len(es) && es[i].h>>(5*depth)&31 == d; i++ {
+			}
+		}
+		s.kids = make([]trieSlot, n)
+		k := 0
+		for i := 0; i < len(es); k++ {
+			d := es[i].h >> (5 * depth) & 31
+			j := i + 1
+			for ; j < len(es) && es[j].h>>(5*depth)&31 == d; j++ {
+			}
+			if j == i+1 {
+				s.kids[k] = trieSlot{p: es[i].p}
+			} else {
+				s.kids[k] = build(es[i:j], depth+1)
+			}
+			i = j
+		}
+		return s
+	}
+	return nameTrie{root: build(es, 0), n: len(ps)}
 }

@@ -37,6 +37,11 @@ func TestNameTrieAgreesWithAMapAndKeepsOldVersions(t *testing.T) {
 		}
 	}
 	versions = append(versions, version{tr, want})
+	var all []*Policy
+	for _, p := range want {
+		all = append(all, p)
+	}
+	versions = append(versions, version{buildTrie(all), want}, version{buildTrie(nil), map[string]*Policy{}})
 	for i, v := range versions {
 		if v.trie.n != len(v.want) {
 			t.Fatalf("version %d: n = %d; want %d", i, v.trie.n, len(v.want))
