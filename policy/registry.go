@@ -10,10 +10,10 @@ import (
 // Registry holds the live policies and rules. Readers (every RL.CHECK and
 // RL.MATCH) load one immutable Snapshot with an atomic pointer read and use
 // it without a lock and without allocating; writers build a new Snapshot
-// under a mutex and swap it in. The command-owned policies are a
-// persistent trie (nameTrie): a change copies the path to one name, not
-// the table, so that a gateway may keep a policy per API key and define
-// them at the rate of a pipeline.
+// under a mutex and swap it in. The command-owned policies are a map and
+// a persistent trie of the changes since (commandSet): a change copies the
+// path to one name, not the table, so that a gateway may keep a policy per
+// API key and define them at the rate of a pipeline.
 //
 // There are two owners of policies: commands (RL.POLICY SET/DEL; kept in
 // snapshots and the Raft log) and the rules files (SetRules; read-only
@@ -29,7 +29,7 @@ type Registry struct {
 // Snapshot is one immutable state of a Registry: a decision that uses one
 // Snapshot never mixes old and new rules.
 type Snapshot struct {
-	commands nameTrie
+	commands commandSet
 	files    map[string]*Policy // the rules' policies, over the commands'; nil: none
 	rules    *RuleSet
 	hidden   int // command-owned policies a file's of the same name hides
@@ -46,8 +46,8 @@ func NewRegistry() *Registry {
 func (r *Registry) Load() *Snapshot { return r.cur.Load() }
 
 // Policy returns the live policy named name, or nil. The hot path of
-// RL.CHECK: one atomic load and a walk of a few trie levels, no lock, no
-// allocation.
+// RL.CHECK: one atomic load, a walk of a small trie and a map lookup, no
+// lock, no allocation.
 func (r *Registry) Policy(name []byte) *Policy { return r.cur.Load().Policy(name) }
 
 // Rules returns the live rules (nil: none loaded).
@@ -182,7 +182,7 @@ func (r *Registry) ReplaceCommanded(ps []Policy) error {
 		seen[p.Name] = true
 		all[i] = p
 	}
-	cmds := buildTrie(all)
+	cmds := commandSetOf(all)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cur.Store(merge(cmds, r.cur.Load().rules))
@@ -198,7 +198,7 @@ func (r *Registry) SetRules(rs *RuleSet) {
 }
 
 // merge builds a snapshot from the command-owned policies and a rule set.
-func merge(cmds nameTrie, rs *RuleSet) *Snapshot {
+func merge(cmds commandSet, rs *RuleSet) *Snapshot {
 	s := &Snapshot{commands: cmds, rules: rs}
 	if ps := rs.Policies(); len(ps) > 0 {
 		s.files = make(map[string]*Policy, len(ps))

@@ -106,7 +106,7 @@ func (r *Registry) AppendSidecarPart(dst, name []byte) []byte {
 // parts (AppendSidecarPart encodings) in order, or changes nothing and
 // returns why not.
 func (r *Registry) LoadSidecarParts(base []byte, parts [][]byte) error {
-	var cmds nameTrie
+	var cmds commandSet
 	if base != nil {
 		ps, err := DecodePolicies(base)
 		if err != nil {
@@ -116,7 +116,7 @@ func (r *Registry) LoadSidecarParts(base []byte, parts [][]byte) error {
 		for i := range ps {
 			all[i] = &ps[i]
 		}
-		cmds = buildTrie(all)
+		cmds = commandSetOf(all)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
