@@ -38,3 +38,28 @@ func TestRegistrySetCopiesAPathNotTheTable(t *testing.T) {
 		t.Fatalf("%d policies; want %d", got, n+sets)
 	}
 }
+
+// RL.CHECK's lookup allocates nothing, in the index and in the trie of
+// changes since.
+func TestRegistryLookupInIndexAndTrieDoesNotAllocate(t *testing.T) {
+	r := NewRegistry()
+	ps := make([]Policy, 1000)
+	for i := range ps {
+		ps[i] = tokenPolicy(fmt.Sprintf("key:%06d", i), 10)
+	}
+	if err := r.ReplaceCommanded(ps); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set(tokenPolicy("new", 1)); err != nil {
+		t.Fatal(err)
+	}
+	names := [][]byte{[]byte("key:000500"), []byte("new"), []byte("absent-name-longer-than-32-bytes-xxxxxxxx")}
+	allocs := testing.AllocsPerRun(100, func() {
+		for _, n := range names {
+			r.Policy(n)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a lookup allocates %.1f times; want 0", allocs)
+	}
+}

@@ -39,24 +39,20 @@ const trieLevels = 12
 // differs from process to process.
 var trieSeed = maphash.MakeSeed()
 
-// leaf returns the leaf of name, or nil. It does not allocate.
-func (t *nameTrie) leaf(name []byte) *trieSlot {
-	if t.n == 0 {
-		return nil
+// hashName returns name's hash, which the trie and the index use.
+func hashName[N string | []byte](name N) uint64 {
+	if b, ok := any(name).([]byte); ok {
+		return maphash.Bytes(trieSeed, b)
 	}
-	return find(t, maphash.Bytes(trieSeed, name), name)
+	return maphash.String(trieSeed, string(name))
 }
 
-// leafString is leaf for a string name.
-func (t *nameTrie) leafString(name string) *trieSlot {
-	if t.n == 0 {
-		return nil
-	}
-	return find(t, maphash.String(trieSeed, name), name)
-}
-
-// find returns the leaf of name, whose hash is h, or nil.
+// find returns the leaf of name, whose hash is h, or nil. It does not
+// allocate.
 func find[N string | []byte](t *nameTrie, h uint64, name N) *trieSlot {
+	if t.n == 0 {
+		return nil
+	}
 	high := uint32(h >> 32)
 	s := &t.root
 	for depth := 0; ; depth++ {

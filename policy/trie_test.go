@@ -22,7 +22,7 @@ func TestCommandSetAgreesWithAMapAndKeepsOldVersions(t *testing.T) {
 	folds := 0
 	for step := 0; step < 20000; step++ {
 		name := fmt.Sprintf("k%d", rng.IntN(3000))
-		before := len(cs.base)
+		before := cs.base.n
 		if rng.IntN(3) == 0 {
 			var ok bool
 			cs, ok = cs.without(name)
@@ -35,7 +35,7 @@ func TestCommandSetAgreesWithAMapAndKeepsOldVersions(t *testing.T) {
 			cs = cs.with(p)
 			want[name] = p
 		}
-		if cs.delta.n == 0 && len(cs.base) != before {
+		if cs.delta.n == 0 && cs.base.n != before {
 			folds++
 		}
 		if step%997 == 0 {
