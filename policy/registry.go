@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -141,7 +140,7 @@ func (r *Registry) Set(p Policy) error {
 	if lp := old.files[p.Name]; lp != nil && lp.FromFile() {
 		return errReadOnly(p.Name, lp.File)
 	}
-	r.cur.Store(old.withCommand(&p))
+	r.cur.Store(old.withCommand(hold(p)))
 	return nil
 }
 
@@ -166,10 +165,9 @@ func (r *Registry) Delete(name string) (bool, error) {
 // file, or named twice; a file's policy of the same name hides one.
 func (r *Registry) ReplaceCommanded(ps []Policy) error {
 	seen := make(map[string]bool, len(ps))
-	own := slices.Clone(ps) // one block: the registry's policies lie together
 	all := make([]*Policy, len(ps))
-	for i := range own {
-		p := &own[i]
+	for i := range ps {
+		p := &ps[i]
 		if err := p.Validate(); err != nil {
 			return err
 		}
@@ -180,7 +178,7 @@ func (r *Registry) ReplaceCommanded(ps []Policy) error {
 			return errCorrupt("policy '%s' appears twice", p.Name)
 		}
 		seen[p.Name] = true
-		all[i] = p
+		all[i] = hold(*p)
 	}
 	cmds := commandSetOf(all)
 	r.mu.Lock()

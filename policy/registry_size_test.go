@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,17 @@ func TestRegistryLookupInIndexAndTrieDoesNotAllocate(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("a lookup allocates %.1f times; want 0", allocs)
+	}
+}
+
+// hold keeps every field, whatever the name's length.
+func TestHoldKeepsThePolicy(t *testing.T) {
+	for _, n := range []int{1, 16, 17, 32, 33, 64, 65, MaxNameLen} {
+		p := tokenPolicy(strings.Repeat("n", n), 7)
+		p.Shadow, p.Description = true, "d"
+		q := hold(p)
+		if *q != p {
+			t.Fatalf("hold of a %d-byte name = %+v; want %+v", n, *q, p)
+		}
 	}
 }

@@ -46,7 +46,7 @@ func (r *Registry) Apply(argv [][]byte) (int64, error) {
 		if err := p.Validate(); err != nil {
 			return 0, err
 		}
-		r.cur.Store(old.withCommand(&p))
+		r.cur.Store(old.withCommand(hold(p)))
 		return 0, nil
 	case ChangeDel:
 		next, ok := old.withoutCommand(string(argv[1]))
@@ -114,7 +114,7 @@ func (r *Registry) LoadSidecarParts(base []byte, parts [][]byte) error {
 		}
 		all := make([]*Policy, len(ps))
 		for i := range ps {
-			all[i] = &ps[i]
+			all[i] = hold(ps[i])
 		}
 		cmds = commandSetOf(all)
 	}
@@ -136,7 +136,7 @@ func (r *Registry) LoadSidecarParts(base []byte, parts [][]byte) error {
 			if len(ps) != 1 {
 				return errCorrupt("a policy part of %d policies", len(ps))
 			}
-			cmds = cmds.with(&ps[0])
+			cmds = cmds.with(hold(ps[0]))
 		case partGone:
 			if err := CheckName(string(b[1:])); err != nil {
 				return errCorrupt("%v", err)
