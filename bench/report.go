@@ -123,6 +123,15 @@ func (rep *report) ratios() []ratio {
 			return x.opsPerSec() / y.opsPerSec()
 		}
 	}
+	checkCPU := func(a, b string) func(int) float64 {
+		return func(d int) float64 {
+			x, y := rep.findIn(groupCheck, a, d), rep.findIn(groupCheck, b, d)
+			if x == nil || y == nil {
+				return math.NaN()
+			}
+			return x.figs().srvPerM / y.figs().srvPerM
+		}
+	}
 	sec := func(a, b string) func(int) float64 {
 		return func(d int) float64 {
 			x, y := rep.findIn(groupSec, a, d), rep.findIn(groupSec, b, d)
@@ -187,6 +196,10 @@ func (rep *report) ratios() []ratio {
 		{"sluice RL.CHECK (TOKEN policy) ÷ RL.TOKEN, throughput", check("sluice-check", "sluice-token"),
 			"≥ 0.9 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 0.9 }},
 		{"sluice RL.CHECK, 1 subject in 10 overridden ÷ none, throughput", check("sluice-check-ovr", "sluice-check"), "", nil, nil},
+		{"sluice RL.CHECK, a policy per key (100k policies) ÷ RL.TOKEN, throughput", check("sluice-check-100k", "sluice-token"),
+			"≥ 0.9 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 0.9 }},
+		{"sluice RL.CHECK, a policy per key (100k policies) ÷ RL.TOKEN, server CPU per decision",
+			checkCPU("sluice-check-100k", "sluice-token"), "", nil, nil},
 		{"sluice RL.TOKEN over TLS ÷ plaintext, throughput", sec("sluice-token-tls", "sluice-token"), "", nil, nil},
 		{"sluice RL.TOKEN as an ACL user with a key pattern ÷ the default user, throughput", sec("sluice-token-acl", "sluice-token"), "", nil, nil},
 		{"group RL.TOKEN → leader ÷ sluice RL.TOKEN (one node), throughput", tput("group-token", "sluice-token"), "", nil, nil},

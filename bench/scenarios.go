@@ -91,6 +91,18 @@ var scenarios = []*scenario{
 		check: checkDecision,
 		setup: preloadOverrides("po:", 10),
 	},
+	// The same decisions with a policy per key (a gateway's policy per API
+	// key): the subject names its own policy, one of at least
+	// policyTable, all loaded through one pipelined connection first.
+	{
+		name: "sluice-check-100k", label: "sluice RL.CHECK, a policy per key (100k policies)", server: "sluice",
+		algo: "token", prefix: "pk:", keysPer: 1,
+		args: func(w workload, _ string) []string {
+			return []string{"RL.CHECK", "$KEY", "$KEY", itoa(w.cost)}
+		},
+		check: checkDecision,
+		setup: preloadPolicies("pk:", policyTable),
+	},
 	// The same decisions with the append-only log on (a fresh directory
 	// per server), at two appendfsync policies.
 	aofToken("sluice-token-aof-everysec", "sluice RL.TOKEN, appendfsync everysec", "sluice-aof-everysec"),

@@ -19,7 +19,7 @@ func init() {
 		name: "rl.policy", arity: -2, flags: flagAdmin, run: cmdPolicy, group: "rate-limit", since: "0.1.0",
 		summary: "Defines, reads, deletes and lists named limits (policies) that RL.CHECK decides with; " +
 			"RELOAD reads the rules files again.",
-		complexity: "O(1) for GET; O(N) in the number of policies for SET, DEL and LIST",
+		complexity: "O(1) for GET, SET and DEL (O(log N) in the number of policies); O(N) for LIST",
 		subs:       []string{"set", "get", "del", "list", "reload", "help"},
 		// SET, DEL and RELOAD change every tenant's limits: @admin
 		// @dangerous only (the flag), as CONFIG SET, so that +@policy does
@@ -96,7 +96,7 @@ func (s *session) policySet(args [][]byte) {
 				_, err = r.ReplicatePolicy(s.h.clock.Now(), policy.SetChange(p))
 			}
 		} else if err = s.h.cfg.Policies.Set(p); err == nil {
-			s.h.policiesChanged()
+			s.h.policyChanged(args[0])
 		}
 	}
 	if err != nil {
@@ -199,7 +199,7 @@ func (s *session) policyDel(name []byte) {
 			ok = n > 0
 		}
 	} else if ok, err = s.h.cfg.Policies.Delete(string(name)); ok {
-		s.h.policiesChanged()
+		s.h.policyChanged(name)
 	}
 	if err != nil {
 		s.writeError(err)
@@ -324,18 +324,18 @@ type PolicyReplicator interface {
 
 // SidecarRecorder is a single node's keyspace that keeps the
 // command-defined policies beside its state (the store: its snapshot file
-// and append-only log, store.Sidecar). SidecarChanged appends them, as they
-// are now, to the append-only log; the batch's syncLog then makes them
-// durable before the reply.
+// and append-only log, store.PartedSidecar). SidecarPartChanged appends the
+// policy named name, as it is now (or its absence), to the append-only
+// log; the batch's syncLog then makes it durable before the reply.
 type SidecarRecorder interface {
-	SidecarChanged(now int64)
+	SidecarPartChanged(now int64, name []byte)
 }
 
-// policiesChanged records a single node's command-defined policies after
-// RL.POLICY SET or DEL changed them (a replicated node's log has them).
-func (h *Handler) policiesChanged() {
+// policyChanged records a single node's command-defined policy named name
+// after RL.POLICY SET or DEL changed it (a replicated node's log has it).
+func (h *Handler) policyChanged(name []byte) {
 	if r, ok := h.ks.(SidecarRecorder); ok {
-		r.SidecarChanged(h.clock.Now())
+		r.SidecarPartChanged(h.clock.Now(), name)
 	}
 }
 

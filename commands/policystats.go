@@ -3,6 +3,7 @@ package commands
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-rl/sluice/policy"
 )
@@ -48,14 +49,25 @@ type polStripe struct {
 // policyStats are a Handler's decisions by policy.
 type policyStats struct {
 	stripes [statStripes]polStripe
-	mu      sync.Mutex          // guards names
+	mu      sync.Mutex          // guards names until full
 	names   map[string]struct{} // the names given series of their own
+	// full is set once names holds maxPolicyNames, after which names
+	// never changes and is read without mu.
+	full atomic.Bool
 }
 
 // label returns the name name is counted under: itself while fewer than
 // maxPolicyNames have been, else otherPolicies. A stripe asks once per
-// name it has not met.
+// name given a series of its own, and at each flush of a name counted
+// under otherPolicies, without a lock then: a stripe's map keeps no entry
+// per such name, so that a table of many policies does not grow it.
 func (ps *policyStats) label(name string) string {
+	if ps.full.Load() {
+		if _, ok := ps.names[name]; ok {
+			return name
+		}
+		return otherPolicies
+	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if _, ok := ps.names[name]; ok {
@@ -68,6 +80,9 @@ func (ps *policyStats) label(name string) string {
 		ps.names = map[string]struct{}{}
 	}
 	ps.names[name] = struct{}{}
+	if len(ps.names) == maxPolicyNames {
+		ps.full.Store(true)
+	}
 	return name
 }
 
@@ -142,7 +157,6 @@ func (st *polStripe) add(ps *policyStats, name string) *PolicyStat {
 		e = &PolicyStat{Name: l}
 		st.m[l] = e
 	}
-	st.m[name] = e // later lookups of name find its label's entry at once
 	return e
 }
 
@@ -154,9 +168,6 @@ func (h *Handler) PolicyStats() []PolicyStat {
 		st := &h.polStats.stripes[i]
 		st.mu.Lock()
 		for name, e := range st.m {
-			if name != e.Name {
-				continue // an alias of otherPolicies
-			}
 			t := sum[name]
 			if t == nil {
 				t = &PolicyStat{Name: name}

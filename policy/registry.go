@@ -9,8 +9,10 @@ import (
 // Registry holds the live policies and rules. Readers (every RL.CHECK and
 // RL.MATCH) load one immutable Snapshot with an atomic pointer read and use
 // it without a lock and without allocating; writers build a new Snapshot
-// (copy on write) under a mutex and swap it in. Policies are few (tiers,
-// not subjects: overrides live in the store), so a write copies them all.
+// under a mutex and swap it in. The command-owned policies are a map and
+// a persistent trie of the changes since (commandSet): a change copies the
+// path to one name, not the table, so that a gateway may keep a policy per
+// API key and define them at the rate of a pipeline.
 //
 // There are two owners of policies: commands (RL.POLICY SET/DEL; kept in
 // snapshots and the Raft log) and the rules files (SetRules; read-only
@@ -26,15 +28,16 @@ type Registry struct {
 // Snapshot is one immutable state of a Registry: a decision that uses one
 // Snapshot never mixes old and new rules.
 type Snapshot struct {
-	live     map[string]*Policy // file's over command's
-	commands map[string]*Policy
+	commands commandSet
+	files    map[string]*Policy // the rules' policies, over the commands'; nil: none
 	rules    *RuleSet
+	hidden   int // command-owned policies a file's of the same name hides
 }
 
 // NewRegistry returns a registry with no policies and no rules.
 func NewRegistry() *Registry {
 	r := &Registry{}
-	r.cur.Store(&Snapshot{live: map[string]*Policy{}, commands: map[string]*Policy{}})
+	r.cur.Store(&Snapshot{})
 	return r
 }
 
@@ -42,14 +45,22 @@ func NewRegistry() *Registry {
 func (r *Registry) Load() *Snapshot { return r.cur.Load() }
 
 // Policy returns the live policy named name, or nil. The hot path of
-// RL.CHECK: one atomic load and one map lookup, no lock, no allocation.
+// RL.CHECK: one atomic load, a walk of a small trie and a map lookup, no
+// lock, no allocation.
 func (r *Registry) Policy(name []byte) *Policy { return r.cur.Load().Policy(name) }
 
 // Rules returns the live rules (nil: none loaded).
 func (r *Registry) Rules() *RuleSet { return r.cur.Load().rules }
 
 // Policy returns the policy named name in s, or nil. It does not allocate.
-func (s *Snapshot) Policy(name []byte) *Policy { return s.live[string(name)] }
+func (s *Snapshot) Policy(name []byte) *Policy {
+	if s.files != nil {
+		if p := s.files[string(name)]; p != nil {
+			return p
+		}
+	}
+	return s.commands.get(name)
+}
 
 // Rules returns the rules of s (nil: none loaded).
 func (s *Snapshot) Rules() *RuleSet { return s.rules }
@@ -57,12 +68,17 @@ func (s *Snapshot) Rules() *RuleSet { return s.rules }
 // List returns the live policies whose names match (all if match is nil),
 // sorted by name. The pointers are shared: the caller must not change them.
 func (s *Snapshot) List(match func(name string) bool) []*Policy {
-	out := make([]*Policy, 0, len(s.live))
-	for name, p := range s.live {
+	out := make([]*Policy, 0, s.commands.n+len(s.files)-s.hidden)
+	for name, p := range s.files {
 		if match == nil || match(name) {
 			out = append(out, p)
 		}
 	}
+	s.commands.each(func(p *Policy) {
+		if s.files[p.Name] == nil && (match == nil || match(p.Name)) {
+			out = append(out, p)
+		}
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -71,26 +87,42 @@ func (s *Snapshot) List(match func(name string) bool) []*Policy {
 // commands and by files, and of command-owned policies that a file's
 // policy of the same name hides.
 func (s *Snapshot) Counts() (live, commands, files, hidden int) {
-	for name, p := range s.live {
-		if p.FromFile() {
-			files++
-			if s.commands[name] != nil {
-				hidden++
-			}
-		}
-	}
-	return len(s.live), len(s.commands), files, hidden
+	return s.commands.n + len(s.files) - s.hidden, s.commands.n, len(s.files), s.hidden
 }
 
 // Commanded returns the command-owned policies, sorted by name (those a
 // file hides included): what a snapshot keeps.
 func (s *Snapshot) Commanded() []Policy {
-	out := make([]Policy, 0, len(s.commands))
-	for _, p := range s.commands {
-		out = append(out, *p)
-	}
+	out := make([]Policy, 0, s.commands.n)
+	s.commands.each(func(p *Policy) { out = append(out, *p) })
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// withCommand returns s with the command-owned policy p set (hidden if a
+// file owns its name).
+func (s *Snapshot) withCommand(p *Policy) *Snapshot {
+	next := *s
+	if s.files[p.Name] != nil && s.commands.getString(p.Name) == nil {
+		next.hidden++
+	}
+	next.commands = s.commands.with(p)
+	return &next
+}
+
+// withoutCommand returns s without the command-owned policy named name,
+// and whether s held one.
+func (s *Snapshot) withoutCommand(name string) (*Snapshot, bool) {
+	cmds, ok := s.commands.without(name)
+	if !ok {
+		return s, false
+	}
+	next := *s
+	next.commands = cmds
+	if s.files[name] != nil {
+		next.hidden--
+	}
+	return &next, true
 }
 
 // Set defines or replaces a command-owned policy. It refuses an invalid
@@ -105,12 +137,10 @@ func (r *Registry) Set(p Policy) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.cur.Load()
-	if lp := old.live[p.Name]; lp != nil && lp.FromFile() {
+	if lp := old.files[p.Name]; lp != nil && lp.FromFile() {
 		return errReadOnly(p.Name, lp.File)
 	}
-	cmds := cloneMap(old.commands, 1)
-	cmds[p.Name] = &p
-	r.cur.Store(merge(cmds, old.rules))
+	r.cur.Store(old.withCommand(hold(p)))
 	return nil
 }
 
@@ -120,36 +150,37 @@ func (r *Registry) Delete(name string) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := r.cur.Load()
-	if lp := old.live[name]; lp != nil && lp.FromFile() {
+	if lp := old.files[name]; lp != nil && lp.FromFile() {
 		return false, errReadOnly(name, lp.File)
 	}
-	if old.commands[name] == nil {
-		return false, nil
+	next, ok := old.withoutCommand(name)
+	if ok {
+		r.cur.Store(next)
 	}
-	cmds := cloneMap(old.commands, 0)
-	delete(cmds, name)
-	r.cur.Store(merge(cmds, old.rules))
-	return true, nil
+	return ok, nil
 }
 
 // ReplaceCommanded replaces every command-owned policy with ps (a snapshot
 // being restored). It refuses the whole set if one is invalid, from a
 // file, or named twice; a file's policy of the same name hides one.
 func (r *Registry) ReplaceCommanded(ps []Policy) error {
-	cmds := make(map[string]*Policy, len(ps))
+	seen := make(map[string]bool, len(ps))
+	all := make([]*Policy, len(ps))
 	for i := range ps {
-		p := ps[i]
+		p := &ps[i]
 		if err := p.Validate(); err != nil {
 			return err
 		}
 		if p.FromFile() {
 			return errReadOnly(p.Name, p.File)
 		}
-		if cmds[p.Name] != nil {
+		if seen[p.Name] {
 			return errCorrupt("policy '%s' appears twice", p.Name)
 		}
-		cmds[p.Name] = &p
+		seen[p.Name] = true
+		all[i] = hold(*p)
 	}
+	cmds := commandSetOf(all)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cur.Store(merge(cmds, r.cur.Load().rules))
@@ -164,20 +195,17 @@ func (r *Registry) SetRules(rs *RuleSet) {
 	r.cur.Store(merge(r.cur.Load().commands, rs))
 }
 
-// merge builds a snapshot from the command-owned policies (which it keeps,
-// not copies) and a rule set.
-func merge(cmds map[string]*Policy, rs *RuleSet) *Snapshot {
-	live := cloneMap(cmds, len(rs.Policies()))
-	for _, p := range rs.Policies() {
-		live[p.Name] = p
+// merge builds a snapshot from the command-owned policies and a rule set.
+func merge(cmds commandSet, rs *RuleSet) *Snapshot {
+	s := &Snapshot{commands: cmds, rules: rs}
+	if ps := rs.Policies(); len(ps) > 0 {
+		s.files = make(map[string]*Policy, len(ps))
+		for _, p := range ps {
+			s.files[p.Name] = p
+			if cmds.getString(p.Name) != nil {
+				s.hidden++
+			}
+		}
 	}
-	return &Snapshot{live: live, commands: cmds, rules: rs}
-}
-
-func cloneMap(m map[string]*Policy, extra int) map[string]*Policy {
-	out := make(map[string]*Policy, len(m)+extra)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return s
 }

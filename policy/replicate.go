@@ -46,18 +46,14 @@ func (r *Registry) Apply(argv [][]byte) (int64, error) {
 		if err := p.Validate(); err != nil {
 			return 0, err
 		}
-		cmds := cloneMap(old.commands, 1)
-		cmds[p.Name] = &p
-		r.cur.Store(merge(cmds, old.rules))
+		r.cur.Store(old.withCommand(hold(p)))
 		return 0, nil
 	case ChangeDel:
-		name := string(argv[1])
-		if old.commands[name] == nil {
+		next, ok := old.withoutCommand(string(argv[1]))
+		if !ok {
 			return 0, nil
 		}
-		cmds := cloneMap(old.commands, 0)
-		delete(cmds, name)
-		r.cur.Store(merge(cmds, old.rules))
+		r.cur.Store(next)
 		return 1, nil
 	}
 	return 0, errCorrupt("an unknown policy change %q", argv[0])
@@ -87,6 +83,73 @@ func (r *Registry) AppendSidecar(dst []byte) []byte {
 // AppendSidecar encoding, or changes nothing and returns why not.
 func (r *Registry) LoadSidecar(b []byte) error { return r.Decode(b) }
 
+// Sidecar parts: the state of one command-owned policy, which the store's
+// append-only log keeps for each RL.POLICY SET or DEL
+// (store.PartedSidecar): partSet and an EncodePolicies of the policy, or
+// partGone and the name of a policy that does not exist.
+const (
+	partSet  = 'S'
+	partGone = 'D'
+)
+
+// AppendSidecarPart appends the state of the command-owned policy named
+// name, as it is now, to dst.
+func (r *Registry) AppendSidecarPart(dst, name []byte) []byte {
+	if p := r.Load().commands.get(name); p != nil {
+		return EncodePolicies(append(dst, partSet), []Policy{*p})
+	}
+	return append(append(dst, partGone), name...)
+}
+
+// LoadSidecarParts replaces the command-owned policies with those of base
+// (an AppendSidecar encoding; nil: the policies as they are) updated by
+// parts (AppendSidecarPart encodings) in order, or changes nothing and
+// returns why not.
+func (r *Registry) LoadSidecarParts(base []byte, parts [][]byte) error {
+	var cmds commandSet
+	if base != nil {
+		ps, err := DecodePolicies(base)
+		if err != nil {
+			return err
+		}
+		all := make([]*Policy, len(ps))
+		for i := range ps {
+			all[i] = hold(ps[i])
+		}
+		cmds = commandSetOf(all)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if base == nil {
+		cmds = r.cur.Load().commands
+	}
+	for _, b := range parts {
+		if len(b) == 0 {
+			return errCorrupt("an empty policy part")
+		}
+		switch b[0] {
+		case partSet:
+			ps, err := DecodePolicies(b[1:])
+			if err != nil {
+				return err
+			}
+			if len(ps) != 1 {
+				return errCorrupt("a policy part of %d policies", len(ps))
+			}
+			cmds = cmds.with(hold(ps[0]))
+		case partGone:
+			if err := CheckName(string(b[1:])); err != nil {
+				return errCorrupt("%v", err)
+			}
+			cmds, _ = cmds.without(string(b[1:]))
+		default:
+			return errCorrupt("an unknown policy part %q", b[0])
+		}
+	}
+	r.cur.Store(merge(cmds, r.cur.Load().rules))
+	return nil
+}
+
 // CheckSet reports the error Set would return for p, changing nothing.
 func (r *Registry) CheckSet(p Policy) error {
 	if err := p.Validate(); err != nil {
@@ -103,7 +166,7 @@ func (r *Registry) CheckSet(p Policy) error {
 func (r *Registry) CheckDel(name string) error { return r.checkNotFile(name) }
 
 func (r *Registry) checkNotFile(name string) error {
-	if lp := r.cur.Load().live[name]; lp != nil && lp.FromFile() {
+	if lp := r.cur.Load().files[name]; lp != nil && lp.FromFile() {
 		return errReadOnly(name, lp.File)
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 //	        'D' uvarint key length | key: key was deleted
 //	        'F': every key was deleted
 //	        'X' uvarint length | the sidecar's whole state (sidecar.go)
+//	        'P' uvarint length | the state of one part of the sidecar (sidecar.go)
 //
 // A frame is one atomic change: a decision on one key is one frame with
 // one item; an RL.ALL group (or any multi-key change) is one frame with

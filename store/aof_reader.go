@@ -311,7 +311,12 @@ func applyFrame(st *Store, payload []byte) {
 		case itemDelete:
 			st.shardOf(key).Delete(key, now)
 		case itemSidecar:
-			st.loadedSidecar, st.sidecarAt = append([]byte{}, key...), -1 // loadAOF puts in the frame's offset
+			st.loadedSidecar, st.loadedParts, st.sidecarAt = append([]byte{}, key...), nil, -1 // loadAOF puts in the frame's offset
+		case itemSidecarPart:
+			if st.loadedSidecar == nil && st.loadedParts == nil {
+				st.sidecarAt = -1
+			}
+			st.loadedParts = append(st.loadedParts, append([]byte{}, key...))
 		case itemSet:
 			h := xxhash.Sum64(key)
 			sh := &st.shards[h&st.mask]
@@ -347,7 +352,7 @@ func walkFrame(payload []byte, fn func(kind byte, key []byte, e *shard.Entry)) e
 			}
 			fn(kind, b[k:k+int(n)], nil)
 			b = b[k+int(n):]
-		case itemSidecar:
+		case itemSidecar, itemSidecarPart:
 			n, k := binary.Uvarint(b)
 			if k <= 0 || n > uint64(len(b)-k) {
 				return errShort

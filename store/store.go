@@ -39,8 +39,10 @@ type Store struct {
 
 	sidecar Sidecar // kept beside the entries in snapshots and the log (sidecar.go); nil: none
 	// loadedSidecar is the last sidecar state a load into this store met,
-	// at byte sidecarAt of its file; nil: none.
+	// and loadedParts the sidecar parts that followed it, in order, from
+	// byte sidecarAt of its file on; nil: none.
 	loadedSidecar []byte
+	loadedParts   [][]byte
 	sidecarAt     int64
 }
 

@@ -1,0 +1,64 @@
+package policy
+
+import (
+	"fmt"
+	"testing"
+)
+
+// RL.POLICY SET and RL.CHECK's lookup at the number of policies a gateway
+// with a policy per API key holds: both must cost the same at 1k and 100k.
+
+// registryOf returns a registry of n command-owned token policies named
+// key:000000 ….
+func registryOf(b *testing.B, n int) *Registry {
+	b.Helper()
+	r := NewRegistry()
+	ps := make([]Policy, n)
+	for i := range ps {
+		ps[i] = tokenPolicy(fmt.Sprintf("key:%06d", i), 10)
+	}
+	if err := r.ReplaceCommanded(ps); err != nil {
+		b.Fatal(err)
+	}
+	return r
+}
+
+var registrySizes = []int{1, 1000, 10000, 100000}
+
+func BenchmarkPolicySet(b *testing.B) {
+	for _, n := range registrySizes[1:] {
+		b.Run(fmt.Sprintf("existing=%d", n), func(b *testing.B) {
+			r := registryOf(b, n)
+			names := make([]string, 4096)
+			for i := range names {
+				names[i] = fmt.Sprintf("new:%06d", i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if err := r.Set(tokenPolicy(names[i%len(names)], 10)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkPolicyLookup(b *testing.B) {
+	for _, n := range registrySizes {
+		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
+			r := registryOf(b, n)
+			names := make([][]byte, min(n, 4096))
+			for i := range names {
+				names[i] = fmt.Appendf(nil, "key:%06d", (i*7919)%n)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if r.Policy(names[i%len(names)]) == nil {
+					b.Fatal("a policy is missing")
+				}
+			}
+		})
+	}
+}
