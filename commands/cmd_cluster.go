@@ -122,42 +122,10 @@ func cmdCluster(s *session, args [][]byte) {
 	}
 	switch sub {
 	case "countkeysinslot":
-		slot, ok := parse.Int(args[2])
-		if !ok {
-			s.writeError(errNotInteger)
-			return
-		}
-		if slot < 0 || slot >= keyslot.Slots {
-			s.writeError(errInvalidSlot)
-			return
-		}
-		count, err := s.keysInSlot(int(slot), -1, nil)
-		if err != nil {
-			s.writeError(err)
-			return
-		}
-		s.writeInt(count)
+		s.clusterCountKeys(args[2])
 		return
 	case "getkeysinslot":
-		slot, ok := parse.Int(args[2])
-		max, ok2 := parse.Int(args[3])
-		if !ok || !ok2 {
-			s.writeError(errNotInteger)
-			return
-		}
-		if slot < 0 || slot >= keyslot.Slots || max < 0 {
-			s.writeError(errInvalidSlotOrCount)
-			return
-		}
-		var keys [][]byte
-		if _, err := s.keysInSlot(int(slot), max, &keys); err != nil {
-			s.writeError(err)
-			return
-		}
-		s.writeArray(len(keys))
-		for _, k := range keys {
-			s.writeBulk(k)
-		}
+		s.clusterGetKeys(args[2], args[3])
 		return
 	}
 	// operation
@@ -175,6 +143,48 @@ func cmdCluster(s *session, args [][]byte) {
 		s.writeClusterSlots(shard)
 	case "shards":
 		s.writeClusterShards(shard)
+	}
+}
+
+// clusterCountKeys answers CLUSTER COUNTKEYSINSLOT slot.
+func (s *session) clusterCountKeys(arg []byte) {
+	slot, ok := parse.Int(arg)
+	if !ok {
+		s.writeError(errNotInteger)
+		return
+	}
+	if slot < 0 || slot >= keyslot.Slots {
+		s.writeError(errInvalidSlot)
+		return
+	}
+	count, err := s.keysInSlot(int(slot), -1, nil)
+	if err != nil {
+		s.writeError(err)
+		return
+	}
+	s.writeInt(count)
+}
+
+// clusterGetKeys answers CLUSTER GETKEYSINSLOT slot count.
+func (s *session) clusterGetKeys(slotArg, countArg []byte) {
+	slot, ok := parse.Int(slotArg)
+	max, ok2 := parse.Int(countArg)
+	if !ok || !ok2 {
+		s.writeError(errNotInteger)
+		return
+	}
+	if slot < 0 || slot >= keyslot.Slots || max < 0 {
+		s.writeError(errInvalidSlotOrCount)
+		return
+	}
+	var keys [][]byte
+	if _, err := s.keysInSlot(int(slot), max, &keys); err != nil {
+		s.writeError(err)
+		return
+	}
+	s.writeArray(len(keys))
+	for _, k := range keys {
+		s.writeBulk(k)
 	}
 }
 
