@@ -287,18 +287,7 @@ func (h *Handler) lookupCommand(name []byte) *command {
 	if h.table == nil {
 		return lookupCommand(name)
 	}
-	var buf [24]byte
-	if len(name) > len(buf) {
-		return nil
-	}
-	lower := buf[:len(name)]
-	for i, b := range name {
-		if b >= 'A' && b <= 'Z' {
-			b += 'a' - 'A'
-		}
-		lower[i] = b
-	}
-	return h.table[string(lower)]
+	return lookupIn(h.table, name)
 }
 
 // closeRetired closes the connections whose user was removed (ACL DELUSER,

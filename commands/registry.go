@@ -152,7 +152,11 @@ func (cmd *command) statFor(args [][]byte) *command {
 
 // lookupCommand finds a command by name, in any letter case, without
 // allocating.
-func lookupCommand(name []byte) *command {
+func lookupCommand(name []byte) *command { return lookupIn(commandTable, name) }
+
+// lookupIn finds a command by name in table, in any letter case, without
+// allocating.
+func lookupIn(table map[string]*command, name []byte) *command {
 	var buf [24]byte
 	if len(name) > len(buf) {
 		return nil
@@ -164,7 +168,7 @@ func lookupCommand(name []byte) *command {
 		}
 		lower[i] = b
 	}
-	return commandTable[string(lower)]
+	return table[string(lower)]
 }
 
 // equalFold reports whether b equals the lower-case ASCII word s in any
