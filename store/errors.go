@@ -1,6 +1,10 @@
 package store
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
 
 // The store's errors. Those a client sees are reply errors: their text
 // starts with a Redis error code (WRONGTYPE), or has none and gets the
@@ -19,6 +23,9 @@ var (
 	// errUnknownAlgo is the outcome of a request naming no algorithm the
 	// store knows: a bug at the edge, never a client's mistake.
 	errUnknownAlgo = errors.New("unknown algorithm")
+	// errNotLeasable is the outcome of a take (Request.Min > 0) on an
+	// algorithm that cannot be leased; the edge refuses those first.
+	errNotLeasable = errors.New(algorithms.ErrNotLeasable)
 	// errBadOverride is SetOverride's answer to words no valid override
 	// has, or an expiry already past.
 	errBadOverride = errors.New("ERR invalid override")
