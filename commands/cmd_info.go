@@ -196,6 +196,8 @@ func (h *Handler) infoSection(s *session, name string) []Param {
 		return append(out, Param{"cluster_enabled", "1"})
 	case "policies":
 		return h.policiesInfo()
+	case "leases":
+		return h.leasesInfo()
 	case "commandstats", "errorstats", "latencystats", "cpu":
 		out, _ := h.statsSection(name)
 		return out

@@ -128,3 +128,23 @@ func (s *session) writeTake(r *algorithms.Result) {
 		s.conn.Out = appendInt(s.conn.Out, vals[i])
 	}
 }
+
+// LeaseReporter is the Keyspace's optional part that holds leased stock
+// (package lease): INFO leases prints its pairs.
+type LeaseReporter interface {
+	InfoLeases() [][2]string
+}
+
+// leasesInfo is INFO leases: the tier's figures, or nothing on a keyspace
+// that leases nothing.
+func (h *Handler) leasesInfo() []Param {
+	lr, ok := h.ks.(LeaseReporter)
+	if !ok {
+		return nil
+	}
+	var out []Param
+	for _, kv := range lr.InfoLeases() {
+		out = append(out, Param{kv[0], kv[1]})
+	}
+	return out
+}

@@ -16,7 +16,7 @@ var (
 	infoDefault = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
 		"errorstats", "policies", "keyspace"}
 	infoAll = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-		"commandstats", "errorstats", "latencystats", "policies", "keyspace"}
+		"commandstats", "errorstats", "latencystats", "policies", "leases", "keyspace"}
 )
 
 // statsSection returns the lines of commandstats, errorstats, latencystats
