@@ -58,11 +58,11 @@ func TestTakeTokenGrantsWhatIsThereUpToMax(t *testing.T) {
 	b := TokenBucket{Interval: int64(ms), Capacity: 100} // 1000/s, burst 100
 	takeScript(t, &b, nil, []takeStep{
 		{0, 1, 30, granted(ok(100, 70, 30*ms), 30)},
-		{0, 1, 500, granted(ok(100, 0, 100*ms), 70)},   // all that is left, not max
-		{0, 1, 10, no(100, 0, 1*ms, 100*ms)},           // nothing left: denied as Take(1)
-		{5 * ms, 10, 50, no(100, 5, 5*ms, 95*ms)},      // 5 < min 10: denied as Take(10), nothing taken
+		{0, 1, 500, granted(ok(100, 0, 100*ms), 70)},    // all that is left, not max
+		{0, 1, 10, no(100, 0, 1*ms, 100*ms)},            // nothing left: denied as Take(1)
+		{5 * ms, 10, 50, no(100, 5, 5*ms, 95*ms)},       // 5 < min 10: denied as Take(10), nothing taken
 		{5 * ms, 5, 50, granted(ok(100, 0, 100*ms), 5)}, // exactly min
-		{10 * ms, 0, 0, ok(100, 5, 95*ms)},             // a peek sees the refill
+		{10 * ms, 0, 0, ok(100, 5, 95*ms)},              // a peek sees the refill
 	})
 }
 

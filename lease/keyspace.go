@@ -146,7 +146,9 @@ func (t *Tier) Info(int64, []byte) (algorithms.KeyInfo, error) {
 }
 
 // Exec is refused: scripts and string commands run on the upstream.
-func (t *Tier) Exec(_ int64, _ compat.Op, _ [][]byte, c *compat.Call) { c.Reply = compat.ErrorReply(errNotServed) }
+func (t *Tier) Exec(_ int64, _ compat.Op, _ [][]byte, c *compat.Call) {
+	c.Reply = compat.ErrorReply(errNotServed)
+}
 
 // ExecBatch is refused, each op's reply the refusal.
 func (t *Tier) ExecBatch(_ int64, ops []compat.TxOp, _ *compat.Call) {

@@ -112,15 +112,15 @@ type stock struct {
 
 // counters are the figures of INFO leases and the metrics.
 type counters struct {
-	refills, refillUnits     atomic.Int64
-	returns, returnedUnits   atomic.Int64
-	lapsedUnits              atomic.Int64
-	upstreamErrors           atomic.Int64
-	localDecisions           atomic.Int64
-	fallbackDecisions        atomic.Int64
-	forwarded                atomic.Int64
-	syncTakes                atomic.Int64
-	lastBatch                atomic.Int64
+	refills, refillUnits   atomic.Int64
+	returns, returnedUnits atomic.Int64
+	lapsedUnits            atomic.Int64
+	upstreamErrors         atomic.Int64
+	localDecisions         atomic.Int64
+	fallbackDecisions      atomic.Int64
+	forwarded              atomic.Int64
+	syncTakes              atomic.Int64
+	lastBatch              atomic.Int64
 }
 
 // New returns a tier over cfg.Upstream and starts its background loop
