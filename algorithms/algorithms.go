@@ -66,6 +66,9 @@ type Result struct {
 	// admitted, or -1 if it never can. When admitted it is 0, except for a
 	// leaky bucket, where it is the wait before the admitted work may start.
 	RetryAfter int64
+	// Granted is, for a take (Request.Min > 0, RL.TAKE), the amount taken
+	// when admitted, and 0 otherwise; every other request leaves it 0.
+	Granted int64
 	// ResetAfter is the time until the key is back to its initial state:
 	// the new state equals "absent" from now+ResetAfter on, which is when a
 	// keyspace lets it expire. 0 means the state is absent already.

@@ -71,6 +71,12 @@ type Request struct {
 	// independent. Two groups that follow each other in one call must have
 	// different values.
 	Group int32
+	// Min, when > 0, makes the request a take (RL.TAKE): N ≥ Min is the
+	// most to take, and the request takes the largest amount g in [Min, N]
+	// that the state holds at the decision, or is denied if it holds less
+	// than Min (Result.Granted is g). Only Leasable algorithms take; a
+	// keyspace refuses the others with ErrNotLeasable's text.
+	Min int64
 	// ID is the lease holder's id (Concurrency only); the keyspace hashes it
 	// to the 64 bits the algorithm keeps.
 	ID []byte

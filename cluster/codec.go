@@ -56,6 +56,10 @@ import (
 //	              an override key (possibly empty); it decodes as a decide
 //	16 override = list of two: key, the 24 bytes of the override's three
 //	              packed words as int64le (RL.OVERRIDE SET, overrides.go)
+//	17 take     = decide's body, then min:varint
+//	              on the wire only: an RL.TAKE decision, which takes any
+//	              amount in [min, n] (algorithms.Request.Min > 0; a take
+//	              names no override); it decodes as a decide
 //
 // Any other code, a count or length beyond the entry's end, a varint that
 // does not end, or an exec whose sha1 and cmd disagree makes the entry
@@ -96,6 +100,7 @@ const (
 	opPolicy
 	opCheck    // on the wire only: an opDecide whose request names an override key (RL.CHECK)
 	opOverride // RL.OVERRIDE SET: argv = key, the 24 bytes of the packed words
+	opTake     // on the wire only: an opDecide with Request.Min > 0 (RL.TAKE)
 )
 
 // op is one operation of a batch.
@@ -140,7 +145,10 @@ func appendOp(b []byte, o *op) []byte {
 	switch o.code {
 	case opDecide:
 		r := &o.req
-		if r.Override != nil {
+		switch {
+		case r.Min != 0:
+			b[len(b)-1] = byte(opTake)
+		case r.Override != nil:
 			b[len(b)-1] = byte(opCheck)
 		}
 		b = binary.AppendUvarint(b, uint64(uint32(r.Group)))
@@ -150,7 +158,10 @@ func appendOp(b []byte, o *op) []byte {
 		b = binary.AppendVarint(b, r.N)
 		b = appendBytes(b, r.Key)
 		b = appendBytes(b, r.ID)
-		if r.Override != nil {
+		switch {
+		case r.Min != 0:
+			b = binary.AppendVarint(b, r.Min)
+		case r.Override != nil:
 			b = appendBytes(b, r.Override)
 		}
 	case opTx:
@@ -308,7 +319,7 @@ func (d *decoder) op(count uint64) op {
 	var o op
 	o.code = opCode(d.byte())
 	switch o.code {
-	case opDecide, opCheck:
+	case opDecide, opCheck, opTake:
 		g := d.uvarint()
 		if g > math.MaxUint32 {
 			d.fail()
@@ -320,13 +331,18 @@ func (d *decoder) op(count uint64) op {
 		o.req.N = d.varint()
 		o.req.Key = d.bytes()
 		o.req.ID = d.bytes()
-		if o.code == opCheck {
+		switch o.code {
+		case opCheck:
 			o.req.Override = d.bytes()
 			if o.req.Override == nil {
 				o.req.Override = []byte{} // named, if empty
 			}
-			o.code = opDecide
+		case opTake:
+			if o.req.Min = d.varint(); o.req.Min == 0 {
+				d.fail() // a take of min 0 would encode as a decide
+			}
 		}
+		o.code = opDecide
 	case opTx:
 		n := d.uvarint()
 		if n > uint64(len(d.b)) {
@@ -387,6 +403,7 @@ func (d *decoder) op(count uint64) op {
 //	        | 2:u8 algo:u8 expire:varint nfields:uvarint field*      (RL.INFO)
 //	        | 3:u8 reply:bytes                                        (exec: compat.Reply.AppendBinary)
 //	        | 4:u8 n:varint index:uvarint                             (a change of the users, the policies or an override)
+//	        | 5:u8 granted:varint, then the fields of 0 after its tag    (a take's decision that granted units)
 //	field   = name:bytes value:varint flags:u8 [len:uvarint value:varint*]   (flags: 1 list, 2 pairs)
 func appendResults(b []byte, rs []result) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs)))
@@ -410,7 +427,11 @@ func appendResults(b []byte, rs []result) []byte {
 			b = appendInfo(append(b, 2), &r.info)
 			continue
 		}
-		b = append(b, 0)
+		if g := r.out.Result.Granted; g != 0 {
+			b = binary.AppendVarint(append(b, 5), g)
+		} else {
+			b = append(b, 0)
+		}
 		allowed := byte(r.out.Result.Override) << 1 // the override that decided, if any
 		if r.out.Result.Allowed {
 			allowed |= 1
@@ -438,9 +459,14 @@ func decodeResults(data []byte) ([]result, error) {
 	}
 	rs := make([]result, count)
 	for i := range rs {
-		switch d.byte() {
-		case 0:
+		switch tag := d.byte(); tag {
+		case 0, 5:
 			r := &rs[i]
+			if tag == 5 {
+				if r.out.Result.Granted = d.varint(); r.out.Result.Granted == 0 {
+					d.fail() // it would encode with tag 0
+				}
+			}
 			a := d.byte()
 			r.out.Result.Allowed = a&1 == 1
 			r.out.Result.Override = algorithms.OverrideKind(a >> 1)

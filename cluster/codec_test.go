@@ -37,6 +37,41 @@ func sampleOps() []op {
 		{code: opDecide, req: algorithms.Request{Key: []byte("pol:free:token:u"), N: 1, Override: []byte("ovr:free:u"),
 			Limit: algorithms.Limit{Algo: algorithms.Token, Count: 20, Period: 100e6}}},
 		{code: opOverride, argv: [][]byte{[]byte("ovr:free:u"), make([]byte, 24)}},
+		{code: opDecide, req: algorithms.Request{Key: []byte("hot"), N: 500, Min: 1,
+			Limit: algorithms.Limit{Algo: algorithms.Token, Count: 100, Period: 1e6}}},
+	}
+}
+
+// TestTakeEncodesAsADecisionPlusItsMin is the golden entry of opTake: an
+// RL.TAKE decision is a decide's fields and then min, and decodes back to
+// an opDecide with Request.Min; its result carries the amount granted.
+func TestTakeEncodesAsADecisionPlusItsMin(t *testing.T) {
+	take := op{code: opDecide, req: algorithms.Request{Key: []byte("hot"), N: 500, Min: 2,
+		Limit: algorithms.Limit{Algo: algorithms.Token, Count: 100, Period: 1e6}}}
+	// code, group 0, algo, count 100, period 1e6, n 500 (zig-zag varints), key, id, min 2
+	want := []byte{byte(opTake), 0, byte(algorithms.Token), 0xc8, 0x01, 0x80, 0x89, 0x7a, 0xe8, 0x07, 3, 'h', 'o', 't', 0, 4}
+	if got := appendOp(nil, &take); !bytes.Equal(got, want) {
+		t.Fatalf("a take encodes as %x; want %x", got, want)
+	}
+	_, ops, err := decodeBatch(appendBatch(nil, 1, []op{take}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops[0].code != opDecide || ops[0].req.Min != 2 || ops[0].req.N != 500 || string(ops[0].req.Key) != "hot" {
+		t.Fatalf("decoded as %+v", ops[0])
+	}
+	zero := append(want[:len(want)-1:len(want)-1], 0)
+	if _, _, err := decodeBatch(append(append(appendBatch(nil, 1, nil)[:10:10], 1), zero...)); err == nil {
+		t.Fatal("a take of min 0 decoded; want corrupt")
+	}
+	rs := []result{{out: algorithms.Outcome{Result: algorithms.Result{Allowed: true, Limit: 100, Remaining: 0, ResetAfter: 100e6, Granted: 100}}}}
+	enc := appendResults(nil, rs)
+	if wantRes := []byte{1, 5, 0xc8, 0x01, 1, 0xc8, 0x01, 0, 0, 0x80, 0x84, 0xaf, 0x5f, 0}; !bytes.Equal(enc, wantRes) {
+		t.Fatalf("a take's result encodes as %x; want %x", enc, wantRes)
+	}
+	got, err := decodeResults(enc)
+	if err != nil || got[0].out.Result != rs[0].out.Result {
+		t.Fatalf("a take's result decodes as %+v, %v", got, err)
 	}
 }
 

@@ -84,6 +84,7 @@ var infoSections = map[string]func(h *Handler, s *session) []Param{
 	"errorstats":   func(h *Handler, _ *session) []Param { return h.errorstatsInfo() },
 	"latencystats": func(h *Handler, _ *session) []Param { return h.latencystatsInfo() },
 	"policies":     func(h *Handler, _ *session) []Param { return h.policiesInfo() },
+	"leases":       func(h *Handler, _ *session) []Param { return h.leasesInfo() },
 	"keyspace":     (*Handler).keyspaceInfo,
 	"cluster":      func(h *Handler, _ *session) []Param { return []Param{h.clusterEnabled()} },
 }

@@ -25,6 +25,7 @@ var sampleInvocations = []string{
 	"rl.info k1", "rl.info POLICY p s", "rl.reset k1", "rl.reset k1 k2 k3", "rl.reset POLICY p s1 s2",
 	"rl.override SET p s TOKEN 10/s 20", "rl.override GET p s", "rl.override DEL p s", "rl.override LIST p",
 	"rl.match dom DESCRIPTOR user u1", "rl.acquire k1 10 id1 5000", "rl.release k1 id1",
+	"rl.take k1 TOKEN 10/s 20 5", "rl.take k1 FIXED 10 1s 5 MIN 2",
 	"cl.throttle k1 15 30 60", "cl.throttle k1 15 30 60 2",
 	"eval s 0", "eval s 2 a b c", "evalsha 0123 1 a b", "eval_ro s 1 a", "evalsha_ro 0123 2 a b",
 	"del a", "del a b c", "unlink a b", "exists a b", "type a", "ttl a", "pttl a",

@@ -34,6 +34,7 @@ const (
 	kindCheckAll                        // the first request of an RL.CHECK of several pairs: the whole reply
 	kindCheckAllMember                  // its other requests, answered with the first
 	kindScript                          // a script call: its reply (cmd_scripts.go)
+	kindTake                            // RL.TAKE: the five fields and granted (cmd_take.go)
 )
 
 // deferred is one queue of deferred work, tagged by kind.
@@ -228,9 +229,12 @@ func (s *session) writeItem(kinds []deferKind, out []algorithms.Outcome, i int) 
 			break
 		}
 		s.countDecision(out[i].Result.Allowed)
-		if kind == kindThrottle {
+		switch kind {
+		case kindThrottle:
 			s.writeThrottle(&out[i].Result)
-		} else {
+		case kindTake:
+			s.writeTake(&out[i].Result)
+		default:
 			s.writeDecision(&out[i].Result)
 		}
 	}

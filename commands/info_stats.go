@@ -16,7 +16,7 @@ var (
 	infoDefault = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
 		"errorstats", "cluster", "policies", "keyspace"}
 	infoAll = []string{"server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-		"commandstats", "errorstats", "latencystats", "cluster", "policies", "keyspace"}
+		"commandstats", "errorstats", "latencystats", "cluster", "policies", "leases", "keyspace"}
 )
 
 func (h *Handler) commandstatsInfo() (out []Param) {

@@ -16,6 +16,7 @@ import (
 // commands.
 var getKeysCases = []struct{ call, keys string }{
 	{"RL.TOKEN k1 10/s 20", "k1"}, {"RL.TOKEN k1 10/s 20 3", "k1"}, {"RL.LEAKY k1 10/s 20", "k1"},
+	{"RL.TAKE k1 TOKEN 10/s 20 5 MIN 1", "k1"},
 	{"RL.FIXED k1 10 1s", "k1"}, {"RL.SLIDING k1 10 1s 2", "k1"}, {"RL.LOG k1 10 1s", "k1"},
 	{"RL.ALL 1 TOKEN a 10/s 20", "a"}, {"RL.ALL 2 TOKEN a 10/s 20 FIXED b 10 1s LOG c 5 1m", "a b c"},
 	{"RL.ALL 1 LEAKY {u}:a 1/s 5 SLIDING {u}:b 10 1s", "{u}:a {u}:b"},

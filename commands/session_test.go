@@ -14,7 +14,7 @@ import (
 
 // Sessions over real sockets: inline commands and QUIT, pipelines, the
 // one clock read per batch, panics recovered per connection, AUTH and its
-// limits. The helpers (startServer, dialRaw) are in fixture_test.go.
+// limits. The helpers are startServer (fixture_test.go) and testutil.Dial.
 func TestInlineCommandsAndQuit(t *testing.T) {
 	c := testutil.Dial(t, startServer(t, testConfig{}).addr)
 	for _, b := range "PING\r\n" { // typed one key at a time

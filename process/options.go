@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-rl/sluice/certs"
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/lease"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/rls"
 	"github.com/sluice-rl/sluice/server"
@@ -61,6 +62,13 @@ type Options struct {
 	aof                   store.AOFConfig
 	announceAddr          string // cluster.RESPAddr, if set; else the first --bind and --port
 
+	// upstream-*: a lease-backed tier over an upstream sluice (--upstream
+	// empty: off); its fallback is read from upstreamFallback at start.
+	upstream         lease.Config
+	upstreamFallback string
+	upstreamTTLms    int
+	upstreamTimeout  int // ms
+
 	server   server.Config   // maxclients, timeout, the reader's limits, event-loops
 	commands commands.Config // requirepass, enable-debug-command, log-max-limit
 	cluster  cluster.Config  // node-id, raft-bind, bootstrap, peers, join, raft-fsync …
@@ -99,6 +107,10 @@ func defaultConfig() Options {
 		maxmemClients:         srv.MaxMemoryClients,
 		dir:                   ".",
 		dbfilename:            "sluice.snap",
+		upstream:              lease.Config{Share: 0.25},
+		upstreamFallback:      "closed",
+		upstreamTTLms:         1000,
+		upstreamTimeout:       1000,
 		save:                  300,
 		stopWritesOnSaveError: true,
 		appendfilename:        "appendonly.aof",
@@ -565,6 +577,43 @@ var options = []option{
 		doc: "the most bytes the --policies files may hold together",
 		set: func(c *Options, a []string) error { return memArg(a, 1, 1<<30, &c.rulesMaxBytes) },
 		get: func(c *Options) string { return strconv.FormatInt(c.rulesMaxBytes, 10) }},
+	// A lease-backed tier over an upstream (docs/leases.md).
+	{name: "upstream",
+		doc: "host:port of an upstream sluice: serve leased keys from tokens taken ahead (RL.TAKE), forward the rest (empty: off)",
+		set: func(c *Options, a []string) error { return addrArg(a, &c.upstream.Upstream) },
+		get: func(c *Options) string { return c.upstream.Upstream }},
+	{name: "upstream-lease-keys",
+		doc:        "glob pattern of the keys served from leased stock; the others are forwarded",
+		docDefault: "`*` (every key)",
+		set:        func(c *Options, a []string) error { return stringArg(a, &c.upstream.Keys) },
+		get:        func(c *Options) string { return c.upstream.Keys }},
+	{name: "upstream-fallback",
+		doc: "while the upstream is unreachable and the stock is spent: closed (deny) or local-share",
+		set: func(c *Options, a []string) error { return enumArg(a, &c.upstreamFallback, "closed", "local-share") },
+		get: func(c *Options) string { return c.upstreamFallback }},
+	{name: "upstream-local-share",
+		doc: "local-share's fraction of each limit, from 0.001 to 1",
+		set: func(c *Options, a []string) error {
+			v, err := oneArg(a)
+			if err != nil {
+				return err
+			}
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f >= 0.001 && f <= 1) {
+				return fmt.Errorf("%q is not a fraction from 0.001 to 1", v)
+			}
+			c.upstream.Share = f
+			return nil
+		},
+		get: func(c *Options) string { return strconv.FormatFloat(c.upstream.Share, 'g', -1, 64) }},
+	{name: "upstream-lease-ttl",
+		doc: "milliseconds a leased key may go unused before its unspent tokens go back to the upstream",
+		set: func(c *Options, a []string) error { return intArg(a, 10, 1<<31-1, &c.upstreamTTLms) },
+		get: func(c *Options) string { return strconv.Itoa(c.upstreamTTLms) }},
+	{name: "upstream-timeout",
+		doc: "milliseconds an upstream round trip may take before the upstream counts as unreachable",
+		set: func(c *Options, a []string) error { return intArg(a, 1, 1<<31-1, &c.upstreamTimeout) },
+		get: func(c *Options) string { return strconv.Itoa(c.upstreamTimeout) }},
 	// Prometheus's scrape endpoint and the probes (observe.go).
 	{name: "metrics-bind",
 		doc: "host:port of the Prometheus endpoint: /metrics, /healthz, /readyz (empty: off)",

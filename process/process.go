@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-rl/sluice/certs"
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/lease"
 	"github.com/sluice-rl/sluice/policy"
 	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
@@ -207,10 +208,34 @@ func (p *Process) openState() error {
 	p.rules = policy.NewRegistry()
 	p.ks = p.st
 	var _ commands.SidecarRecorder = p.st // RL.POLICY SET and DEL on a single node
+	if p.cfg.upstream.Upstream != "" {
+		return p.openTier()
+	}
 	if p.cfg.replicated() {
 		return p.openReplicated()
 	}
 	return p.openSingle()
+}
+
+// openTier makes the keyspace a lease-backed tier over --upstream
+// (docs/leases.md): it keeps no state of its own but the leased stock,
+// which it returns to the upstream at shutdown.
+func (p *Process) openTier() error {
+	cfg := &p.cfg
+	if cfg.replicated() {
+		return errors.New("--upstream is a tier in front of a node or group, not a member of one: drop --node-id and --raft-bind")
+	}
+	lc := cfg.upstream
+	lc.Fallback, _ = lease.ParseFallback(cfg.upstreamFallback)
+	lc.TTL = time.Duration(cfg.upstreamTTLms) * time.Millisecond
+	lc.Timeout = time.Duration(cfg.upstreamTimeout) * time.Millisecond
+	lc.Logger = p.log
+	tier := lease.New(lc)
+	p.onClose(func() { tier.Close() })
+	p.ks = tier
+	cfg.save, cfg.appendonly = 0, false
+	p.log.Info("lease tier on", "upstream", lc.Upstream, "keys", lc.Keys, "fallback", lc.Fallback.String())
+	return nil
 }
 
 // openReplicated opens the node: in a group the state comes from the Raft
@@ -501,6 +526,7 @@ func (p *Process) end(end stopping) error {
 var (
 	_ commands.Keyspace = (*store.Store)(nil)
 	_ commands.Keyspace = (*cluster.Node)(nil)
+	_ commands.Keyspace = (*lease.Tier)(nil)
 	_ commands.Cluster  = (*cluster.Node)(nil)
 )
 

@@ -67,6 +67,31 @@ func applyFamily(now int64, req *algorithms.Request, e *shard.Entry, o *algorith
 	return req.N != 0 && r.Allowed
 }
 
+// applyTake is apply for a take (req.Min > 0, RL.TAKE): the largest amount
+// in [req.Min, req.N] that the state holds, on the algorithms that can be
+// leased; the others get errNotLeasable. Its contract is apply's.
+func applyTake(now int64, req *algorithms.Request, e *shard.Entry, o *algorithms.Outcome, next *shard.Entry) bool {
+	l := req.Limit
+	var r algorithms.Result
+	switch l.Algo {
+	case algorithms.Token:
+		var s algorithms.TokenState
+		r, s = l.TokenBucket().TakeUpTo(algorithms.TokenState{TAT: e.State[0]}, now, req.Min, req.N)
+		next.State[0] = s.TAT
+	case algorithms.Fixed:
+		var s algorithms.FixedState
+		r, s = l.FixedWindow().TakeUpTo(algorithms.FixedState{Start: e.State[0], Count: e.State[1]}, now, req.Min, req.N)
+		next.State = [3]int64{s.Start, s.Count}
+	default:
+		*o = algorithms.Outcome{Err: errNotLeasable}
+		return false
+	}
+	next.Algo = l.Algo
+	next.Expire = expireAt(now, r.ResetAfter)
+	*o = algorithms.Outcome{Result: r}
+	return r.Allowed
+}
+
 // decideLog is decideLocked for a sliding log: it decides on a draft, which
 // writes nothing, and then writes the draft with writeLog. It requires that
 // sh, the shard of req.Key (whose hash is h), is locked.

@@ -201,7 +201,7 @@ func (st *Store) unlockAll(locked []uint32) {
 // structs cost more than the decision itself (profiled: about a third of a
 // cached decision's time went to them).
 func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64, o *algorithms.Outcome, lg *AOF) {
-	if req.Limit.Algo == algorithms.Log {
+	if req.Limit.Algo == algorithms.Log && req.Min == 0 {
 		decideLog(sh, now, req, h, o, lg)
 		return
 	}
@@ -241,6 +241,9 @@ func apply(now int64, req *algorithms.Request, e *shard.Entry, o *algorithms.Out
 	if e.Algo != algorithms.None && e.Algo != req.Limit.Algo && !replaces(req, e) {
 		*o = algorithms.Outcome{Err: ErrWrongType}
 		return false
+	}
+	if req.Min > 0 {
+		return applyTake(now, req, e, o, next)
 	}
 	switch req.Limit.Algo {
 	case algorithms.Token:

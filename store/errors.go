@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 
+	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/internal/replyerr"
 )
 
@@ -23,6 +24,9 @@ var (
 	// errUnknownAlgo is the outcome of a request naming no algorithm the
 	// store knows: a bug at the edge, never a client's mistake.
 	errUnknownAlgo = replyerr.Generic("unknown algorithm")
+	// errNotLeasable is the outcome of a take (Request.Min > 0) on an
+	// algorithm that cannot be leased; the edge refuses those first.
+	errNotLeasable = replyerr.Generic(algorithms.ErrNotLeasable)
 	// errBadOverride is SetOverride's answer to words no valid override
 	// has, or an expiry already past.
 	errBadOverride = replyerr.Generic("invalid override")
