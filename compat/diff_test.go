@@ -245,7 +245,7 @@ func (w *world) sameFloat(k *Key, redisGet string) bool {
 // from PTTL.
 func ttlInReply(s *Script) bool {
 	switch s.impl {
-	case implFlexible, implRLRIncrement, implRLRGet, implUluleIncr, implUlulePeek:
+	case implFlexible, implRLRIncrement, implRLRIncrement5, implRLRIncrement4, implRLRGet, implUluleIncr, implUlulePeek:
 		return true
 	}
 	return false

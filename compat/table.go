@@ -24,6 +24,8 @@ const (
 	implRLRGet
 	implUluleIncr
 	implUlulePeek
+	implRLRIncrement5
+	implRLRIncrement4
 )
 
 // Script is one known script text and its native implementation. Scripts
@@ -77,6 +79,10 @@ func (s *Script) Run(c *Call) {
 		runUluleIncr(&r)
 	case implUlulePeek:
 		runUlulePeek(&r)
+	case implRLRIncrement5:
+		runRLRIncrement5(&r)
+	case implRLRIncrement4:
+		runRLRIncrement4(&r)
 	}
 }
 
