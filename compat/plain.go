@@ -214,9 +214,9 @@ func plainSet(k *Key, c *Call) error {
 	}
 	if expire != NoExpire && expire <= c.Now {
 		// EXAT/PXAT in the past: Redis deletes the key (and still says OK).
-		k.Value, k.Expire, k.Written = Value{}, 0, true
+		k.Value, k.List, k.Expire, k.Written = Value{}, nil, 0, true
 	} else {
-		k.Value, k.Expire, k.Written = v, expire, true
+		k.Value, k.List, k.Expire, k.Written = v, nil, expire, true
 	}
 	if !a.get {
 		c.Reply.Type = OK
@@ -297,7 +297,7 @@ func plainExpire(k *Key, c *Call, seconds bool) error {
 	if !k.Live(c.Now) {
 		return nil
 	}
-	if !k.Value.IsString() {
+	if k.Value.kind == Foreign {
 		return ErrLimiterTTL
 	}
 	newExpire := expireAtMs(when)
@@ -309,7 +309,7 @@ func plainExpire(k *Key, c *Call, seconds bool) error {
 	}
 	k.Written = true
 	if when <= nowMs {
-		k.Value, k.Expire = Value{}, 0
+		k.Value, k.List, k.Expire = Value{}, nil, 0
 	} else {
 		k.Expire = newExpire
 	}

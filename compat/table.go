@@ -26,6 +26,10 @@ const (
 	implUlulePeek
 	implRLRIncrement5
 	implRLRIncrement4
+	implLimitsIncrExpire
+	implLimitsMovingWindow
+	implLimitsAcquire
+	implLimitsClearKeys
 )
 
 // Script is one known script text and its native implementation. Scripts
@@ -48,6 +52,9 @@ type Script struct {
 	ReadOnly bool
 	// Native is the sluice command that does the same job natively.
 	Native string
+	// ClearKeys marks limits' clear_keys script: its KEYS[1] is a pattern,
+	// not a key; the server runs it as KEYS of the pattern and DEL.
+	ClearKeys bool
 
 	impl    impl
 	spring  *springText
@@ -83,6 +90,14 @@ func (s *Script) Run(c *Call) {
 		runRLRIncrement5(&r)
 	case implRLRIncrement4:
 		runRLRIncrement4(&r)
+	case implLimitsIncrExpire:
+		runLimitsIncrExpire(&r)
+	case implLimitsMovingWindow:
+		runLimitsMovingWindow(&r)
+	case implLimitsAcquire:
+		runLimitsAcquire(&r)
+	case implLimitsClearKeys:
+		runLimitsClearKeys(&r)
 	}
 }
 
@@ -94,7 +109,7 @@ type Table struct {
 }
 
 // Known is every supported script.
-var Known = newTable(concat(springScripts, redisRateScripts, flexibleScripts, rateLimitRedisScripts, ululeScripts))
+var Known = newTable(concat(springScripts, redisRateScripts, flexibleScripts, rateLimitRedisScripts, ululeScripts, limitsScripts))
 
 func concat(lists ...[]*Script) []*Script {
 	var all []*Script

@@ -28,6 +28,9 @@ const (
 	// Foreign: the key holds another kind of state (not a string). String
 	// commands on it fail with WRONGTYPE; PTTL, SET and DEL work as on any key.
 	Foreign
+	// List: a Redis list of numbers (Python limits' moving window), its
+	// elements in Key.List. String commands on it fail with WRONGTYPE.
+	List
 )
 
 // MaxBytes is the longest string a Bytes value holds. Every string the
@@ -51,6 +54,12 @@ func IntValue(i int64) Value { return Value{kind: Int, num: uint64(i)} }
 
 // ForeignValue is a key that holds another kind of state.
 func ForeignValue() Value { return Value{kind: Foreign} }
+
+// ListValue is a key that holds a list; its elements are Key.List.
+func ListValue() Value { return Value{kind: List} }
+
+// wrongType reports whether a string command on v fails with WRONGTYPE.
+func (v Value) wrongType() bool { return v.kind == Foreign || v.kind == List }
 
 // NumberValue is the string Redis 7.0 stores when a script passes the Lua
 // number f to a command (SET key f): "%.17g" of f.
@@ -146,7 +155,7 @@ func Unpack(w [3]int64) (v Value, ok bool) {
 	binary.LittleEndian.PutUint64(raw[16:], uint64(w[2]))
 	v.kind, v.n = Kind(raw[0]), raw[1]
 	switch v.kind {
-	case Absent, Foreign:
+	case Absent, Foreign, List:
 		return Value{kind: v.kind}, true
 	case Int, Float:
 		v.n = 0
@@ -201,6 +210,11 @@ type Key struct {
 	// expire_ms gets Expire = (expire_ms+1)·10⁶. Expiries beyond the int64
 	// nanosecond range (the year 2262) are kept as NoExpire-1.
 	Expire int64
+	// List holds a List value's elements, head first, each the bits of the
+	// float64 whose "%.17g" string Redis holds (every element a script
+	// pushes is a Lua number). Loaded, it may alias the keyspace's memory;
+	// a script that writes it points it at its Call's own room.
+	List []int64
 	// Written is set by Run when the script wrote the key (its value or its
 	// TTL). The caller then stores Value and Expire, or deletes the key if
 	// Value is Absent. Run never clears it.

@@ -19,7 +19,9 @@ import (
 //	would hand out a fresh window)
 //
 // so they take the same room as a token bucket's, snapshot and expire like
-// every entry, and TYPE, EXISTS, DEL and SCAN see them as any key.
+// every entry, and TYPE, EXISTS, DEL and SCAN see them as any key. A list
+// (Python limits' moving window) is an entry of kind algorithms.List: State
+// compat.ListValue().Pack(), Ext the elements (compat.Key.List), Depleted.
 
 // Exec carries out op on keys at now, atomically across them, and leaves
 // the reply in c.Reply. c.Argv must hold the arguments after the keys; Exec
@@ -174,6 +176,9 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 			ref, _ = sh.Find(k, now)
 		}
 		e := shard.Entry{Algo: algorithms.String, Expire: ck.Expire, State: ck.Value.Pack(), Depleted: true}
+		if ck.Value.Kind() == compat.List {
+			e.Algo, e.Ext = algorithms.List, ck.List
+		}
 		if err := sh.Commit(ref, k, &e, now); err != nil {
 			st.undoSets(now, keys[:i], c.Keys[:i], olds[:min(i, execFew)])
 			c.Reply = compat.ErrorReply(err)
@@ -197,7 +202,9 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 // undoSets gives the keys that execLocked set back the states olds[i]
 // they held (olds covers the first keys; a later one is absent, its old
 // state not kept, only when a script names more than execFew keys, which
-// no supported script does). An old state takes no more room than the one
+// no supported script does). An old list's elements alias the record its
+// replacement may have overwritten; no script that writes a list names a
+// second key, so a list is never undone. An old state takes no more room than the one
 // that replaced it, or none, so the undo never fails. It requires that the
 // keys' shards are locked.
 func (st *Store) undoSets(now int64, keys [][]byte, written []compat.Key, olds []shard.Entry) {
@@ -246,10 +253,12 @@ func loadKey(e *shard.Entry) compat.Key {
 		return compat.Key{}
 	case algorithms.String:
 		v, ok := compat.Unpack(e.State)
-		if !ok {
+		if !ok || v.Kind() == compat.List {
 			v = compat.ForeignValue()
 		}
 		return compat.Key{Value: v, Expire: e.Expire}
+	case algorithms.List:
+		return compat.Key{Value: compat.ListValue(), List: e.Ext, Expire: e.Expire}
 	}
 	return compat.Key{Value: compat.ForeignValue(), Expire: e.Expire}
 }
