@@ -64,8 +64,8 @@ var limitsScripts = []*Script{{
 }, {
 	SHA1: LimitsClearKeysSHA1, File: "limits-2.8-clear_keys.lua", Library: "limits (Python)",
 	Name: "clear_keys", Versions: "2.8.0", Keys: 1, Args: 0, ClearKeys: true,
-	Native: "SCAN MATCH <pattern>, then DEL",
-	impl:   implLimitsClearKeys,
+	Native:  "SCAN MATCH <pattern>, then DEL",
+	impl:    implLimitsClearKeys,
 	markers: []string{"local keys = redis.call('keys', KEYS[1])", "'del', unpack(keys, i, math.min(i+4999, #keys))"},
 }}
 
