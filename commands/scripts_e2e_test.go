@@ -318,3 +318,21 @@ func TestLimitsClearKeysDeletesByPattern(t *testing.T) {
 		t.Fatalf("EXISTS after clear_keys = %s; want 1 (other)", got)
 	}
 }
+
+// TestPubSubIsRefusedNamingWhatSluiceIs: SUBSCRIBE, PUBLISH and the other
+// pub/sub commands get Redis's unknown-command error (clients match its
+// start), which adds that sluice has no pub/sub.
+func TestPubSubIsRefusedNamingWhatSluiceIs(t *testing.T) {
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
+	for _, args := range [][]any{{"SUBSCRIBE", "ch"}, {"PUBLISH", "ch", "m"}, {"PSUBSCRIBE", "c*"}, {"PUBSUB", "CHANNELS"}} {
+		got := doErr(t, rdb, args...)
+		want := "ERR unknown command '" + args[0].(string) + "', with args beginning with: '" + args[1].(string) + "'"
+		if !strings.HasPrefix(got, want) || !strings.Contains(got, "sluice is a rate-limit server: it has no pub/sub") {
+			t.Fatalf("%v = %q; want %q… and that sluice has no pub/sub", args, got, want)
+		}
+	}
+	if got := doErr(t, rdb, "NOSUCH"); strings.Contains(got, "pub/sub") {
+		t.Fatalf("NOSUCH = %q; want no word of pub/sub", got)
+	}
+}

@@ -311,6 +311,21 @@ func (w *world) del(name string) {
 	*w.key(name) = Key{}
 }
 
+// set stores the string v on name on both sides: SET name v PX ms.
+func (w *world) set(name, v string, ms int64) {
+	w.t.Helper()
+	val, ok := StringValue([]byte(v))
+	if !ok {
+		w.t.Fatalf("%q is not a string a key can hold", v)
+	}
+	if err := w.srv.rdb.Set(w.ctx, name, v, time.Duration(ms)*time.Millisecond).Err(); err != nil {
+		w.t.Fatal(err)
+	}
+	k := w.key(name)
+	k.Set(w.now, val, ms)
+	k.Written = false
+}
+
 // plain runs a plain command on both sides: the libraries' own GET/SET/
 // INCRBY/DECR/DEL on the scripts' keys, and a key of another type.
 func (w *world) plain(rng *rand.Rand, name string) {

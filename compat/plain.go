@@ -20,7 +20,7 @@ var (
 	ErrSyntax       = errors.New("ERR syntax error")
 	ErrDecrOverflow = errors.New("ERR decrement would overflow")
 	// ErrValueTooLong refuses a string that a key of a script cannot hold.
-	ErrValueTooLong = errors.New("ERR sluice keeps a string on a key only if it is a number or at most 22 bytes long")
+	ErrValueTooLong = errors.New("ERR sluice keeps a string on a key only if it is a number or at most 64 bytes long")
 	// ErrLimiterTTL refuses EXPIRE/PEXPIRE on a key that holds a native
 	// limiter's state: its TTL is the instant its state becomes absent.
 	ErrLimiterTTL = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value (a limiter's TTL is set by its algorithm)")

@@ -30,6 +30,9 @@ const (
 	implLimitsMovingWindow
 	implLimitsAcquire
 	implLimitsClearKeys
+	implLockRelease
+	implLockExtend
+	implLockReacquire
 )
 
 // Script is one known script text and its native implementation. Scripts
@@ -98,6 +101,12 @@ func (s *Script) Run(c *Call) {
 		runLimitsAcquire(&r)
 	case implLimitsClearKeys:
 		runLimitsClearKeys(&r)
+	case implLockRelease:
+		runLockRelease(&r)
+	case implLockExtend:
+		runLockExtend(&r)
+	case implLockReacquire:
+		runLockReacquire(&r)
 	}
 }
 
@@ -109,7 +118,7 @@ type Table struct {
 }
 
 // Known is every supported script.
-var Known = newTable(concat(springScripts, redisRateScripts, flexibleScripts, rateLimitRedisScripts, ululeScripts, limitsScripts))
+var Known = newTable(concat(springScripts, redisRateScripts, flexibleScripts, rateLimitRedisScripts, ululeScripts, limitsScripts, redisPyLockScripts))
 
 func concat(lists ...[]*Script) []*Script {
 	var all []*Script

@@ -85,3 +85,44 @@ func TestListEntriesCountAgainstMemory(t *testing.T) {
 		t.Fatalf("a list of 1,000 entries grew the store by %d bytes; want at least 8,000", grew)
 	}
 }
+
+// TestLongStringsAreStoredWhole: a lock's token (32 bytes) and a 64-byte
+// string keep every byte through GET, a snapshot and the append-only log;
+// their bytes past the 22nd take room of their own.
+func TestLongStringsAreStoredWhole(t *testing.T) {
+	st, a, path := openLog(t, FsyncNo)
+	token := "6c4e3b1e8c8411ef9a2f0242ac120002"
+	long := token + "7d5f4c2f9d9522f0ab30f353bd231113"
+	before := st.Stats()
+	exec(st, t0, setOp, []string{"lock:a"}, token, "NX", "PX", "30000")
+	exec(st, t0, setOp, []string{"v"}, long)
+	mid := st.Stats()
+	exec(st, t0, setOp, []string{"short:a"}, "x")
+	exec(st, t0, setOp, []string{"short:b"}, "y")
+	after := st.Stats()
+	long2 := (mid.Used() - mid.FreeBytes) - (before.Used() - before.FreeBytes)
+	short2 := (after.Used() - after.FreeBytes) - (mid.Used() - mid.FreeBytes)
+	if long2 < short2+(32-22+64-22) {
+		t.Fatalf("two long strings took %d bytes, two short ones %d; want the long ones' extra bytes counted", long2, short2)
+	}
+	get := compat.Op{Cmd: compat.CmdGet}
+	restored := New(8)
+	if err := restored.Restore(bytes.NewReader(snapshotBytes(t, st, t0))); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	logged, _ := loadLog(t, path, AOFLoadOptions{})
+	for _, s := range []*Store{st, restored, logged} {
+		if got := exec(s, t0, get, []string{"lock:a"}); got != strconv.Quote(token) {
+			t.Fatalf("GET lock:a = %s; want %q", got, token)
+		}
+		if got := exec(s, t0, get, []string{"v"}); got != strconv.Quote(long) {
+			t.Fatalf("GET v = %s; want %q", got, long)
+		}
+	}
+	if got := exec(st, t0, setOp, []string{"v"}, long+"x"); got != "(error) "+compat.ErrValueTooLong.Error() {
+		t.Fatalf("SET of 65 bytes = %s; want %s", got, compat.ErrValueTooLong)
+	}
+}

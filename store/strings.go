@@ -14,6 +14,7 @@ import (
 // string commands are entries of their own kind, algorithms.String:
 //
 //	State = compat.Value.Pack() (a counter takes two words)
+//	Ext = compat.Value.PackExt(): the bytes of a string past its 22nd
 //	Expire = compat.Key.Expire (compat.NoExpire: no TTL)
 //	Depleted = true: a limiter's counter is never evicted (forgetting it
 //	would hand out a fresh window)
@@ -140,6 +141,8 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 	// Commit looks the key up again if the shard changed since.
 	var refs [execFew]shard.Ref
 	var olds [execFew]shard.Entry
+	var ext [(compat.MaxBytes + 7) / 8]int64
+	var oldExt [execFew][(compat.MaxBytes + 7) / 8]int64
 	var hashes [execFew]uint64
 	for i, k := range keys {
 		var e shard.Entry
@@ -153,6 +156,11 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 			hashes[i] = h
 			refs[i] = st.shards[h&st.mask].FindInto(k, h, now, &e)
 			olds[i] = e
+			if e.Algo == algorithms.String {
+				// A long string's words alias the record a write may reuse:
+				// undoSets needs its own copy.
+				olds[i].Ext = oldExt[i][:copy(oldExt[i][:], e.Ext)]
+			}
 		} else {
 			_, e = st.shardOf(k).Find(k, now)
 		}
@@ -178,6 +186,8 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 		e := shard.Entry{Algo: algorithms.String, Expire: ck.Expire, State: ck.Value.Pack(), Depleted: true}
 		if ck.Value.Kind() == compat.List {
 			e.Algo, e.Ext = algorithms.List, ck.List
+		} else {
+			e.Ext = ck.Value.PackExt(ext[:0]) // a string longer than 22 bytes
 		}
 		if err := sh.Commit(ref, k, &e, now); err != nil {
 			st.undoSets(now, keys[:i], c.Keys[:i], olds[:min(i, execFew)])
@@ -252,7 +262,7 @@ func loadKey(e *shard.Entry) compat.Key {
 	case algorithms.None:
 		return compat.Key{}
 	case algorithms.String:
-		v, ok := compat.Unpack(e.State)
+		v, ok := compat.UnpackExt(e.State, e.Ext)
 		if !ok || v.Kind() == compat.List {
 			v = compat.ForeignValue()
 		}

@@ -21,6 +21,15 @@ func TestPythonLimitsAgreesWithRedis(t *testing.T) {
 	runPython(t, "limits", "python3-limits")
 }
 
+// TestRedisPyLockAgreesWithRedis runs redis-py's Lock (a connection that
+// also does non-limiter work): acquire, a second acquire of a held lock,
+// locked, owned, extend (added and replace_ttl), reacquire, release, the
+// LockErrors of a released lock, a context manager and a lock that expires
+// on its own, against sluice and a redis-server side by side.
+func TestRedisPyLockAgreesWithRedis(t *testing.T) {
+	runPython(t, "lock", "python3-redis")
+}
+
 func runPython(t *testing.T, part, pkg string) {
 	py := "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import limits, redis").Run(); err != nil {

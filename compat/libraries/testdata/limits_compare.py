@@ -47,14 +47,19 @@ def both(what, f):
     return out
 
 
-def keys_state(what, pattern):
-    """The keys matching pattern on each side: name, TYPE, value, TTL."""
+def keys_state(what, pattern, locks=None):
+    """The keys matching pattern on each side: name, TYPE, value, TTL. A
+    value that is the token of that side's lock in locks (each side's own
+    uuid) reads as "<token>"."""
     states = []
-    for c in clients:
+    for i, c in enumerate(clients):
         st = {}
+        tokens = [l[i].local.token for l in locks or []]
         for k in sorted(c.scan_iter(match=pattern, count=1000)):
             t = c.type(k).decode()
             v = c.get(k) if t == "string" else None
+            if v is not None and v in tokens:
+                v = "<token>"
             st[k] = (t, v, c.pttl(k))
         states.append(st)
     a, b = states
@@ -134,16 +139,16 @@ def locks():
     same("lock locked", a, b)
     a, b = both("owned", lambda i: held[i].owned())
     same("lock owned", a, b)
-    keys_state("lock held", tag + ":*")
+    keys_state("lock held", tag + ":*", [held])
     a, b = both("extend", lambda i: held[i].extend(10))
     same("lock extend by 10 s", a, b)
-    keys_state("lock extended", tag + ":*")
+    keys_state("lock extended", tag + ":*", [held])
     a, b = both("extend replace", lambda i: held[i].extend(3, replace_ttl=True))
     same("lock extend replace_ttl", a, b)
-    keys_state("lock extend replace_ttl", tag + ":*")
+    keys_state("lock extend replace_ttl", tag + ":*", [held])
     a, b = both("reacquire", lambda i: held[i].reacquire())
     same("lock reacquire", a, b)
-    keys_state("lock reacquired", tag + ":*")
+    keys_state("lock reacquired", tag + ":*", [held])
     a, b = both("release", lambda i: held[i].release())
     same("lock release", a, b)
     keys_state("lock released", tag + ":*")
@@ -158,8 +163,9 @@ def locks():
                 outs.append(type(e).__name__ + ": " + str(e))
         same("lock " + what, outs[0], outs[1])
     # A context manager, and a lock that expires on its own.
-    with clients[0].lock(tag + ":b", timeout=1), clients[1].lock(tag + ":b", timeout=1):
-        keys_state("lock as a context manager", tag + ":*")
+    cms = [c.lock(tag + ":b", timeout=1) for c in clients]
+    with cms[0], cms[1]:
+        keys_state("lock as a context manager", tag + ":*", [cms])
     short = [c.lock(tag + ":c", timeout=0.2) for c in clients]
     a, b = both("acquire short", lambda i: short[i].acquire(blocking=False))
     same("lock acquire with a 200 ms timeout", a, b)
