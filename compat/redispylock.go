@@ -34,8 +34,8 @@ var redisPyLockScripts = []*Script{{
 }, {
 	SHA1: RedisPyLockReacquireSHA1, File: "redis-py-4.3-lock-reacquire.lua", Library: "redis-py",
 	Name: "Lock.reacquire", Versions: "4.3.4", Keys: 1, Args: 2,
-	Native: "none: a lock is not a rate limit",
-	impl:   implLockReacquire,
+	Native:  "none: a lock is not a rate limit",
+	impl:    implLockReacquire,
 	markers: []string{"if not token or token ~= ARGV[1] then", "redis.call('pexpire', KEYS[1], ARGV[2])"},
 }}
 
