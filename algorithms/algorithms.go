@@ -21,6 +21,7 @@ const (
 	Throttle         // CL.THROTTLE: CellThrottle (redis-cell's GCRA)
 	String           // a string a known limiter script or a plain string command wrote (package compat)
 	Override         // a subject's override of a named policy (RL.OVERRIDE; see override.go)
+	List             // a list of numbers a known limiter script wrote (package compat: Python limits' moving window)
 )
 
 // String returns the name TYPE and RL.INFO report for a key holding this kind
@@ -45,6 +46,8 @@ func (a Algo) String() string {
 		return "string"
 	case Override:
 		return "rl-override"
+	case List:
+		return "list"
 	default:
 		return "none"
 	}

@@ -120,7 +120,7 @@ func infoTTL(info *algorithms.KeyInfo, now int64) int64 {
 	if info.Algo == algorithms.Override && info.Expire == math.MaxInt64 {
 		return -1 // an override without EXPIRE
 	}
-	if info.Algo != algorithms.String {
+	if info.Algo != algorithms.String && info.Algo != algorithms.List {
 		return ceilMillis(info.Expire - now)
 	}
 	if info.Expire == math.MaxInt64 {

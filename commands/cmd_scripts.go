@@ -3,7 +3,11 @@ package commands
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"strings"
+
+	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/glob"
 
 	"github.com/sluice-rl/sluice/compat"
 	"github.com/sluice-rl/sluice/internal/parse"
@@ -60,7 +64,82 @@ func cmdEval(s *session, args [][]byte) {
 		s.writeError(err)
 		return
 	}
+	if op.Script.ClearKeys {
+		s.runDeferred()
+		s.clearKeys(op, keys)
+		return
+	}
 	s.queueScript(op, keys, argv)
+}
+
+// clearKeys carries out Python limits' clear_keys script (storage.reset()):
+//
+//	 1 local keys = redis.call('keys', KEYS[1])
+//	 2 local res = 0
+//	 3
+//	 4 for i=1,#keys,5000 do
+//	 5     res = res + redis.call(
+//	 6         'del', unpack(keys, i, math.min(i+4999, #keys))
+//	 7     )
+//	 8 end
+//	 9
+//	10 return res
+//
+// as a scan of the keyspace for the keys that match the pattern KEYS[1],
+// then DEL of them, 5,000 at a time. Unlike Redis's it is not atomic: a
+// key written between the scan and the DEL is deleted or not.
+func (s *session) clearKeys(op compat.Op, keys [][]byte) {
+	where := " script: " + op.Script.SHA1 + ", on @user_script:"
+	if len(keys) == 0 {
+		s.errors++
+		s.writeError(errors.New(compat.ErrArgs.Error() + where + "1."))
+		return
+	}
+	pattern := keys[0]
+	now := s.conn.Now()
+	var found [][]byte
+	tooComplex := false
+	var cursor uint64
+	for {
+		next, err := s.h.ks.Scan(now, cursor, 1000, func(key []byte, _ algorithms.Algo) bool {
+			m, decided, _ := glob.Match(pattern, key, false, glob.MaxStars, glob.StepLimit)
+			if !decided {
+				tooComplex = true
+				return false
+			}
+			if m {
+				found = append(found, append([]byte(nil), key...))
+			}
+			return true
+		})
+		if err == nil && tooComplex {
+			err = errPatternTooComplex
+		}
+		if err != nil {
+			s.errors++
+			s.writeError(err)
+			return
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	if len(found) > 0 && op.ReadOnly {
+		s.errors++
+		s.writeError(errors.New(compat.ErrReadOnly.Error() + where + "5."))
+		return
+	}
+	var res int64
+	for i := 0; i < len(found); i += 5000 {
+		n, err := s.h.ks.Delete(now, found[i:min(i+5000, len(found))])
+		if err != nil {
+			s.errors++
+			s.writeError(err)
+			return
+		}
+		res += n
+	}
+	s.writeInt(res)
 }
 
 // evalOp reads EVAL's, EVALSHA's and their _RO forms' arguments: the

@@ -143,7 +143,22 @@ func errUnknownCommand(args [][]byte) replyError {
 		msg += "'" + part + "' "
 		room -= len(part) + 3
 	}
+	if isPubSub(args[0]) {
+		msg += "(sluice is a rate-limit server: it has no pub/sub; send these to a Redis)"
+	}
 	return replyError(sanitize(msg))
+}
+
+// isPubSub reports whether name is one of Redis's pub/sub commands, which
+// sluice does not serve: its unknown-command error says so.
+func isPubSub(name []byte) bool {
+	for _, c := range []string{"subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe",
+		"sunsubscribe", "publish", "spublish", "pubsub"} {
+		if equalFold(name, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // errACL is an error of the acl package as a reply: its text is Redis's

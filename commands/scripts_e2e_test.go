@@ -283,3 +283,57 @@ func TestScriptsDoNotAllocate(t *testing.T) {
 		t.Fatalf("a batch of 16 EVALSHA, GET and INCR allocates %.1f times; want 0", allocs)
 	}
 }
+
+// TestLimitsClearKeysDeletesByPattern: Python limits' storage.reset() sends
+// clear_keys with the pattern "LIMITER*" as KEYS[1]: every key that matches
+// is deleted, of any kind (a moving window's list, a counter, a limiter's
+// state), and the count is the reply; with no key it is Redis's argument
+// error, and EVALSHA_RO fails once there is something to delete.
+func TestLimitsClearKeysDeletesByPattern(t *testing.T) {
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
+	s.at(0)
+	clear := compat.LimitsClearKeysSHA1
+	if got := fmt.Sprint(do(t, rdb, "EVALSHA", clear, 1, "LIMITER*")); got != "0" {
+		t.Fatalf("clear_keys of nothing = %s; want 0", got)
+	}
+	do(t, rdb, "EVALSHA", compat.LimitsAcquireSHA1, 1, "LIMITER/m/a", "1800000000.25", 5, 60, 2)
+	do(t, rdb, "EVALSHA", compat.LimitsIncrExpireSHA1, 1, "LIMITER/f/a", 60, 1)
+	do(t, rdb, "RL.TOKEN", "LIMITER/native", "1/s", 1)
+	do(t, rdb, "SET", "other", 1)
+	if got := fmt.Sprint(do(t, rdb, "TYPE", "LIMITER/m/a")); got != "list" {
+		t.Fatalf("TYPE of the moving window = %s; want list", got)
+	}
+	want := "Write commands are not allowed from read-only scripts. script: " + clear + ", on @user_script:5."
+	if got := doErr(t, rdb, "EVALSHA_RO", clear, 1, "LIMITER*"); !strings.Contains(got, want) {
+		t.Fatalf("EVALSHA_RO clear_keys = %s; want %s", got, want)
+	}
+	want = "Lua redis lib command arguments must be strings or integers script: " + clear + ", on @user_script:1."
+	if got := doErr(t, rdb, "EVALSHA", clear, 0); !strings.Contains(got, want) {
+		t.Fatalf("clear_keys without KEYS[1] = %s; want %s", got, want)
+	}
+	if got := fmt.Sprint(do(t, rdb, "EVALSHA", clear, 1, "LIMITER*")); got != "3" {
+		t.Fatalf("clear_keys = %s; want 3", got)
+	}
+	if got := fmt.Sprint(do(t, rdb, "EXISTS", "LIMITER/m/a", "LIMITER/f/a", "LIMITER/native", "other")); got != "1" {
+		t.Fatalf("EXISTS after clear_keys = %s; want 1 (other)", got)
+	}
+}
+
+// TestPubSubIsRefusedNamingWhatSluiceIs: SUBSCRIBE, PUBLISH and the other
+// pub/sub commands get Redis's unknown-command error (clients match its
+// start), which adds that sluice has no pub/sub.
+func TestPubSubIsRefusedNamingWhatSluiceIs(t *testing.T) {
+	s := startServer(t, testConfig{})
+	rdb := s.client(t, proto(2))
+	for _, args := range [][]any{{"SUBSCRIBE", "ch"}, {"PUBLISH", "ch", "m"}, {"PSUBSCRIBE", "c*"}, {"PUBSUB", "CHANNELS"}} {
+		got := doErr(t, rdb, args...)
+		want := "ERR unknown command '" + args[0].(string) + "', with args beginning with: '" + args[1].(string) + "'"
+		if !strings.HasPrefix(got, want) || !strings.Contains(got, "sluice is a rate-limit server: it has no pub/sub") {
+			t.Fatalf("%v = %q; want %q… and that sluice has no pub/sub", args, got, want)
+		}
+	}
+	if got := doErr(t, rdb, "NOSUCH"); strings.Contains(got, "pub/sub") {
+		t.Fatalf("NOSUCH = %q; want no word of pub/sub", got)
+	}
+}

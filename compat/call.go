@@ -48,6 +48,8 @@ type Call struct {
 	timeSec int64
 	timeLen uint8
 	timeBuf [20]byte
+	// listBuf is the room of the list a script wrote (Key.List), reused.
+	listBuf []int64
 }
 
 // run is the state of one Run: the call, the script's SHA1 for its error

@@ -18,7 +18,7 @@ func (k *Key) IncrBy(now, delta int64) (int64, error) {
 	expire := int64(NoExpire)
 	if k.Live(now) {
 		switch k.Value.kind {
-		case Foreign:
+		case Foreign, List:
 			return 0, ErrWrongType
 		case Int:
 			old, expire = int64(k.Value.num), k.Expire
@@ -38,7 +38,7 @@ func (k *Key) IncrBy(now, delta int64) (int64, error) {
 // returns it), or none if ttlMs is 0 (SET without KEEPTTL drops the old
 // TTL). It replaces a value of any kind.
 func (k *Key) Set(now int64, v Value, ttlMs int64) {
-	k.Value, k.Written = v, true
+	k.Value, k.List, k.Written = v, nil, true
 	k.Expire = NoExpire
 	if ttlMs != 0 {
 		k.Expire = expireAtMs(unixMs(now) + ttlMs)
@@ -95,7 +95,7 @@ func (r *run) get(line, i int) (Value, bool) {
 		return Value{}, false
 	case !k.Live(r.c.Now):
 		return Value{}, true
-	case k.Value.kind == Foreign:
+	case k.Value.wrongType():
 		r.fail(line, ErrWrongType)
 		return Value{}, false
 	}
@@ -202,7 +202,7 @@ func (r *run) expire(line, i int, ttl lval, seconds bool) (int64, bool) {
 	}
 	k.Written = true
 	if when <= r.nowMs {
-		k.Value, k.Expire = Value{}, 0
+		k.Value, k.List, k.Expire = Value{}, nil, 0
 		return 1, true
 	}
 	k.Expire = expireAtMs(when)

@@ -2,6 +2,8 @@ package compat
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -166,13 +168,14 @@ func (w *world) run(st step) {
 	}
 	eval := pipe.Do(w.ctx, args...)
 	type keyCmds struct {
-		name string
-		get  *redis.StringCmd
-		pttl *redis.Cmd
+		name  string
+		get   *redis.StringCmd
+		pttl  *redis.Cmd
+		items *redis.StringSliceCmd
 	}
 	var kc []keyCmds
 	for _, name := range st.keys {
-		kc = append(kc, keyCmds{name, pipe.Get(w.ctx, name), pipe.Do(w.ctx, "PTTL", name)})
+		kc = append(kc, keyCmds{name, pipe.Get(w.ctx, name), pipe.Do(w.ctx, "PTTL", name), pipe.LRange(w.ctx, name, 0, -1)})
 	}
 	start := time.Now()
 	pipe.Exec(w.ctx)
@@ -193,6 +196,9 @@ func (w *world) run(st step) {
 		wantV := fromRedis(c.get.Result())
 		if gotV != wantV && !w.sameFloat(k, wantV) {
 			w.t.Fatalf("step %d: %s\n GET %s: native %s, redis %s", w.steps, st, c.name, gotV, wantV)
+		}
+		if got, want := w.listNative(k), listFromRedis(c.items); got != want {
+			w.t.Fatalf("step %d: %s\n LRANGE %s 0 -1: native %s, redis %s", w.steps, st, c.name, got, want)
 		}
 		gotT := k.PTTL(w.now)
 		wantT := pttlMs(c.pttl)
@@ -219,11 +225,38 @@ func pttlMs(c *redis.Cmd) int64 {
 	return ms
 }
 
+// listNative is LRANGE key 0 -1 of k: its elements' strings, an empty
+// list for no key, or WRONGTYPE.
+func (w *world) listNative(k *Key) string {
+	switch {
+	case !k.Live(w.now):
+		return "[]"
+	case k.Value.Kind() != List:
+		return "(error) " + ErrWrongType.Error()
+	}
+	var items []string
+	for _, b := range k.List {
+		items = append(items, string(NumberValue(math.Float64frombits(uint64(b))).AppendString(nil)))
+	}
+	return fmt.Sprint(items)
+}
+
+func listFromRedis(c *redis.StringSliceCmd) string {
+	items, err := c.Result()
+	if err != nil {
+		return "(error) " + err.Error()
+	}
+	if items == nil {
+		items = []string{}
+	}
+	return fmt.Sprint(items)
+}
+
 func (w *world) getNative(k *Key) string {
 	switch {
 	case !k.Live(w.now):
 		return "(nil)"
-	case k.Value.Kind() == Foreign:
+	case k.Value.Kind() == Foreign, k.Value.Kind() == List:
 		return "(error) " + ErrWrongType.Error()
 	}
 	return strconv.Quote(string(k.Value.AppendString(nil)))
@@ -245,7 +278,7 @@ func (w *world) sameFloat(k *Key, redisGet string) bool {
 // from PTTL.
 func ttlInReply(s *Script) bool {
 	switch s.impl {
-	case implFlexible, implRLRIncrement, implRLRGet, implUluleIncr, implUlulePeek:
+	case implFlexible, implRLRIncrement, implRLRIncrement5, implRLRIncrement4, implRLRGet, implUluleIncr, implUlulePeek:
 		return true
 	}
 	return false
@@ -267,6 +300,30 @@ func (w *world) sameReply(s *Script, got, want string, tol int64) bool {
 	a, err1 := strconv.ParseInt(g[1], 10, 64)
 	b, err2 := strconv.ParseInt(wt[1], 10, 64)
 	return err1 == nil && err2 == nil && a >= b && a-b <= tol
+}
+
+// del removes name on both sides.
+func (w *world) del(name string) {
+	w.t.Helper()
+	if err := w.srv.rdb.Del(w.ctx, name).Err(); err != nil {
+		w.t.Fatal(err)
+	}
+	*w.key(name) = Key{}
+}
+
+// set stores the string v on name on both sides: SET name v PX ms.
+func (w *world) set(name, v string, ms int64) {
+	w.t.Helper()
+	val, ok := StringValue([]byte(v))
+	if !ok {
+		w.t.Fatalf("%q is not a string a key can hold", v)
+	}
+	if err := w.srv.rdb.Set(w.ctx, name, v, time.Duration(ms)*time.Millisecond).Err(); err != nil {
+		w.t.Fatal(err)
+	}
+	k := w.key(name)
+	k.Set(w.now, val, ms)
+	k.Written = false
 }
 
 // plain runs a plain command on both sides: the libraries' own GET/SET/
@@ -306,7 +363,7 @@ func (w *world) plain(rng *rand.Rand, name string) {
 		if k.Live(w.now) {
 			return
 		}
-		cmd = pipe.RPush(w.ctx, name, "x")
+		cmd = pipe.SAdd(w.ctx, name, "x")
 		*k = Key{Value: ForeignValue(), Expire: NoExpire}
 	}
 	k.Written = false

@@ -21,7 +21,7 @@ var (
 	ErrSyntax       = errors.New("ERR syntax error")
 	ErrDecrOverflow = errors.New("ERR decrement would overflow")
 	// ErrValueTooLong refuses a string that a key of a script cannot hold.
-	ErrValueTooLong = errors.New("ERR sluice keeps a string on a key only if it is a number or at most 22 bytes long")
+	ErrValueTooLong = errors.New("ERR sluice keeps a string on a key only if it is a number or at most 64 bytes long")
 	// ErrLimiterTTL refuses EXPIRE/PEXPIRE on a key that holds a native
 	// limiter's state: its TTL is the instant its state becomes absent.
 	ErrLimiterTTL = errors.New("WRONGTYPE Operation against a key holding the wrong kind of value (a limiter's TTL is set by its algorithm)")
@@ -215,9 +215,9 @@ func plainSet(k *Key, c *Call) error {
 	}
 	if expire != NoExpire && expire <= c.Now {
 		// EXAT/PXAT in the past: Redis deletes the key (and still says OK).
-		k.Value, k.Expire, k.Written = Value{}, 0, true
+		k.Value, k.List, k.Expire, k.Written = Value{}, nil, 0, true
 	} else {
-		k.Value, k.Expire, k.Written = v, expire, true
+		k.Value, k.List, k.Expire, k.Written = v, nil, expire, true
 	}
 	if !a.get {
 		c.Reply.Type = OK
@@ -298,7 +298,7 @@ func plainExpire(k *Key, c *Call, seconds bool) error {
 	if !k.Live(c.Now) {
 		return nil
 	}
-	if !k.Value.IsString() {
+	if k.Value.kind == Foreign {
 		return ErrLimiterTTL
 	}
 	newExpire := expireAtMs(when)
@@ -310,7 +310,7 @@ func plainExpire(k *Key, c *Call, seconds bool) error {
 	}
 	k.Written = true
 	if when <= nowMs {
-		k.Value, k.Expire = Value{}, 0
+		k.Value, k.List, k.Expire = Value{}, nil, 0
 	} else {
 		k.Expire = newExpire
 	}

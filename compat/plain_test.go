@@ -2,6 +2,7 @@ package compat
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -38,7 +39,7 @@ func TestSetOptionsAsRedis(t *testing.T) {
 		{[]string{"8", "EX", "0"}, "(error) ERR invalid expire time in 'set' command"},
 		{[]string{"8", "EX", "1.5"}, "(error) ERR value is not an integer or out of range"},
 		{[]string{"8", "EX", "9223372036854775807"}, "(error) ERR invalid expire time in 'set' command"},
-		{[]string{strings.Repeat("x", 23)}, "(error) " + ErrValueTooLong.Error()},
+		{[]string{strings.Repeat("x", 65)}, "(error) " + ErrValueTooLong.Error()},
 	} {
 		if got := plain(CmdSet, &k, p0, c.argv...); got.String() != c.want {
 			t.Fatalf("SET k %v = %s; want %s", c.argv, got.String(), c.want)
@@ -46,6 +47,17 @@ func TestSetOptionsAsRedis(t *testing.T) {
 	}
 	if k.PTTL(p0) != 1000 { // KEEPTTL kept the first SET's PX
 		t.Fatalf("PTTL after SET … KEEPTTL = %d; want 1000", k.PTTL(p0))
+	}
+	// A lock's token, and anything up to 64 bytes, is kept.
+	token := strings.Repeat("0123456789abcdef", 4)
+	if got := plain(CmdSet, &k, p0, token, "NX"); got.String() != "(nil)" {
+		t.Fatalf("SET NX of a held key = %s; want (nil)", got.String())
+	}
+	if got := plain(CmdSet, &k, p0, token, "GET"); got.String() != `"7"` {
+		t.Fatalf("SET … GET = %s; want \"7\"", got.String())
+	}
+	if got := plain(CmdGet, &k, p0); got.String() != strconv.Quote(token) {
+		t.Fatalf("GET of 64 bytes = %s; want %q", got.String(), token)
 	}
 	if got := plain(CmdSet, &k, p0, "1", "PXAT", "1"); got.String() != "OK" || k.Live(p0) {
 		t.Fatalf("SET … PXAT in the past = %s, live %v; want OK and no key", got.String(), k.Live(p0))

@@ -106,3 +106,32 @@ func BenchmarkRateLimitRedisGet(b *testing.B) {
 		s.Run(c)
 	}
 }
+
+// rateLimitRedis45Gen plays 4.2.0's and 5.0.0's increment (ARGV
+// {resetExpiryOnChange, windowMs}) and the get they share.
+func rateLimitRedis45Gen(rng *rand.Rand, w *world, names []string) step {
+	s := Known.Lookup([]byte(RateLimitRedisIncrement5SHA1))
+	if rng.IntN(2) == 0 {
+		s = Known.Lookup([]byte(RateLimitRedisIncrement4SHA1))
+	}
+	reset := "0"
+	if rng.IntN(3) == 0 {
+		reset = "1"
+	}
+	argv := []string{pick(rng, 0.03, reset), pick(rng, 0.03, itoa(500+rng.Int64N(4500)))}
+	if rng.IntN(4) == 0 {
+		s, argv = Known.Lookup([]byte(RateLimitRedisGetSHA1)), nil
+	}
+	keys := []string{names[rng.IntN(len(names))]}
+	if rng.IntN(100) == 0 {
+		keys = nil
+	}
+	if rng.IntN(100) == 0 {
+		argv = argv[:rng.IntN(len(argv)+1)]
+	}
+	return step{s: s, keys: keys, argv: argv, ro: rng.IntN(50) == 0}
+}
+
+func TestRateLimitRedis4And5MatchRedis(t *testing.T) {
+	runDifferential(t, 4000, []string{"rl:a", "rl:b", "rl:c"}, rateLimitRedis45Gen)
+}

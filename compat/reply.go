@@ -26,14 +26,14 @@ const (
 // MaxElems is the longest array a supported script returns.
 const MaxElems = 4
 
-// Elem is a scalar reply: Nil, Integer or Bulk. A bulk string is at most 24
-// bytes (the longest "%.17g" or "%.14g" number, or a Bytes value), held in
-// place so that building a reply allocates nothing.
+// Elem is a scalar reply: Nil, Integer or Bulk. A bulk string is at most
+// MaxBytes bytes (a Bytes value; a "%.17g" or "%.14g" number takes at most
+// 24), held in place so that building a reply allocates nothing.
 type Elem struct {
 	Type Type
 	n    uint8
 	Int  int64
-	buf  [24]byte
+	buf  [MaxBytes]byte
 }
 
 // Bytes returns a Bulk element's string; it aliases e.

@@ -24,6 +24,15 @@ const (
 	implRLRGet
 	implUluleIncr
 	implUlulePeek
+	implRLRIncrement5
+	implRLRIncrement4
+	implLimitsIncrExpire
+	implLimitsMovingWindow
+	implLimitsAcquire
+	implLimitsClearKeys
+	implLockRelease
+	implLockExtend
+	implLockReacquire
 )
 
 // Script is one known script text and its native implementation. Scripts
@@ -46,6 +55,9 @@ type Script struct {
 	ReadOnly bool
 	// Native is the sluice command that does the same job natively.
 	Native string
+	// ClearKeys marks limits' clear_keys script: its KEYS[1] is a pattern,
+	// not a key; the server runs it as KEYS of the pattern and DEL.
+	ClearKeys bool
 
 	impl    impl
 	spring  *springText
@@ -77,6 +89,24 @@ func (s *Script) Run(c *Call) {
 		runUluleIncr(&r)
 	case implUlulePeek:
 		runUlulePeek(&r)
+	case implRLRIncrement5:
+		runRLRIncrement5(&r)
+	case implRLRIncrement4:
+		runRLRIncrement4(&r)
+	case implLimitsIncrExpire:
+		runLimitsIncrExpire(&r)
+	case implLimitsMovingWindow:
+		runLimitsMovingWindow(&r)
+	case implLimitsAcquire:
+		runLimitsAcquire(&r)
+	case implLimitsClearKeys:
+		runLimitsClearKeys(&r)
+	case implLockRelease:
+		runLockRelease(&r)
+	case implLockExtend:
+		runLockExtend(&r)
+	case implLockReacquire:
+		runLockReacquire(&r)
 	}
 }
 
@@ -88,7 +118,7 @@ type Table struct {
 }
 
 // Known is every supported script.
-var Known = newTable(concat(springScripts, redisRateScripts, flexibleScripts, rateLimitRedisScripts, ululeScripts))
+var Known = newTable(concat(springScripts, redisRateScripts, flexibleScripts, rateLimitRedisScripts, ululeScripts, limitsScripts, redisPyLockScripts))
 
 func concat(lists ...[]*Script) []*Script {
 	var all []*Script

@@ -28,15 +28,24 @@ const (
 	// Foreign: the key holds another kind of state (not a string). String
 	// commands on it fail with WRONGTYPE; PTTL, SET and DEL work as on any key.
 	Foreign
+	// List: a Redis list of numbers (Python limits' moving window), its
+	// elements in Key.List. String commands on it fail with WRONGTYPE.
+	List
 )
 
 // MaxBytes is the longest string a Bytes value holds. Every string the
 // supported scripts write is an Int or a Float; Bytes exists so that a plain
-// SET of a short non-numeric string can be kept too.
-const MaxBytes = 22
+// SET of a short non-numeric string can be kept too: a lock's token (redis-py's
+// Lock: 32 hex digits), a UUID, a flag.
+const MaxBytes = 64
 
-// Value is a key's value: pointer-free, 32 bytes, and packs into the three
-// words of a keyspace entry (Pack, Unpack). Each string has exactly one
+// inlineBytes is how many of a Bytes value's bytes fit in the three words of
+// Pack; the rest go to PackExt's words.
+const inlineBytes = 22
+
+// Value is a key's value: pointer-free, 80 bytes, and packs into the three
+// words of a keyspace entry (Pack, Unpack), with the bytes of a string longer
+// than 22 bytes in words of the entry's variable part (PackExt, UnpackExt). Each string has exactly one
 // representation (an Int never appears as Float or Bytes, a Float never as
 // Bytes), so equal strings are equal Values. The zero value is Absent.
 type Value struct {
@@ -51,6 +60,12 @@ func IntValue(i int64) Value { return Value{kind: Int, num: uint64(i)} }
 
 // ForeignValue is a key that holds another kind of state.
 func ForeignValue() Value { return Value{kind: Foreign} }
+
+// ListValue is a key that holds a list; its elements are Key.List.
+func ListValue() Value { return Value{kind: List} }
+
+// wrongType reports whether a string command on v fails with WRONGTYPE.
+func (v Value) wrongType() bool { return v.kind == Foreign || v.kind == List }
 
 // NumberValue is the string Redis 7.0 stores when a script passes the Lua
 // number f to a command (SET key f): "%.17g" of f.
@@ -121,12 +136,13 @@ func (v Value) number() (float64, bool) {
 }
 
 // Pack encodes v in three words (byte 0: kind, byte 1: length; Int and
-// Float: word 1; Bytes: bytes 2 to 23). Unpack(v.Pack()) == v.
+// Float: word 1; Bytes: bytes 2 to 23, the first 22 bytes of the string).
+// UnpackExt(v.Pack(), v.PackExt(nil)) == v.
 func (v Value) Pack() [3]int64 {
 	var raw [24]byte
 	raw[0], raw[1] = byte(v.kind), v.n
 	if v.kind == Bytes {
-		copy(raw[2:], v.b[:v.n])
+		copy(raw[2:], v.b[:min(v.n, inlineBytes)])
 	} else {
 		binary.LittleEndian.PutUint64(raw[8:], v.num)
 	}
@@ -137,30 +153,62 @@ func (v Value) Pack() [3]int64 {
 	}
 }
 
-// Unpack decodes three words written by Pack. A kind it does not know, or a
-// length beyond MaxBytes, is reported with ok false.
-func Unpack(w [3]int64) (v Value, ok bool) {
+// PackExt appends to dst the words that hold a Bytes value's bytes past
+// the 22 that Pack holds, eight to a word, the last one padded with zeros;
+// it appends nothing for a shorter string or any other kind.
+func (v Value) PackExt(dst []int64) []int64 {
+	if v.kind != Bytes || v.n <= inlineBytes {
+		return dst
+	}
+	var raw [MaxBytes - inlineBytes + 7]byte
+	rest := raw[:copy(raw[:], v.b[inlineBytes:v.n])]
+	for i := 0; i < len(rest); i += 8 {
+		dst = append(dst, int64(binary.LittleEndian.Uint64(raw[i:])))
+	}
+	return dst
+}
+
+// extWords is how many words PackExt writes for a string of n bytes.
+func extWords(n int) int { return (max(n-inlineBytes, 0) + 7) / 8 }
+
+// UnpackExt decodes the words written by Pack and PackExt. A kind it does
+// not know, a length beyond MaxBytes, or ext words that do not fit the
+// length are reported with ok false.
+func UnpackExt(w [3]int64, ext []int64) (v Value, ok bool) {
 	var raw [24]byte
 	binary.LittleEndian.PutUint64(raw[0:], uint64(w[0]))
 	binary.LittleEndian.PutUint64(raw[8:], uint64(w[1]))
 	binary.LittleEndian.PutUint64(raw[16:], uint64(w[2]))
 	v.kind, v.n = Kind(raw[0]), raw[1]
+	if v.kind != Bytes && len(ext) != 0 {
+		return Value{}, false
+	}
 	switch v.kind {
-	case Absent, Foreign:
+	case Absent, Foreign, List:
 		return Value{kind: v.kind}, true
 	case Int, Float:
 		v.n = 0
 		v.num = binary.LittleEndian.Uint64(raw[8:])
 		return v, true
 	case Bytes:
-		if v.n > MaxBytes {
+		if v.n > MaxBytes || len(ext) != extWords(int(v.n)) {
 			return Value{}, false
 		}
-		copy(v.b[:], raw[2:2+v.n])
+		copy(v.b[:], raw[2:2+min(v.n, inlineBytes)])
+		var word [8]byte
+		for i, x := range ext {
+			binary.LittleEndian.PutUint64(word[:], uint64(x))
+			copy(v.b[inlineBytes+8*i:v.n], word[:])
+		}
 		return v, true
 	}
 	return Value{}, false
 }
+
+// Unpack decodes three words written by Pack for a value that PackExt
+// writes nothing for (UnpackExt decodes the others). A kind it does not
+// know, or a length beyond what three words hold, is reported with ok false.
+func Unpack(w [3]int64) (v Value, ok bool) { return UnpackExt(w, nil) }
 
 // appendG appends f the way C's printf("%.<prec>g") does on glibc: Lua's
 // tostring uses precision 14, Redis 7.0's number arguments precision 17.
@@ -201,6 +249,11 @@ type Key struct {
 	// expire_ms gets Expire = (expire_ms+1)·10⁶. Expiries beyond the int64
 	// nanosecond range (the year 2262) are kept as NoExpire-1.
 	Expire int64
+	// List holds a List value's elements, head first, each the bits of the
+	// float64 whose "%.17g" string Redis holds (every element a script
+	// pushes is a Lua number). Loaded, it may alias the keyspace's memory;
+	// a script that writes it points it at its Call's own room.
+	List []int64
 	// Written is set by Run when the script wrote the key (its value or its
 	// TTL). The caller then stores Value and Expire, or deletes the key if
 	// Value is Absent. Run never clears it.

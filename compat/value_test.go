@@ -10,11 +10,12 @@ import (
 )
 
 func TestValueIsSmallAndPointerFree(t *testing.T) {
-	if n := unsafe.Sizeof(Value{}); n != 32 {
-		t.Fatalf("Value is %d bytes; want 32", n)
+	if n := unsafe.Sizeof(Value{}); n != 80 {
+		t.Fatalf("Value is %d bytes; want 80", n)
 	}
-	if n := unsafe.Sizeof(Key{}); n > 48 {
-		t.Fatalf("Key is %d bytes; want at most 48", n)
+	// A Key is its Value, its expiry, and a list's elements by reference.
+	if n := unsafe.Sizeof(Key{}); n > 120 {
+		t.Fatalf("Key is %d bytes; want at most 120", n)
 	}
 }
 
@@ -34,12 +35,31 @@ func TestStringValueKeepsTheExactString(t *testing.T) {
 		if !ok || v.Kind() != c.kind || string(v.AppendString(nil)) != c.in {
 			t.Errorf("StringValue(%q) = kind %d %q, %v; want kind %d, the same string", c.in, v.Kind(), v.AppendString(nil), ok, c.kind)
 		}
-		if w, ok := Unpack(v.Pack()); !ok || w != v {
-			t.Errorf("Unpack(Pack(%q)) = %q, %v", c.in, w.AppendString(nil), ok)
+		if w, ok := UnpackExt(v.Pack(), v.PackExt(nil)); !ok || w != v {
+			t.Errorf("UnpackExt(Pack(%q), PackExt) = %q, %v", c.in, w.AppendString(nil), ok)
 		}
 	}
-	if _, ok := StringValue([]byte("abcdefghijklmnopqrstuvw")); ok {
-		t.Error("StringValue of 23 non-numeric bytes is ok; want refused (MaxBytes is 22)")
+	// A lock's token (redis-py: uuid1().hex), 23 bytes, and 64 bytes are kept;
+	// 65 are not.
+	long := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, n := range []int{23, 29, 30, 32, 36, 64} {
+		v, ok := StringValue([]byte(long[:n]))
+		if !ok || string(v.AppendString(nil)) != long[:n] {
+			t.Fatalf("StringValue of %d bytes = %q, %v", n, v.AppendString(nil), ok)
+		}
+		ext := v.PackExt(nil)
+		if len(ext) != (n-22+7)/8 {
+			t.Fatalf("%d bytes: PackExt takes %d words; want %d", n, len(ext), (n-22+7)/8)
+		}
+		if w, ok := UnpackExt(v.Pack(), ext); !ok || w != v {
+			t.Fatalf("%d bytes: UnpackExt = %q, %v", n, w.AppendString(nil), ok)
+		}
+		if _, ok := UnpackExt(v.Pack(), ext[:len(ext)-1]); ok {
+			t.Fatalf("%d bytes: UnpackExt with a word missing is ok; want refused", n)
+		}
+	}
+	if _, ok := StringValue([]byte(long + "x")); ok {
+		t.Error("StringValue of 65 non-numeric bytes is ok; want refused (MaxBytes is 64)")
 	}
 }
 
@@ -76,7 +96,7 @@ func FuzzStringValue(f *testing.F) {
 		if got := v.AppendString(nil); string(got) != string(b) {
 			t.Fatalf("StringValue(%q) reads back as %q", b, got)
 		}
-		if w, ok := Unpack(v.Pack()); !ok || w != v {
+		if w, ok := UnpackExt(v.Pack(), v.PackExt(nil)); !ok || w != v {
 			t.Fatalf("Unpack(Pack(StringValue(%q))) = %q, %v", b, w.AppendString(nil), ok)
 		}
 		if _, isInt := parse.Int(b); isInt != (v.Kind() == Int) {

@@ -115,7 +115,7 @@ func (st *Store) TTL(now int64, key []byte) (int64, error) {
 	switch e.Algo {
 	case algorithms.None:
 		return -1, nil
-	case algorithms.String:
+	case algorithms.String, algorithms.List:
 		return stringTTL(&e, now), nil
 	case algorithms.Override:
 		if e.Expire == compat.NoExpire {

@@ -14,12 +14,15 @@ import (
 // string commands are entries of their own kind, algorithms.String:
 //
 //	State = compat.Value.Pack() (a counter takes two words)
+//	Ext = compat.Value.PackExt(): the bytes of a string past its 22nd
 //	Expire = compat.Key.Expire (compat.NoExpire: no TTL)
 //	Depleted = true: a limiter's counter is never evicted (forgetting it
 //	would hand out a fresh window)
 //
 // so they take the same room as a token bucket's, snapshot and expire like
-// every entry, and TYPE, EXISTS, DEL and SCAN see them as any key.
+// every entry, and TYPE, EXISTS, DEL and SCAN see them as any key. A list
+// (Python limits' moving window) is an entry of kind algorithms.List: State
+// compat.ListValue().Pack(), Ext the elements (compat.Key.List), Depleted.
 
 // Exec carries out op on keys at now, atomically across them, and leaves
 // the reply in c.Reply. c.Argv must hold the arguments after the keys; Exec
@@ -138,6 +141,8 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 	// Commit looks the key up again if the shard changed since.
 	var refs [execFew]shard.Ref
 	var olds [execFew]shard.Entry
+	var ext [(compat.MaxBytes + 7) / 8]int64
+	var oldExt [execFew][(compat.MaxBytes + 7) / 8]int64
 	var hashes [execFew]uint64
 	for i, k := range keys {
 		var e shard.Entry
@@ -151,6 +156,11 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 			hashes[i] = h
 			refs[i] = st.shards[h&st.mask].FindInto(k, h, now, &e)
 			olds[i] = e
+			if e.Algo == algorithms.String {
+				// A long string's words alias the record a write may reuse:
+				// undoSets needs its own copy.
+				olds[i].Ext = oldExt[i][:copy(oldExt[i][:], e.Ext)]
+			}
 		} else {
 			_, e = st.shardOf(k).Find(k, now)
 		}
@@ -174,6 +184,11 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 			ref, _ = sh.Find(k, now)
 		}
 		e := shard.Entry{Algo: algorithms.String, Expire: ck.Expire, State: ck.Value.Pack(), Depleted: true}
+		if ck.Value.Kind() == compat.List {
+			e.Algo, e.Ext = algorithms.List, ck.List
+		} else {
+			e.Ext = ck.Value.PackExt(ext[:0]) // a string longer than 22 bytes
+		}
 		if err := sh.Commit(ref, k, &e, now); err != nil {
 			st.undoSets(now, keys[:i], c.Keys[:i], olds[:min(i, execFew)])
 			c.Reply = compat.ErrorReply(err)
@@ -197,7 +212,9 @@ func (st *Store) execLocked(now int64, op compat.Op, keys [][]byte, hs []uint64,
 // undoSets gives the keys that execLocked set back the states olds[i]
 // they held (olds covers the first keys; a later one is absent, its old
 // state not kept, only when a script names more than execFew keys, which
-// no supported script does). An old state takes no more room than the one
+// no supported script does). An old list's elements alias the record its
+// replacement may have overwritten; no script that writes a list names a
+// second key, so a list is never undone. An old state takes no more room than the one
 // that replaced it, or none, so the undo never fails. It requires that the
 // keys' shards are locked.
 func (st *Store) undoSets(now int64, keys [][]byte, written []compat.Key, olds []shard.Entry) {
@@ -245,11 +262,13 @@ func loadKey(e *shard.Entry) compat.Key {
 	case algorithms.None:
 		return compat.Key{}
 	case algorithms.String:
-		v, ok := compat.Unpack(e.State)
-		if !ok {
+		v, ok := compat.UnpackExt(e.State, e.Ext)
+		if !ok || v.Kind() == compat.List {
 			v = compat.ForeignValue()
 		}
 		return compat.Key{Value: v, Expire: e.Expire}
+	case algorithms.List:
+		return compat.Key{Value: compat.ListValue(), List: e.Ext, Expire: e.Expire}
 	}
 	return compat.Key{Value: compat.ForeignValue(), Expire: e.Expire}
 }

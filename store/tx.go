@@ -190,7 +190,7 @@ func (st *Store) txOpLocked(now int64, op *compat.TxOp, c *compat.Call) {
 			n = int64(e.Algo)
 		case e.Algo == algorithms.None:
 			n = -1
-		case e.Algo == algorithms.String:
+		case e.Algo == algorithms.String, e.Algo == algorithms.List:
 			n = stringTTL(&e, now)
 		default:
 			n = e.Expire - now

@@ -11,8 +11,9 @@ import (
 )
 
 // TestNodeLibrariesAgreeWithRedis runs the Node project in compat/node
-// (rate-limiter-flexible 11.4.0 through ioredis and node-redis,
-// rate-limit-redis 6.0.1 behind express-rate-limit 8 in an express app;
+// (rate-limiter-flexible 11.4.0, 10.0.1 and 5.0.5 through ioredis and
+// node-redis, rate-limit-redis 6.0.1, 5.0.0 and 4.2.0 behind
+// express-rate-limit 8 in an express app;
 // versions pinned in its package-lock.json) against sluice and a real
 // redis-server side by side: `node --test` with SLUICE_ADDR and REDIS_ADDR.
 // The project's own assertions require identical results. It skips when

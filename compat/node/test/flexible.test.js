@@ -1,5 +1,6 @@
 'use strict';
-// rate-limiter-flexible 11.4.0's RateLimiterRedis, through ioredis and
+// rate-limiter-flexible's RateLimiterRedis (11.4.0, 10.0.1 and 5.0.5, which
+// send the same script), through ioredis and
 // through node-redis, on sluice and on Redis: the documented examples
 // (consume, penalty, reward, delete, get, block, set, duration 0,
 // blockDuration), with identical results:
@@ -7,7 +8,13 @@
 // within the clocks' granularity.
 const test = require('node:test');
 const assert = require('node:assert');
-const { RateLimiterRedis, RateLimiterMemory } = require('rate-limiter-flexible');
+const { RateLimiterMemory } = require('rate-limiter-flexible');
+
+const versions = [
+  ['11.4.0', require('rate-limiter-flexible').RateLimiterRedis],
+  ['10.0.1', require('rate-limiter-flexible10').RateLimiterRedis],
+  ['5.0.5', require('rate-limiter-flexible5').RateLimiterRedis],
+];
 const { servers, ioredis, nodeRedis, hasMulti, close } = require('./servers');
 
 // outcome flattens a RateLimiterRes (resolved or rejected) for comparison.
@@ -29,15 +36,15 @@ function same(step, a, b) {
   }
 }
 
-for (const via of ['ioredis', 'node-redis']) {
-  test(`rate-limiter-flexible through ${via}: consume, penalty, reward, delete agree with Redis`, async (t) => {
+for (const [ver, RateLimiterRedis] of versions) for (const via of ['ioredis', 'node-redis']) {
+  test(`rate-limiter-flexible ${ver} through ${via}: consume, penalty, reward, delete agree with Redis`, async (t) => {
     const clients = [];
     const limiters = [];
     for (const s of servers()) {
       const c = via === 'ioredis' ? ioredis(s) : await nodeRedis(s);
       clients.push(c);
       limiters.push(new RateLimiterRedis({
-        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flx-${via}`, points: 5, duration: 10,
+        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flx-${ver}-${via}`, points: 5, duration: 10,
       }));
     }
     t.after(() => clients.forEach((c) => (via === 'ioredis' ? c.disconnect() : c.destroy())));
@@ -60,14 +67,14 @@ for (const via of ['ioredis', 'node-redis']) {
     }
   });
 
-  test(`rate-limiter-flexible through ${via}: get and block agree with Redis (they send MULTI/EXEC)`, async (t) => {
+  test(`rate-limiter-flexible ${ver} through ${via}: get and block agree with Redis (they send MULTI/EXEC)`, async (t) => {
     const clients = [];
     const limiters = [];
     for (const s of servers()) {
       const c = via === 'ioredis' ? ioredis(s) : await nodeRedis(s);
       clients.push(c);
       limiters.push(new RateLimiterRedis({
-        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flxb-${via}`, points: 3, duration: 10,
+        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flxb-${ver}-${via}`, points: 3, duration: 10,
       }));
     }
     t.after(() => clients.forEach((c) => (via === 'ioredis' ? c.disconnect() : c.destroy())));
@@ -99,7 +106,7 @@ for (const via of ['ioredis', 'node-redis']) {
     same('get of a key without a TTL', a, b);
   });
 
-  test(`rate-limiter-flexible through ${via}: duration 0 and blockDuration agree with Redis (MULTI/EXEC)`, async (t) => {
+  test(`rate-limiter-flexible ${ver} through ${via}: duration 0 and blockDuration agree with Redis (MULTI/EXEC)`, async (t) => {
     const clients = [];
     const forever = [];
     const blocking = [];
@@ -107,10 +114,10 @@ for (const via of ['ioredis', 'node-redis']) {
       const c = via === 'ioredis' ? ioredis(s) : await nodeRedis(s);
       clients.push(c);
       forever.push(new RateLimiterRedis({
-        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flx0-${via}`, points: 2, duration: 0,
+        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flx0-${ver}-${via}`, points: 2, duration: 0,
       }));
       blocking.push(new RateLimiterRedis({
-        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flxd-${via}`, points: 1, duration: 10, blockDuration: 30,
+        storeClient: c, useRedisPackage: via === 'node-redis', keyPrefix: `flxd-${ver}-${via}`, points: 1, duration: 10, blockDuration: 30,
       }));
     }
     t.after(() => clients.forEach((c) => (via === 'ioredis' ? c.disconnect() : c.destroy())));
@@ -130,6 +137,7 @@ for (const via of ['ioredis', 'node-redis']) {
   });
 }
 
+const { RateLimiterRedis } = require('rate-limiter-flexible');
 test('rate-limiter-flexible with an insuranceLimiter never falls back against sluice', async (t) => {
   const s = servers()[0];
   const c = ioredis(s);

@@ -1,5 +1,5 @@
 'use strict';
-// rate-limit-redis 6.0.1 as express-rate-limit 8's store, in an express 5
+// rate-limit-redis (6.0.1, 5.0.0 and 4.2.0) as express-rate-limit 8's store, in an express 5
 // app, once on sluice and once on Redis: the documented example (a limit of
 // 3 per minute, standard headers), and each request's HTTP status and
 // rate-limit headers must be the same (reset within a second).
@@ -7,10 +7,14 @@ const test = require('node:test');
 const assert = require('node:assert');
 const express = require('express');
 const { rateLimit } = require('express-rate-limit');
-const { RedisStore } = require('rate-limit-redis');
+const versions = [
+  ['6.0.1', require('rate-limit-redis').RedisStore],
+  ['5.0.0', require('rate-limit-redis5').RedisStore],
+  ['4.2.0', require('rate-limit-redis4').RedisStore],
+];
 const { servers, ioredis } = require('./servers');
 
-async function app(s, clients) {
+async function app(RedisStore, ver, s, clients) {
   const c = ioredis(s);
   clients.push(c);
   const a = express();
@@ -19,7 +23,7 @@ async function app(s, clients) {
     limit: 3,
     standardHeaders: 'draft-6',
     legacyHeaders: true,
-    store: new RedisStore({ sendCommand: (...args) => c.call(...args), prefix: 'rlr:' }),
+    store: new RedisStore({ sendCommand: (...args) => c.call(...args), prefix: `rlr${ver}:` }),
   }));
   a.get('/', (req, res) => res.send('ok'));
   return new Promise((resolve) => {
@@ -33,10 +37,10 @@ function headers(r) {
   return { status: r.status, ...h, reset: Number(r.headers.get('ratelimit-reset')), retry: r.headers.get('retry-after') };
 }
 
-test('rate-limit-redis behind express-rate-limit: the same statuses and headers as on Redis', async (t) => {
+for (const [ver, RedisStore] of versions) test(`rate-limit-redis ${ver} behind express-rate-limit: the same statuses and headers as on Redis`, async (t) => {
   const clients = [];
   const apps = [];
-  for (const s of servers()) apps.push(await app(s, clients));
+  for (const s of servers()) apps.push(await app(RedisStore, ver, s, clients));
   t.after(() => { apps.forEach((a) => a.close()); clients.forEach((c) => c.disconnect()); });
   for (let i = 1; i <= 5; i++) {
     const [a, b] = await Promise.all(apps.map((srv) => fetch(`http://127.0.0.1:${srv.address().port}/`).then(headers)));
