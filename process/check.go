@@ -29,6 +29,11 @@ func (c Options) Check() error {
 			return fmt.Errorf("--peers: %w", err)
 		}
 	}
+	if c.replicated() {
+		if err := c.checkReplicated(); err != nil {
+			return err
+		}
+	}
 	if _, err := c.clientMemoryCap(); err != nil {
 		return err
 	}
@@ -38,9 +43,11 @@ func (c Options) Check() error {
 	if c.tlsReplication == "yes" && !c.replicated() {
 		return errors.New("--tls-replication yes secures a replicated group's Raft port: it needs --node-id and --raft-bind")
 	}
-	if !c.replicated() {
-		return nil
-	}
+	return nil
+}
+
+// checkReplicated holds the refusals of a replicated node's options.
+func (c Options) checkReplicated() error {
 	switch {
 	case c.cluster.ID == "" || c.cluster.RaftBind == "":
 		return errors.New("replication needs both --node-id and --raft-bind")
