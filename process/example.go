@@ -32,8 +32,14 @@ func WriteConfig(w io.Writer, c Options) error {
 		switch {
 		case o.docDefault != "" && v == o.get(&d):
 			fmt.Fprintf(&b, "# %s (default: %s)\n", o.name, strings.ReplaceAll(o.docDefault, "`", ""))
+		case o.name == "rename-command" && len(c.commands.Renames) == 0:
+			b.WriteString("# rename-command FLUSHALL \"\"\n")
 		case o.name == "rename-command":
-			writeRenames(&b, c)
+			lines, err := optionLines(&o, &c)
+			if err != nil {
+				return err
+			}
+			b.WriteString(strings.Join(lines, "\n") + "\n")
 		default:
 			line, err := directiveLine(o.name, v)
 			if err != nil || !readsBack(o, line, v) {
@@ -45,20 +51,6 @@ func WriteConfig(w io.Writer, c Options) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// writeRenames writes one rename-command line per renamed command, or a
-// commented example when none is.
-func writeRenames(b *strings.Builder, c Options) {
-	if len(c.commands.Renames) == 0 {
-		b.WriteString("# rename-command FLUSHALL \"\"\n")
-		return
-	}
-	for _, r := range c.commands.Renames {
-		from, _ := quoteWord(r.From)
-		to, _ := quoteWord(r.To)
-		fmt.Fprintf(b, "rename-command %s %s\n", from, to)
-	}
 }
 
 // readsBack reports whether the directive line, read as the config file
