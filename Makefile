@@ -44,7 +44,7 @@ cluster: build cli
 	echo "Ctrl-C stops all three."; \
 	wait
 
-## deps: install what the tests need (redis-cli from redis-tools; redis-server for the comparison tests; python3-redis, nodejs and npm for docs/client.md's snippets; python3-limits for the limiter libraries' comparison)
+## deps: install what the tests need (redis-cli from redis-tools; redis-server for the comparison tests; python3-redis, nodejs and npm for docs/client.md's snippets; python3-limits for the limiter libraries' comparison; systemd for systemd-analyze)
 deps:
 	@if ! command -v redis-cli >/dev/null 2>&1 || ! command -v redis-server >/dev/null 2>&1 || \
 		! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1 || \
@@ -53,6 +53,11 @@ deps:
 		echo "installing redis-tools, redis-server, python3-redis, python3-limits, nodejs and npm"; \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-tools redis-server python3-redis python3-limits nodejs npm >/dev/null; \
+	fi
+	@if ! command -v systemd-analyze >/dev/null 2>&1; then \
+		echo "installing systemd (systemd-analyze verify checks deploy/systemd/sluice.service)"; \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends systemd >/dev/null; \
 	fi
 	$(GO) mod download
 	cd bench && $(GO) mod download

@@ -8,9 +8,6 @@ import (
 
 // The connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, TIME.
 
-// Version is sluice's version, reported by HELLO and INFO.
-const Version = "0.1.0"
-
 func init() {
 	register(
 		&command{name: "ping", arity: -1, maxArgs: 2, flags: flagFast, run: cmdPing, group: "connection", since: "0.1.0",

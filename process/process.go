@@ -91,6 +91,9 @@ func Open(opts Options) (*Process, error) {
 
 func (p *Process) open() error {
 	p.startLog()
+	if err := p.cfg.Check(); err != nil {
+		return err
+	}
 	p.onClose(startHeapFloor(p.cfg.gcHeapFloor))
 	if err := p.lockDir(); err != nil {
 		return err
@@ -241,17 +244,7 @@ func (p *Process) openTier() error {
 // openReplicated opens the node: in a group the state comes from the Raft
 // log and its snapshots (in --dir/raft), not from the snapshot file.
 func (p *Process) openReplicated() error {
-	cfg := &p.cfg
-	if cfg.cluster.ID == "" || cfg.cluster.RaftBind == "" {
-		return errors.New("replication needs both --node-id and --raft-bind")
-	}
-	if cfg.maxmemory > 0 {
-		return errors.New("--maxmemory is not supported with replication: replicas that refused different keys would diverge")
-	}
-	if cfg.appendonly && cfg.appendonlySet {
-		return errors.New("--appendonly is not supported with replication: the Raft log already persists every batch " +
-			"(--raft-fsync says when it reaches the disk)")
-	}
+	cfg := &p.cfg // Check has refused what a replicated node cannot run
 	cfg.appendonly = false
 	ccfg := cfg.cluster
 	ccfg.Dir, ccfg.Password, ccfg.Logger = cfg.dir, cfg.commands.Password, p.log
@@ -378,10 +371,7 @@ func (p *Process) catchSignals() {
 // RESP on them.
 func (p *Process) listen() error {
 	cfg := &p.cfg
-	if cfg.port == 0 && cfg.tlsPort == 0 {
-		if cfg.grpcBind == "" {
-			return errors.New("--port 0 and no --tls-port: no port to serve clients on")
-		}
+	if cfg.port == 0 && cfg.tlsPort == 0 { // with --grpc-bind: Check refuses it otherwise
 		p.log.Warn("--port 0 and no --tls-port: the RESP protocol is not served, only gRPC on --grpc-bind")
 	}
 	if p.lns == nil {

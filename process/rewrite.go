@@ -73,28 +73,50 @@ func rewriteConfig(old string, cur, defaults *Options) (string, error) {
 			continue // a later line of an option already written
 		}
 		done[name] = true
-		l, err := directiveLine(name, s.get(cur))
+		ls, err := optionLines(s, cur)
 		if err != nil {
 			return "", err
 		}
-		out = append(out, l)
+		out = append(out, ls...)
 	}
 	var added []string
 	for _, s := range options {
 		if done[s.name] || s.get(cur) == s.get(defaults) {
 			continue
 		}
-		l, err := directiveLine(s.name, s.get(cur))
+		ls, err := optionLines(&s, cur)
 		if err != nil {
 			return "", err
 		}
-		added = append(added, l)
+		added = append(added, ls...)
 	}
 	if len(added) > 0 && !marked {
 		out = append(out, rewriteMarker)
 	}
 	out = append(out, added...)
 	return strings.Join(out, "\n") + "\n", nil
+}
+
+// optionLines writes option o of c as the config file reads it: one line,
+// or for rename-command one line per renamed command (none if none is).
+func optionLines(o *option, c *Options) ([]string, error) {
+	if o.name != "rename-command" {
+		l, err := directiveLine(o.name, o.get(c))
+		return []string{l}, err
+	}
+	var out []string
+	for _, r := range c.commands.Renames {
+		from, err := quoteWord(r.From)
+		if err != nil {
+			return nil, err
+		}
+		to, err := quoteWord(r.To)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, "rename-command "+from+" "+to)
+	}
+	return out, nil
 }
 
 // directiveLine writes "name value" as the config file reads it: a list's

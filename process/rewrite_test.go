@@ -63,3 +63,34 @@ func FuzzQuoteWordReadsBack(f *testing.F) {
 		}
 	})
 }
+
+// TestRewriteKeepsEachRenameOnItsLine: CONFIG REWRITE writes one
+// rename-command line per renamed command, which the file reads back; it
+// wrote them all as one quoted word, which stopped the next start.
+func TestRewriteKeepsEachRenameOnItsLine(t *testing.T) {
+	cur, err := parseArgs([]string{"--rename-command", "FLUSHALL", "MYFLUSH", "--rename-command", "KEYS", "", "--maxclients", "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := defaultConfig()
+	out, err := rewriteConfig("rename-command FLUSHALL MYFLUSH\nmaxclients 7\nrename-command KEYS \"\"\n", &cur, &d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "rename-command FLUSHALL MYFLUSH\nrename-command KEYS \"\"\nmaxclients 5\n"; out != want {
+		t.Fatalf("rewritten:\n%s\nwant:\n%s", out, want)
+	}
+	directives, err := parseConfigText(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := defaultConfig()
+	for _, dv := range directives {
+		if err := apply(&got, dv.args[0], dv.args[1:]); err != nil {
+			t.Fatalf("line %d: %v", dv.line, err)
+		}
+	}
+	if g, w := findOption("rename-command").get(&got), findOption("rename-command").get(&cur); g != w {
+		t.Fatalf("renames read back as %q; want %q", g, w)
+	}
+}

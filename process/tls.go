@@ -1,7 +1,6 @@
 package process
 
 import (
-	"errors"
 	"log/slog"
 	"time"
 
@@ -27,9 +26,6 @@ func loadTLS(log *slog.Logger, cfg Options) (*certs.Reloader, error) {
 				"tls-port is 0 and tls-replication is no")
 		}
 		return nil, nil
-	}
-	if cfg.tlsReplication == "yes" && !cfg.replicated() {
-		return nil, errors.New("--tls-replication yes secures a replicated group's Raft port: it needs --node-id and --raft-bind")
 	}
 	r, err := certs.New(certs.Options{
 		CertFile: cfg.tlsCertFile, KeyFile: cfg.tlsKeyFile,
@@ -90,8 +86,5 @@ func clusterTLS(cfg Options, tlsr *certs.Reloader, ccfg *cluster.Config) (port i
 			return cfg.tlsPort, nil
 		}
 	}
-	if cfg.port == 0 {
-		return 0, errors.New("--port 0 in a replicated group needs --tls-replication yes and --tls-port: the nodes forward to each other's RESP port")
-	}
-	return cfg.port, nil
+	return cfg.port, nil // not 0: Check refuses --port 0 in a group without a TLS port
 }

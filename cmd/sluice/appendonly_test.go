@@ -296,7 +296,7 @@ func TestCorruptionInTheMiddleRefusesToStartUnlessTold(t *testing.T) {
 	b[ends[3]+20] ^= 0xff // inside the fifth frame
 	os.WriteFile(path, b, 0o644)
 
-	out, code, _ := runFor(10*time.Second, "--port", "0", "--dir", dir, "--appendonly", "yes", "--save", "0")
+	out, code, _ := runFor(10*time.Second, "--port", "auto", "--dir", dir, "--appendonly", "yes", "--save", "0")
 	want := fmt.Sprintf("%s unreadable at byte %d: frame checksum mismatch", path, ends[3])
 	if code != process.ExitFailed || !strings.Contains(string(out), want) || !strings.Contains(string(out), "--aof-load-corrupt yes") {
 		t.Fatalf("exit code %d, output:\n%s\nwant exit code %d and %q", code, out, process.ExitFailed, want)
