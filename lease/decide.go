@@ -56,9 +56,16 @@ func (t *Tier) spend(now int64, s *stock, r *algorithms.Request, o *algorithms.O
 		t.st.lapsedUnits.Add(s.have)
 		s.have, s.until = 0, math.MaxInt64
 	}
-	if s.have < r.N && !t.down(now) {
+	if s.have < r.N && s.batch == 0 && !t.down(now) {
+		// The key's first take: no stock yet, so the request waits for it.
+		// Later requests never wait for the upstream: one the stock cannot
+		// pay is denied at once and a background refill asks for what it
+		// lacked (the answer arrives one round trip later).
 		t.st.syncTakes.Add(1)
 		t.take(now, s, r.N-s.have, o) // on the request's path, s.mu held: the key waits for it
+	}
+	if s.have < r.N {
+		s.short = max(s.short, r.N-s.have)
 	}
 	switch {
 	case s.have >= r.N:
@@ -70,6 +77,8 @@ func (t *Tier) spend(now int64, s *stock, r *algorithms.Request, o *algorithms.O
 	case t.down(now):
 		t.fallback(now, s, r, o)
 		return
+	case s.batch > 0 && o.Result.Limit == 0:
+		*o = algorithms.Outcome{Result: s.result(false)} // denied from stock; a refill follows
 	case o.Result.Limit == 0:
 		*o = algorithms.Outcome{Result: s.result(false)}
 		o.Result.RetryAfter = int64(retryDown)
@@ -77,7 +86,7 @@ func (t *Tier) spend(now int64, s *stock, r *algorithms.Request, o *algorithms.O
 		// the upstream's denial (or error) that take left in o
 		o.Result.Remaining, o.Result.Granted = s.have, 0
 	}
-	if s.have < s.lowWater() && !s.refilling && !t.down(now) {
+	if (s.have < s.lowWater() || s.short > 0) && !s.refilling && !t.down(now) {
 		s.refilling = true
 		go t.refill(s)
 	}
@@ -174,7 +183,8 @@ func (s *stock) add(sent, g int64, res algorithms.Result) {
 // refill is the background take of a stock below its low-water mark.
 func (t *Tier) refill(s *stock) {
 	s.mu.Lock()
-	need, key, limit := int64(1), s.key, s.limit
+	need, key, limit := max(s.short, 1), s.key, s.limit
+	s.short = 0
 	l := t.batchSize(s, need)
 	s.batch = l
 	s.mu.Unlock()

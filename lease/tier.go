@@ -100,7 +100,8 @@ type stock struct {
 	until     int64 // a fixed window's units are good before this instant; MaxInt64 for a bucket
 	lastUse   int64
 	refilling bool  // a background take is in flight
-	batch     int64 // the last batch asked for
+	batch     int64 // the last batch asked for; 0 until the key's first take
+	short     int64 // the most a request denied for lack of stock lacked, for the next refill
 	gone      bool  // ended: its stock was returned
 
 	rateStart, rateCount int64   // the current rate sample
