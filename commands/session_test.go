@@ -118,7 +118,7 @@ func (c probeConn) Read(b []byte) (int, error) {
 // TestOneClockReadPerBatch runs a pipeline on the real clock. Every keyspace
 // call between two reads of the connection gets the same instant; and with
 // one token every nanosecond, the bucket's remaining count falls by exactly
-// one per call within a batch, which only a single instant per batch gives
+// n per call within a batch, which only a single instant per batch gives
 // (a clock read per command would refill the bucket between calls).
 func TestOneClockReadPerBatch(t *testing.T) {
 	probe := &clockProbe{Keyspace: store.New(4)}
@@ -126,7 +126,11 @@ func TestOneClockReadPerBatch(t *testing.T) {
 		Wrap: func(ln net.Listener) net.Listener { return probeListener{ln, probe} }})
 	c := testutil.Dial(t, ts.addr)
 	const calls = 100
-	token := "*5\r\n$8\r\nRL.TOKEN\r\n$1\r\nk\r\n$12\r\n1000000000/s\r\n$10\r\n1000000000\r\n$1\r\n1\r\n"
+	// Each call takes 0.1 s of refill (n = 10^8 at 10^9/s), so that the key
+	// lives well past the batch: the active expiry, which reads the clock
+	// on its own, never finds it full and removes it between two calls.
+	const n = 100_000_000
+	token := "*5\r\n$8\r\nRL.TOKEN\r\n$1\r\nk\r\n$12\r\n1000000000/s\r\n$13\r\n1000000000000\r\n$9\r\n100000000\r\n"
 	c.Send(strings.Repeat(token+"*2\r\n$6\r\nEXISTS\r\n$1\r\nk\r\n", calls))
 	var remaining []int64
 	for range calls {
@@ -153,7 +157,7 @@ func TestOneClockReadPerBatch(t *testing.T) {
 	}
 	restarts := 0
 	for i := 1; i < len(remaining); i++ {
-		if remaining[i] != remaining[i-1]-1 {
+		if remaining[i] != remaining[i-1]-n {
 			restarts++
 		}
 	}
