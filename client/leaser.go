@@ -72,6 +72,7 @@ type stock struct {
 	lim       Limit
 	have      int64
 	until     time.Time // a fixed window's units lapse then; zero for a bucket
+	denied    time.Time // the server denied a take: none is asked for before then
 	batch     int64
 	refilling bool
 	gone      bool // given back: a new stock replaces it
@@ -174,7 +175,7 @@ func (l *Leaser) spend(ctx context.Context, now time.Time, s *stock, n int64) (b
 		s.have, s.until = 0, time.Time{}
 	}
 	var err error
-	if s.have < n && !l.down(now) {
+	if s.have < n && !l.down(now) && !now.Before(s.denied) {
 		err = l.take(ctx, s, n-s.have)
 	}
 	if s.have >= n {
@@ -193,7 +194,7 @@ func (l *Leaser) spend(ctx context.Context, now time.Time, s *stock, n int64) (b
 }
 
 func (l *Leaser) maybeRefill(now time.Time, s *stock) {
-	if s.have < max((s.batch+1)/2, 1) && !s.refilling && !l.down(now) {
+	if s.have < max((s.batch+1)/2, 1) && !s.refilling && !l.down(now) && !now.Before(s.denied) {
 		s.refilling = true
 		l.wg.Add(1)
 		go l.refill(s)
@@ -272,11 +273,14 @@ func (l *Leaser) refill(s *stock) {
 	s.add(sent, g, r)
 }
 
-// add puts g granted units into s. A fixed window's units are good until the end of the window
+// add puts g granted units into s; a denial (g = 0) holds further takes off until the reply's
+// retry after, counted from sent, so that a key over its limit is denied in-process rather than
+// by a round trip per call. A fixed window's units are good until the end of the window
 // they were counted in, as the reply's reset after counted from sent (before the server
 // decided) less one millisecond says; units left from another window lapse.
 func (s *stock) add(sent time.Time, g int64, r Result) {
 	if g == 0 {
+		s.denied = sent.Add(max(r.RetryAfter, 0))
 		return
 	}
 	if s.lim.algo == AlgoFixed {
