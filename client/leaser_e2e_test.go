@@ -253,3 +253,34 @@ func BenchmarkLeaserAllow(b *testing.B) {
 		})
 	})
 }
+
+// TestLeaserFixedWindow: a Leaser admits exactly a fixed window's limit through RL.TAKE … FIXED,
+// and Close refunds nothing into the window (its units lapse).
+func TestLeaserFixedWindow(t *testing.T) {
+	srv := sluicetest.Start(t)
+	c := New(srv.Client(2))
+	lim := Fixed("fw", 50, time.Hour)
+	l := NewLeaser(c, LeaserOptions{})
+	ctx := context.Background()
+	var admitted int64
+	for i := 0; i < 80; i++ {
+		ok, err := l.Allow(ctx, lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			admitted++
+		}
+	}
+	settle(t, l)
+	h := held(l, lim)
+	if admitted+h != 50 {
+		t.Fatalf("admitted %d + held %d after 80 calls on 50 per hour; want 50", admitted, h)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rem := peek(t, c, lim); rem != 0 {
+		t.Fatalf("window remaining after Close = %d; want 0 (fixed window units are not refunded)", rem)
+	}
+}
