@@ -18,6 +18,10 @@ type argv struct {
 	args  []any
 	buf   []byte
 	spans []span
+	// keyPos is the index in args of the first key, when it is not args[1]: go-redis's
+	// ClusterClient and Ring route a command by that argument (cmd.SetFirstKeyPos), and without it
+	// they take args[1], which for RL.CHECK is the policy and for RL.ALL the count.
+	keyPos int8
 }
 
 // span is one argument: bytes [off, end) of its argv's buf.
@@ -47,6 +51,7 @@ func getArgv(name any, n int) *argv {
 	}
 	a.args = append(a.args[:0], name)
 	a.buf, a.spans = a.buf[:0], a.spans[:0]
+	a.keyPos = 0
 	return a
 }
 
@@ -70,6 +75,15 @@ func (a *argv) str(s string) {
 	off := len(a.buf)
 	a.buf = append(a.buf, s...)
 	a.add(off)
+}
+
+// key appends s as a key or subject: the first one appended names the slot the command is routed
+// to.
+func (a *argv) key(s string) {
+	if a.keyPos == 0 && len(a.args) <= 127 {
+		a.keyPos = int8(len(a.args))
+	}
+	a.str(s)
 }
 
 func (a *argv) int(n int64) {

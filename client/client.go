@@ -106,6 +106,9 @@ func (c *Client) do(ctx context.Context, a *argv) (any, error) {
 	var deadline time.Time
 	for attempt := 0; ; attempt++ {
 		cmd := redis.NewCmd(ctx, a.args...)
+		if a.keyPos > 1 {
+			cmd.SetFirstKeyPos(a.keyPos)
+		}
 		_ = c.rdb.Process(ctx, cmd)
 		err := classify(cmd.Err())
 		if err == nil || !c.retryable(err) {
@@ -161,7 +164,7 @@ func (c *Client) Decide(ctx context.Context, l Limit, n int64) (Result, error) {
 		a.str(l.policy)
 		r.Policy = l.policy
 	}
-	a.str(l.key)
+	a.key(l.key)
 	if l.algo != AlgoPolicy {
 		l.appendParams(a)
 	}
@@ -223,7 +226,7 @@ func (c *Client) Throttle(ctx context.Context, key string, maxBurst, count int64
 			ErrInvalidLimit, maxBurst, count, period)
 	}
 	a := getArgv("CL.THROTTLE", 5)
-	a.str(key)
+	a.key(key)
 	a.int(maxBurst)
 	a.int(count)
 	a.int(int64(period / time.Second))

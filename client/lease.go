@@ -48,7 +48,7 @@ func (c *Client) Acquire(ctx context.Context, key string, limit int64, lease tim
 
 func (l *Lease) acquire(ctx context.Context) (Result, error) {
 	a := getArgv("RL.ACQUIRE", 4)
-	a.str(l.key)
+	a.key(l.key)
 	a.int(l.limit)
 	a.duration(l.duration)
 	a.str(l.id)
@@ -89,7 +89,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	a := getArgv("RL.RELEASE", 2)
-	a.str(l.key)
+	a.key(l.key)
 	a.str(l.id)
 	if _, err := l.c.integer(ctx, a); err != nil {
 		return err

@@ -42,7 +42,7 @@ func (c *Client) AllTo(ctx context.Context, out *AllResult, n int64, limits ...L
 	a.int(n)
 	for i := range limits {
 		a.str(limits[i].algo.String())
-		a.str(limits[i].key)
+		a.key(limits[i].key)
 		limits[i].appendParams(a)
 	}
 	v, err := c.do(ctx, a)
@@ -71,7 +71,7 @@ func (c *Client) CheckAll(ctx context.Context, n int64, checks ...Limit) (AllRes
 	a := getArgv(cmdCheck, 2*len(checks)+1)
 	for i := range checks {
 		a.str(checks[i].policy)
-		a.str(checks[i].key)
+		a.key(checks[i].key)
 	}
 	a.int(n)
 	v, err := c.do(ctx, a)
@@ -124,7 +124,7 @@ func (c *Client) Reset(ctx context.Context, keys ...string) (int64, error) {
 	}
 	a := getArgv("RL.RESET", len(keys))
 	for _, k := range keys {
-		a.str(k)
+		a.key(k)
 	}
 	return c.integer(ctx, a)
 }
@@ -135,7 +135,7 @@ func (c *Client) ResetPolicy(ctx context.Context, policy, subject string) (int64
 	a := getArgv("RL.RESET", 3)
 	a.str("POLICY")
 	a.str(policy)
-	a.str(subject)
+	a.key(subject)
 	return c.integer(ctx, a)
 }
 
@@ -157,7 +157,7 @@ func (c *Client) integer(ctx context.Context, a *argv) (int64, error) {
 func (c *Client) Info(ctx context.Context, key string) (Info, error) {
 	var info Info
 	a := getArgv("RL.INFO", 1)
-	a.str(key)
+	a.key(key)
 	v, err := c.do(ctx, a)
 	a.release()
 	if err != nil || v == nil {

@@ -192,7 +192,7 @@ func (c *Client) SetOverride(ctx context.Context, policy, subject string, o Over
 	a := getArgv(cmdOverride, 8)
 	a.str("SET")
 	a.str(policy)
-	a.str(subject)
+	a.key(subject)
 	switch o.Mode {
 	case OverrideUnlimited:
 		a.str("UNLIMITED")
@@ -222,7 +222,7 @@ func (c *Client) GetOverride(ctx context.Context, policy, subject string) (o Ove
 	a := getArgv(cmdOverride, 3)
 	a.str("GET")
 	a.str(policy)
-	a.str(subject)
+	a.key(subject)
 	v, err := c.do(ctx, a)
 	a.release()
 	if isNil(err) || err == nil && v == nil {
@@ -276,7 +276,7 @@ func (c *Client) DeleteOverride(ctx context.Context, policy, subject string) (bo
 	a := getArgv(cmdOverride, 3)
 	a.str("DEL")
 	a.str(policy)
-	a.str(subject)
+	a.key(subject)
 	n, err := c.integer(ctx, a)
 	return n > 0, err
 }
