@@ -202,9 +202,18 @@ func TestMiddlewareDoesNotStallWhileSluiceIsStopped(t *testing.T) {
 			l, ts := serve(t, client.New(rdb), Options{Key: Header("X-API-Key"), OnError: FailOpen, Timeout: timeout,
 				Limit: client.Token("api:", client.PerSecond(1000), 1000), Breaker: Breaker{Failures: 1000, Cooldown: time.Second},
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if resp := get(t, ts.URL, "X-API-Key", "k"); resp.StatusCode != 200 || resp.Header.Get("RateLimit") == "" {
-				t.Fatalf("before the stop: %d %v", resp.StatusCode, resp.Header)
+			// The first decision dials sluice, which on a loaded machine can outlast the 20 ms
+			// timeout and be served open: wait for one decided request before the stop.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				resp := get(t, ts.URL, "X-API-Key", "k")
+				if resp.StatusCode == 200 && resp.Header.Get("RateLimit") != "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("before the stop: %d %v", resp.StatusCode, resp.Header)
+				}
 			}
+			before := l.Stats()
 			srv.Pause()
 			defer srv.Resume()
 			var took []time.Duration
@@ -223,8 +232,8 @@ func TestMiddlewareDoesNotStallWhileSluiceIsStopped(t *testing.T) {
 			if took[len(took)/2] > 10*timeout || took[len(took)-1] > time.Second {
 				t.Fatalf("requests took %v", took)
 			}
-			if s := l.Stats(); s.Timeouts != 20 || s.FailOpen != 20 {
-				t.Fatalf("stats %+v; want 20 timeouts served open", s)
+			if s := l.Stats(); s.Timeouts-before.Timeouts != 20 || s.FailOpen-before.FailOpen != 20 {
+				t.Fatalf("stats %+v after %+v; want 20 more timeouts served open", s, before)
 			}
 			srv.Resume()
 			deadline := time.Now().Add(10 * time.Second)
