@@ -67,35 +67,7 @@ func isOne(v lval) bool { return v.t == tStr && len(v.s) == 1 && v.s[0] == '1' }
 //	12 end
 //	13 return { totalHits, timeToExpire }
 func runRLRIncrement5(r *run) {
-	windowMs := tonumber(r.arg(2))
-	resetOnChange := isOne(r.arg(1))
-	ttl, ok := r.pttl(3, 1)
-	if !ok {
-		return
-	}
-	if ttl <= 0 {
-		if !r.set(5, 1, IntValue(1), num(1), windowMs, false, false, ErrExpireSet) {
-			return
-		}
-		r.c.Reply.array()
-		r.c.Reply.addInt(1)
-		r.c.Reply.addInt(windowMs.f) // a number: SET parsed it as an integer
-		return
-	}
-	hits, ok := r.incrby(8, 1, num(1))
-	if !ok {
-		return
-	}
-	t := float64(ttl)
-	if resetOnChange {
-		if _, ok := r.expire(10, 1, windowMs, false); !ok {
-			return
-		}
-		t = windowMs.f // a number: PEXPIRE parsed it
-	}
-	r.c.Reply.array()
-	r.c.Reply.addInt(float64(hits))
-	r.c.Reply.addInt(t)
+	rlrIncrement(r, 3, tonumber(r.arg(2)), isOne(r.arg(1)))
 }
 
 // runRLRIncrement4 is (4.2.0):
@@ -138,13 +110,19 @@ func runRLRIncrement4(r *run) {
 //	7 local totalHits = redis.call("INCR", KEYS[1])
 //	8 return { totalHits, timeToExpire }
 func runRLRIncrement(r *run) {
-	windowMs := tonumber(r.arg(1))
-	ttl, ok := r.pttl(2, 1)
+	rlrIncrement(r, 2, tonumber(r.arg(1)), false)
+}
+
+// rlrIncrement is both versions' increment script, whose PTTL call is on
+// line pttl: SET is two lines below it, INCR five and 5.0.0's PEXPIRE
+// seven, which their errors name.
+func rlrIncrement(r *run, pttl int, windowMs lval, resetOnChange bool) {
+	ttl, ok := r.pttl(pttl, 1)
 	if !ok {
 		return
 	}
 	if ttl <= 0 {
-		if !r.set(4, 1, IntValue(1), num(1), windowMs, false, false, ErrExpireSet) {
+		if !r.set(pttl+2, 1, IntValue(1), num(1), windowMs, false, false, ErrExpireSet) {
 			return
 		}
 		r.c.Reply.array()
@@ -152,13 +130,20 @@ func runRLRIncrement(r *run) {
 		r.c.Reply.addInt(windowMs.f) // a number: SET parsed it as an integer
 		return
 	}
-	hits, ok := r.incrby(7, 1, num(1))
+	hits, ok := r.incrby(pttl+5, 1, num(1))
 	if !ok {
 		return
 	}
+	t := float64(ttl)
+	if resetOnChange {
+		if _, ok := r.expire(pttl+7, 1, windowMs, false); !ok {
+			return
+		}
+		t = windowMs.f // a number: PEXPIRE parsed it
+	}
 	r.c.Reply.array()
 	r.c.Reply.addInt(float64(hits))
-	r.c.Reply.addInt(float64(ttl))
+	r.c.Reply.addInt(t)
 }
 
 // runRLRGet is:
