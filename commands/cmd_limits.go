@@ -105,8 +105,6 @@ func (s *session) rate(b []byte) (int64, error) {
 	return ns, err
 }
 
-var decisionFields = [5]string{"allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms"}
-
 // writeDecision writes the reply every RL.* decision shares: an array of
 // five integers, the same in RESP2 and RESP3, so that a client library that
 // changes its default protocol never changes what position 0 means. On a
@@ -114,27 +112,39 @@ var decisionFields = [5]string{"allowed", "limit", "remaining", "retry_after_ms"
 // same fields by name: a map in RESP3 (allowed a boolean), a flat
 // [name, value, …] array in RESP2. Durations go out in milliseconds,
 // rounded up so that a client never retries early.
-func (s *session) writeDecision(r *algorithms.Result) {
+func (s *session) writeDecision(r *algorithms.Result) { s.writeResult(r, decisionFields) }
+
+// resultFields name a decision's values in named replies, RL.TAKE's
+// granted last; decisionFields are the decision's five.
+var (
+	resultFields   = [6]string{"allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms", "granted"}
+	decisionFields = resultFields[:5]
+)
+
+// writeResult writes r's first len(fields) values (at most 6: the decision's
+// five, then RL.TAKE's granted) as writeDecision describes, named by fields.
+func (s *session) writeResult(r *algorithms.Result, fields []string) {
 	retry := int64(-1)
 	if r.RetryAfter >= 0 {
 		retry = ceilMillis(r.RetryAfter)
 	}
-	vals := [5]int64{0, r.Limit, r.Remaining, retry, ceilMillis(r.ResetAfter)}
+	vals := [6]int64{0, r.Limit, r.Remaining, retry, ceilMillis(r.ResetAfter), r.Granted}
+	n := len(fields)
 	if !s.named {
-		s.conn.Out = append(s.conn.Out, '*', '5', '\r', '\n')
+		s.conn.Out = append(s.conn.Out, '*', byte('0'+n), '\r', '\n')
 		if r.Allowed {
 			vals[0] = 1
 		}
-		for _, v := range vals {
+		for _, v := range vals[:n] {
 			s.conn.Out = appendInt(s.conn.Out, v)
 		}
 		return
 	}
-	s.writeMap(5)
-	s.conn.Out = redcon.AppendBulkString(s.conn.Out, decisionFields[0])
+	s.writeMap(n)
+	s.conn.Out = redcon.AppendBulkString(s.conn.Out, fields[0])
 	s.writeBool(r.Allowed)
-	for i := 1; i < 5; i++ {
-		s.conn.Out = redcon.AppendBulkString(s.conn.Out, decisionFields[i])
+	for i := 1; i < n; i++ {
+		s.conn.Out = redcon.AppendBulkString(s.conn.Out, fields[i])
 		s.conn.Out = appendInt(s.conn.Out, vals[i])
 	}
 }

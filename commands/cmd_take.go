@@ -2,7 +2,6 @@ package commands
 
 import (
 	"github.com/sluice-rl/sluice/algorithms"
-	"github.com/tidwall/redcon"
 )
 
 // RL.TAKE: takes a stock of units ahead, for a holder that spends them
@@ -99,35 +98,10 @@ func parseTake(args [][]byte) (algorithms.Request, error) {
 	return req, nil
 }
 
-var takeFields = [6]string{"allowed", "limit", "remaining", "retry_after_ms", "reset_after_ms", "granted"}
-
 // writeTake writes RL.TAKE's reply: the five integers of every decision
 // (writeDecision) and granted, the units taken (0 when denied); by name on
 // a connection that asked for named replies.
-func (s *session) writeTake(r *algorithms.Result) {
-	retry := int64(-1)
-	if r.RetryAfter >= 0 {
-		retry = ceilMillis(r.RetryAfter)
-	}
-	vals := [6]int64{0, r.Limit, r.Remaining, retry, ceilMillis(r.ResetAfter), r.Granted}
-	if !s.named {
-		s.conn.Out = append(s.conn.Out, '*', '6', '\r', '\n')
-		if r.Allowed {
-			vals[0] = 1
-		}
-		for _, v := range vals {
-			s.conn.Out = appendInt(s.conn.Out, v)
-		}
-		return
-	}
-	s.writeMap(6)
-	s.conn.Out = redcon.AppendBulkString(s.conn.Out, takeFields[0])
-	s.writeBool(r.Allowed)
-	for i := 1; i < 6; i++ {
-		s.conn.Out = redcon.AppendBulkString(s.conn.Out, takeFields[i])
-		s.conn.Out = appendInt(s.conn.Out, vals[i])
-	}
-}
+func (s *session) writeTake(r *algorithms.Result) { s.writeResult(r, resultFields[:]) }
 
 // LeaseReporter is the Keyspace's optional part that holds leased stock
 // (package lease): INFO leases prints its pairs.
