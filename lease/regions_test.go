@@ -247,8 +247,19 @@ func TestTwoRegionsHoldTheGlobalLimitAndDecideLocally(t *testing.T) {
 		p50, p99, p999 := quantile(rg.lat, 0.5), quantile(rg.lat, 0.99), quantile(rg.lat, 0.999)
 		t.Logf("region %d: %d decisions, latency p50 %v p99 %v p99.9 %v max %v", i, len(rg.lat),
 			p50, p99, p999, slices.Max(rg.lat))
-		if p99 >= 20*time.Millisecond {
-			t.Errorf("region %d: decision latency p99 %v; want well below the link's %v (local decisions)", i, p99, delay)
+		// A decision that waited for the upstream takes at least a round trip
+		// through the proxy (2 × delay). Only a key's first take may; a loaded
+		// machine can stall a few others as long, so the check is on the share
+		// of decisions that took a round trip, not on a percentile's speed.
+		waited := 0
+		for _, d := range rg.lat {
+			if d >= 2*delay {
+				waited++
+			}
+		}
+		if p50 >= delay || waited*100 > len(rg.lat) {
+			t.Errorf("region %d: p50 %v, %d of %d decisions took a round trip (%v) or more; want local decisions",
+				i, p50, waited, len(rg.lat), 2*delay)
 		}
 	}
 }
