@@ -270,7 +270,7 @@ func (n *Node) vouchLoop() {
 		case <-n.filter.kick:
 		}
 		for _, addr := range n.trustedAddrs() {
-			if members, err := askMembers(addr, n.cfg.Password, n.cfg.RESPTLS); err == nil && !n.lostMembership(members) {
+			if members, err := askMembers(addr, n.command("MEMBERS"), n.cfg.Password, n.cfg.RESPTLS); err == nil && !n.lostMembership(members) {
 				n.filter.vouch(members)
 			}
 		}
