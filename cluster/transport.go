@@ -57,7 +57,7 @@ func newStreamLayer(bind string, advertise *net.TCPAddr, filter *peerFilter, sec
 			ln.Close()
 			return nil, errors.New("cluster: the Raft port's TLS needs its peer filter")
 		}
-		s.ln = newTLSListener(s.ln, sec.server, filter)
+		s.ln = newTLSListener(s.ln, sec.server, filter.refusals)
 		s.clientTLS = sec.client
 	}
 	return s, nil
