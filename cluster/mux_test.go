@@ -202,6 +202,12 @@ func TestTwoGroupsShareThreeRaftPortsUnderMutualTLS(t *testing.T) {
 		ports = append(ports, openPort(t, ip, r.PeerServerConfig(), r.ClientConfig()))
 	}
 	twoGroupsOnThreePorts(t, ports)
+	// The probe a leader runs before adding a voter passes (it closes
+	// without a preamble).
+	prober := &streamLayer{clientTLS: pki(t, ca, ca).ClientConfig()}
+	if err := prober.probe(ports[1].Bound()); err != nil {
+		t.Fatalf("probe of a shared port with a member's certificate: %v", err)
+	}
 	// A client with a certificate from another CA, announcing group 1.
 	other := certstest.NewCA(t, "another CA")
 	before := ports[0].RefusedConnections()

@@ -114,7 +114,7 @@ func (c *Config) Validate() error {
 		return errNoIdentity
 	case c.RaftBind == "" && c.Transport == nil && c.Port == nil:
 		return errNoRaftBind
-	case c.Port != nil && (c.RaftBind != "" || c.RaftAdvertise != "" || c.RaftAllow != nil || c.RaftServerTLS != nil || c.Transport != nil):
+	case c.Port != nil && (c.RaftBind != "" || c.RaftAdvertise != "" || len(c.RaftAllow) > 0 || c.RaftServerTLS != nil || c.RaftClientTLS != nil || c.Transport != nil):
 		return errors.New("cluster: with a shared Raft port, its PortConfig sets the Raft addresses, --raft-allow and TLS")
 	case c.Port == nil && c.Group != 0:
 		return fmt.Errorf("cluster: group %d needs a shared Raft port", c.Group)
