@@ -20,8 +20,8 @@ import (
 )
 
 // Config configures a Node. Start from DefaultConfig and set at least ID,
-// RESPAddr and either RaftBind or Transport; Open refuses a Config that
-// Validate refuses.
+// RESPAddr and one of RaftBind, Port or Transport; Open refuses a Config
+// that Validate refuses.
 type Config struct {
 	ID            string          // this node's id, unique in the group
 	RaftBind      string          // host:port the Raft transport listens on (port 0: one the kernel chooses)
@@ -67,6 +67,15 @@ type Config struct {
 	// other nodes' RESP ports: forwarding, RAFT.JOIN and RAFT.MEMBERS. nil
 	// is plaintext. It needs the nodes to serve RESP over TLS.
 	RESPTLS *tls.Config
+
+	// Port, instead of RaftBind, puts the node on a Raft port shared with
+	// the process's other groups (mux.go), as group Group. The port's
+	// PortConfig then holds the bind and advertised addresses, Allow and
+	// TLS, so RaftBind, RaftAdvertise, RaftAllow and the Raft TLS
+	// configurations must be unset. Close leaves the port open. Group
+	// needs Port.
+	Port  *RaftPort
+	Group uint8
 
 	// LeaderWait bounds how long a request waits for a leader.
 	LeaderWait time.Duration
@@ -119,8 +128,12 @@ func (c *Config) Validate() error {
 	switch {
 	case c.ID == "" || c.RESPAddr == "":
 		return errNoIdentity
-	case c.RaftBind == "" && c.Transport == nil:
+	case c.RaftBind == "" && c.Transport == nil && c.Port == nil:
 		return errNoRaftBind
+	case c.Port != nil && (c.RaftBind != "" || c.RaftAdvertise != "" || len(c.RaftAllow) > 0 || c.RaftServerTLS != nil || c.RaftClientTLS != nil || c.Transport != nil):
+		return errors.New("cluster: with a shared Raft port, its PortConfig sets the Raft addresses, --raft-allow and TLS")
+	case c.Port == nil && c.Group != 0:
+		return fmt.Errorf("cluster: group %d needs a shared Raft port", c.Group)
 	case c.LeaderWait <= 0 || c.PeerWait <= 0:
 		return fmt.Errorf("cluster: LeaderWait %v and PeerWait %v must be positive", c.LeaderWait, c.PeerWait)
 	case c.Bootstrap < NoBootstrap || c.Bootstrap > BootstrapForce:
@@ -292,6 +305,15 @@ func (n *Node) openStorage() error {
 		return nil
 	}
 	standby := cfg.Join == "" && cfg.Bootstrap == NoBootstrap && n.formerMember() == ""
+	if cfg.Port != nil {
+		t, filter, stream, err := cfg.Port.transport(cfg.Group, standby)
+		if err != nil {
+			return err
+		}
+		n.trans, n.filter, n.stream = t, filter, stream
+		n.closers = append(n.closers, t) // detaches the group, not the port
+		return nil
+	}
 	filter, err := newPeerFilter(n.log, cfg.RaftAllow, standby)
 	if err != nil {
 		return err
