@@ -34,6 +34,8 @@ func (p *Process) openSharded(ccfg cluster.Config) error {
 		return err
 	}
 	p.onClose(func() { port.Close() })
+	// The port holds the Raft addresses, --raft-allow and TLS for both.
+	ccfg.RaftBind, ccfg.RaftAdvertise, ccfg.RaftAllow, ccfg.RaftServerTLS, ccfg.RaftClientTLS = "", "", nil, nil, nil
 	mcfg := metaConfig(ccfg, cfg.clusterMeta, cfg.clusterGroups)
 	mcfg.Port, mcfg.Group = port, metaGroup
 	if p.meta, err = cluster.Open(mcfg, store.New(1)); err != nil {
@@ -53,27 +55,23 @@ func (p *Process) openSharded(ccfg cluster.Config) error {
 }
 
 // metaConfig is the meta replica's configuration beside the data node's
-// ccfg: its state in --dir/meta, a voter that bootstraps with the other
-// voters if this node's RESP address is among them, else a non-voter that
-// joins through the first of them.
+// ccfg, its state in --dir/meta. The first --cluster-meta address starts
+// the meta group when its node is started with --bootstrap (asking the
+// other voters first, as a group's bootstrap does); the other voters join
+// it as voters and every other node as a non-voter, through that first
+// address. Start-up never waits in a circle: only the first voter and
+// each data group's bootstrapping node wait for peers, and those peers
+// (joiners) answer at once.
 func metaConfig(ccfg cluster.Config, voters []string, groups int) cluster.Config {
 	m := ccfg
 	m.Dir = filepath.Join(ccfg.Dir, "meta")
 	m.Meta, m.Shard, m.MetaNode, m.InitialGroups = true, 0, nil, groups
-	m.Peers, m.Join, m.Bootstrap = nil, "", cluster.NoBootstrap
-	if slices.Contains(voters, ccfg.RESPAddr) {
-		for _, v := range voters {
-			if v != ccfg.RESPAddr {
-				m.Peers = append(m.Peers, v)
-			}
-		}
-		m.Bootstrap = ccfg.Bootstrap
-		if m.Bootstrap == cluster.NoBootstrap {
-			m.Join = m.Peers[0] // a voter restarted without --bootstrap, or added later
-		}
+	m.Peers, m.Join, m.Bootstrap, m.NonVoter = nil, "", cluster.NoBootstrap, !slices.Contains(voters, ccfg.RESPAddr)
+	if ccfg.RESPAddr == voters[0] && ccfg.Bootstrap != cluster.NoBootstrap {
+		m.Bootstrap, m.Peers = ccfg.Bootstrap, voters[1:]
 		return m
 	}
-	m.NonVoter, m.Join = true, voters[0]
+	m.Join = voters[0]
 	return m
 }
 
