@@ -95,7 +95,7 @@ func (n *Node) Join(id, raftAddr, respAddr string, nonvoter bool) error {
 	}
 	if !known {
 		add := n.raft.AddVoter
-		if nonvoter {
+		if nonvoter || n.cfg.Meta && voters(f.Configuration()) >= MetaVoters {
 			add = n.raft.AddNonvoter
 		}
 		if err := add(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 10*time.Second).Error(); err != nil {
@@ -104,6 +104,21 @@ func (n *Node) Join(id, raftAddr, respAddr string, nonvoter bool) error {
 	}
 	_, err := n.batcher.submit(0, []op{{code: opMember, id: id, addr: respAddr}})
 	return err
+}
+
+// MetaVoters is the number of voters the meta group takes: a node joining
+// it once it has that many joins as a non-voter.
+const MetaVoters = 3
+
+// voters counts the voters of a configuration.
+func voters(c raft.Configuration) int {
+	n := 0
+	for _, s := range c.Servers {
+		if s.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
 }
 
 // Remove takes a voter out of the group.

@@ -73,7 +73,7 @@ type Options struct {
 	commands commands.Config // requirepass, enable-debug-command, log-max-limit
 	cluster  cluster.Config  // node-id, raft-bind, bootstrap, peers, join, raft-fsync, cluster-group …
 
-	clusterMeta   []string // --cluster-meta: the meta group's voters' RESP addresses
+	clusterSeed   string   // --cluster-seed: a cluster node to join the meta group through
 	clusterGroups int      // --cluster-groups
 
 	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
@@ -440,11 +440,10 @@ var options = []option{
 			return err
 		},
 		get: func(c *Options) string { return strconv.Itoa(int(c.cluster.Shard)) }},
-	{name: "cluster-meta",
-		doc:  "a sharded cluster's meta group voters' RESP addresses (3 is usual): a node listed votes, the others follow (several words)",
-		list: true,
-		set:  func(c *Options, a []string) error { return listArg(a, &c.clusterMeta) },
-		get:  func(c *Options) string { return strings.Join(c.clusterMeta, " ") }},
+	{name: "cluster-seed",
+		doc: "a sharded cluster node's RESP address, through which this node joins the meta group (all but group 1's bootstrapping node)",
+		set: func(c *Options, a []string) error { return stringArg(a, &c.clusterSeed) },
+		get: func(c *Options) string { return c.clusterSeed }},
 	{name: "cluster-groups",
 		doc: "the number of data groups a new sharded cluster splits the 16384 slots among, evenly",
 		set: func(c *Options, a []string) error { return intArg(a, 1, 1024, &c.clusterGroups) },

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"slices"
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
@@ -16,9 +15,10 @@ import (
 // Raft members behind one RESP port and one Raft port: a replica of its
 // data group, whose log holds its slots' state, and a replica of the meta
 // group, whose log holds the slot table, the groups' members, the
-// command-defined policies and the ACL users. The nodes --cluster-meta
-// lists vote in the meta group; the others join it as non-voters, so that
-// every node answers CLUSTER SLOTS and routes from its own replica.
+// command-defined policies and the ACL users. Group 1's bootstrapping node
+// starts the meta group; every other node joins it through --cluster-seed,
+// the first ones as voters (cluster.MetaVoters), the rest as non-voters,
+// so that every node answers CLUSTER SLOTS and routes from its own replica.
 
 // metaGroup is the meta group's group number on the shared Raft port (the
 // data group's is 0, the wire format of an unsharded group's port).
@@ -36,7 +36,7 @@ func (p *Process) openSharded(ccfg cluster.Config) error {
 	p.onClose(func() { port.Close() })
 	// The port holds the Raft addresses, --raft-allow and TLS for both.
 	ccfg.RaftBind, ccfg.RaftAdvertise, ccfg.RaftAllow, ccfg.RaftServerTLS, ccfg.RaftClientTLS = "", "", nil, nil, nil
-	mcfg := metaConfig(ccfg, cfg.clusterMeta, cfg.clusterGroups)
+	mcfg := metaConfig(ccfg, cfg.clusterSeed, cfg.clusterGroups)
 	mcfg.Port, mcfg.Group = port, metaGroup
 	if p.meta, err = cluster.Open(mcfg, store.New(1)); err != nil {
 		return fmt.Errorf("the meta group: %w", err)
@@ -50,52 +50,44 @@ func (p *Process) openSharded(ccfg cluster.Config) error {
 		return err
 	}
 	p.onClose(func() { p.node.Close() })
-	p.log.Info("sharded cluster node", "group", ccfg.Shard, "meta_voter", yesNo(!mcfg.NonVoter), "raft", port.Addr())
+	p.log.Info("sharded cluster node", "group", ccfg.Shard, "seed", cfg.clusterSeed, "raft", port.Addr())
 	return nil
 }
 
 // metaConfig is the meta replica's configuration beside the data node's
-// ccfg, its state in --dir/meta. The first --cluster-meta address starts
-// the meta group when its node is started with --bootstrap (asking the
-// other voters first, as a group's bootstrap does); the other voters join
-// it as voters and every other node as a non-voter, through that first
-// address. Start-up never waits in a circle: only the first voter and
-// each data group's bootstrapping node wait for peers, and those peers
-// (joiners) answer at once.
-func metaConfig(ccfg cluster.Config, voters []string, groups int) cluster.Config {
+// ccfg, its state in --dir/meta: without a seed it starts the meta group
+// (group 1's bootstrapping node, which Check requires), else it joins
+// through the seed.
+func metaConfig(ccfg cluster.Config, seed string, groups int) cluster.Config {
 	m := ccfg
 	m.Dir = filepath.Join(ccfg.Dir, "meta")
 	m.Meta, m.Shard, m.MetaNode, m.InitialGroups = true, 0, nil, groups
-	m.Peers, m.Join, m.Bootstrap, m.NonVoter = nil, "", cluster.NoBootstrap, !slices.Contains(voters, ccfg.RESPAddr)
-	if ccfg.RESPAddr == voters[0] && ccfg.Bootstrap != cluster.NoBootstrap {
-		m.Bootstrap, m.Peers = ccfg.Bootstrap, voters[1:]
-		return m
+	m.Peers, m.Join, m.Bootstrap, m.NonVoter = nil, seed, cluster.NoBootstrap, false
+	if seed == "" {
+		m.Bootstrap = ccfg.Bootstrap
 	}
-	m.Join = voters[0]
 	return m
 }
 
 // checkSharded refuses a sharded node's options that cannot work.
 func (c Options) checkSharded() error {
-	if c.cluster.Shard == 0 {
-		if len(c.clusterMeta) > 0 {
-			return errors.New("--cluster-meta needs --cluster-group: it names a sharded cluster's meta group")
-		}
+	switch {
+	case c.cluster.Shard == 0 && c.clusterSeed != "":
+		return errors.New("--cluster-seed needs --cluster-group: it joins a sharded cluster's meta group")
+	case c.cluster.Shard == 0:
 		return nil
-	}
-	if len(c.clusterMeta) == 0 {
-		return errors.New("--cluster-group needs --cluster-meta: the RESP addresses of the meta group's voters")
-	}
-	for _, a := range c.clusterMeta {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return fmt.Errorf("--cluster-meta: %w", err)
-		}
-	}
-	if int(c.cluster.Shard) > c.clusterGroups {
+	case !c.replicated():
+		return errors.New("--cluster-group needs --node-id and --raft-bind: a data group is a replicated group")
+	case c.clusterSeed == "" && (c.cluster.Shard != 1 || c.cluster.Bootstrap == cluster.NoBootstrap):
+		return errors.New("--cluster-group needs --cluster-seed, a cluster node's RESP address, on every node but group 1's " +
+			"bootstrapping one, which starts the meta group")
+	case int(c.cluster.Shard) > c.clusterGroups:
 		return fmt.Errorf("--cluster-group %d is above --cluster-groups %d", c.cluster.Shard, c.clusterGroups)
 	}
-	if c.port == autoPort {
-		return errors.New("--cluster-group needs a fixed --port: the other nodes route to it by address")
+	if c.clusterSeed != "" {
+		if _, _, err := net.SplitHostPort(c.clusterSeed); err != nil {
+			return fmt.Errorf("--cluster-seed: %w", err)
+		}
 	}
 	return nil
 }
