@@ -61,16 +61,20 @@ func (n *Node) MemberFields() ([][][2]string, error) {
 	return out, nil
 }
 
-// Join adds a voter. On a follower it asks the leader. Joining again with
+// Join adds a voter, or with nonvoter a member that receives the log and
+// never votes. On a follower it asks the leader. Joining again with
 // the same addresses is a no-op, so a restarted joiner can retry safely.
 // Under mutual TLS the leader first checks that the joiner's Raft port
 // completes it (tlsport.go).
-func (n *Node) Join(id, raftAddr, respAddr string) error {
+func (n *Node) Join(id, raftAddr, respAddr string, nonvoter bool) error {
 	if id == "" || raftAddr == "" || respAddr == "" {
 		return errJoinArgs
 	}
 	if !n.ready.Load() {
-		return n.askLeader("RAFT.JOIN", id, raftAddr, respAddr)
+		if nonvoter {
+			return n.askLeader(n.command("JOIN"), id, raftAddr, respAddr, "NONVOTER")
+		}
+		return n.askLeader(n.command("JOIN"), id, raftAddr, respAddr)
 	}
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
@@ -90,7 +94,11 @@ func (n *Node) Join(id, raftAddr, respAddr string) error {
 		}
 	}
 	if !known {
-		if err := n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 10*time.Second).Error(); err != nil {
+		add := n.raft.AddVoter
+		if nonvoter || n.cfg.Meta && voters(f.Configuration()) >= MetaVoters {
+			add = n.raft.AddNonvoter
+		}
+		if err := add(raft.ServerID(id), raft.ServerAddress(raftAddr), 0, 10*time.Second).Error(); err != nil {
 			return fmt.Errorf("%w %s: %w", errAdding, id, err)
 		}
 	}
@@ -98,10 +106,25 @@ func (n *Node) Join(id, raftAddr, respAddr string) error {
 	return err
 }
 
+// MetaVoters is the number of voters the meta group takes: a node joining
+// it once it has that many joins as a non-voter.
+const MetaVoters = 3
+
+// voters counts the voters of a configuration.
+func voters(c raft.Configuration) int {
+	n := 0
+	for _, s := range c.Servers {
+		if s.Suffrage == raft.Voter {
+			n++
+		}
+	}
+	return n
+}
+
 // Remove takes a voter out of the group.
 func (n *Node) Remove(id string) error {
 	if !n.ready.Load() {
-		return n.askLeader("RAFT.REMOVE", id)
+		return n.askLeader(n.command("REMOVE"), id)
 	}
 	if err := n.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
 		return fmt.Errorf("%w %s: %w", errRemoving, id, err)
@@ -114,9 +137,9 @@ func (n *Node) Remove(id string) error {
 func (n *Node) Transfer(id string) error {
 	if !n.ready.Load() {
 		if id == "" {
-			return n.askLeader("RAFT.TRANSFER")
+			return n.askLeader(n.command("TRANSFER"))
 		}
-		return n.askLeader("RAFT.TRANSFER", id)
+		return n.askLeader(n.command("TRANSFER"), id)
 	}
 	var f raft.Future
 	if id == "" {

@@ -107,7 +107,7 @@ func (n *Node) mayBootstrap() error {
 	deadline := time.Now().Add(n.cfg.PeerWait)
 	for {
 		for p := range silent {
-			members, err := askMembers(p, n.cfg.Password, n.cfg.RESPTLS)
+			members, err := askMembers(p, n.command("MEMBERS"), n.cfg.Password, n.cfg.RESPTLS)
 			switch {
 			case err != nil:
 				silent[p] = err

@@ -60,6 +60,16 @@ import (
 //	              on the wire only: an RL.TAKE decision, which takes any
 //	              amount in [min, n] (algorithms.Request.Min > 0; a take
 //	              names no override); it decodes as a decide
+//	18 own      = epoch:uvarint ranges      a data group's slots from this
+//	              entry on (its fence, fence.go): ranges = n:uvarint
+//	              (lo:uvarint hi:uvarint)*, in order and disjoint
+//	19 slots    = epoch:uvarint n:uvarint (lo:uvarint hi:uvarint group:uvarint)*
+//	              the meta group's whole slot table at a new epoch (meta.go);
+//	              applied only if epoch is above the table's
+//	20 group    = group:uvarint term:uvarint leader:bytes n:uvarint (id:bytes resp:bytes raft:bytes)*
+//	              the meta group's record of a data group: its members and
+//	              addresses as its leader of term reports them (meta.go);
+//	              applied only if term is not below the record's
 //
 // Any other code, a count or length beyond the entry's end, a varint that
 // does not end, or an exec whose sha1 and cmd disagree makes the entry
@@ -101,6 +111,9 @@ const (
 	opCheck    // on the wire only: an opDecide whose request names an override key (RL.CHECK)
 	opOverride // RL.OVERRIDE SET: argv = key, the 24 bytes of the packed words
 	opTake     // on the wire only: an opDecide with Request.Min > 0 (RL.TAKE)
+	opOwn      // a data group's slots (fence.go)
+	opSlots    // the meta group's slot table (meta.go)
+	opGroup    // the meta group's record of a data group (meta.go)
 )
 
 // op is one operation of a batch.
@@ -115,6 +128,12 @@ type op struct {
 
 	watches []algorithms.Watch // opTx
 	count   int                // opTx: the decide ops that follow and belong to it
+
+	epoch  uint64      // opOwn, opSlots
+	ranges []slotRange // opOwn, opSlots (with their groups)
+	group  uint16      // opGroup
+	term   uint64      // opGroup
+	nodes  []GroupNode // opGroup; its leader's id is id
 }
 
 // result is one operation's answer: an outcome for decisions, a number for
@@ -193,8 +212,57 @@ func appendOp(b []byte, o *op) []byte {
 		b = appendList(b, o.argv)
 	case opACL, opPolicy, opOverride:
 		b = appendList(b, o.argv)
+	case opOwn, opSlots:
+		b = binary.AppendUvarint(b, o.epoch)
+		b = binary.AppendUvarint(b, uint64(len(o.ranges)))
+		for _, r := range o.ranges {
+			b = binary.AppendUvarint(b, uint64(r.lo))
+			b = binary.AppendUvarint(b, uint64(r.hi))
+			if o.code == opSlots {
+				b = binary.AppendUvarint(b, uint64(r.group))
+			}
+		}
+	case opGroup:
+		b = binary.AppendUvarint(b, uint64(o.group))
+		b = binary.AppendUvarint(b, o.term)
+		b = appendBytes(b, []byte(o.id))
+		b = binary.AppendUvarint(b, uint64(len(o.nodes)))
+		for _, nd := range o.nodes {
+			b = appendBytes(b, []byte(nd.ID))
+			b = appendBytes(b, []byte(nd.RESPAddr))
+			b = appendBytes(b, []byte(nd.RaftAddr))
+		}
 	}
 	return b
+}
+
+// ranges reads an own or slots op's ranges (with groups for slots): in
+// order, disjoint, within the slots, and for slots each with a group.
+func (d *decoder) ranges(withGroup bool) []slotRange {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail()
+		return nil
+	}
+	rs := make([]slotRange, 0, n)
+	for j := uint64(0); j < n && d.err == nil; j++ {
+		lo, hi := d.uvarint(), d.uvarint()
+		var g uint64
+		if withGroup {
+			if g = d.uvarint(); g == 0 || g > math.MaxUint16 {
+				d.fail()
+			}
+		}
+		if lo > math.MaxUint16 || hi > math.MaxUint16 {
+			d.fail()
+			break
+		}
+		rs = append(rs, slotRange{lo: uint16(lo), hi: uint16(hi), group: uint16(g)})
+	}
+	if d.err == nil && !validRanges(rs) {
+		d.fail()
+	}
+	return rs
 }
 
 func appendList(b []byte, list [][]byte) []byte {
@@ -388,6 +456,23 @@ func (d *decoder) op(count uint64) op {
 		o.argv = d.list()
 	case opACL, opPolicy, opOverride:
 		o.argv = d.list()
+	case opOwn, opSlots:
+		o.epoch = d.uvarint()
+		o.ranges = d.ranges(o.code == opSlots)
+	case opGroup:
+		g := d.uvarint()
+		if g == 0 || g > math.MaxUint16 {
+			d.fail()
+		}
+		o.group, o.term, o.id = uint16(g), d.uvarint(), string(d.bytes())
+		n := d.uvarint()
+		if n > uint64(len(d.b)) {
+			d.fail()
+			break
+		}
+		for j := uint64(0); j < n && d.err == nil; j++ {
+			o.nodes = append(o.nodes, GroupNode{ID: string(d.bytes()), RESPAddr: string(d.bytes()), RaftAddr: string(d.bytes())})
+		}
 	default:
 		d.fail()
 	}

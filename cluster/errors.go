@@ -35,6 +35,7 @@ var (
 	errNotReady        = replyerr.New(replyerr.CLUSTERDOWN, "the leader is still applying its predecessor's entries; nothing was applied")
 	errNotLeader       = replyerr.New(replyerr.CLUSTERDOWN, "this node is not the leader; nothing was applied")
 	errReadonlyWrite   = replyerr.New(replyerr.READONLY, "You can't write against a read only replica.")
+	errSlotUnserved    = replyerr.New(replyerr.CLUSTERDOWN, "Hash slot not served")
 	errCorruptForward  = replyerr.Generic("RAFT.FORWARD: corrupt submission")
 	errJoinArgs        = replyerr.Generic("RAFT.JOIN needs an id, a raft address and a RESP address")
 	errNoMember        = replyerr.Generic("no member")  // "no member \"n4\""

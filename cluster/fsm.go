@@ -44,6 +44,14 @@ type stateMachine struct {
 
 	applying uint64 // the index of the entry Apply is carrying out (raft's FSM goroutine only)
 
+	// fence is a sharded data group's slots (fence.go), nil elsewhere;
+	// meta the meta group's state (meta.go), nil elsewhere. Both change
+	// in Apply and Restore only, under mu.
+	fence      *slotSet
+	fenceEpoch uint64
+	meta       *metaState
+	keep       []int // scratch: the indexes of a run's decisions that pass the fence
+
 	reqs []algorithms.Request // scratch for runs of decisions
 	outs []algorithms.Outcome
 	call compat.Call // scratch for scripts and string commands
@@ -130,27 +138,18 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 		r := &results[i]
 		switch o.code {
 		case opDecide:
-			j := i
-			f.reqs = f.reqs[:0]
-			for j < len(ops) && ops[j].code == opDecide {
-				f.reqs = append(f.reqs, ops[j].req)
-				j++
-			}
-			if cap(f.outs) < len(f.reqs) {
-				f.outs = make([]algorithms.Outcome, len(f.reqs))
-			}
-			outs := f.outs[:len(f.reqs)]
-			f.st.Decide(at, f.reqs, outs)
-			for k := range outs {
-				results[i+k].out = outs[k]
-				outs[k] = algorithms.Outcome{}
-			}
-			clear(f.reqs)
-			i = j
+			i = f.runDecisions(at, ops, results, i)
 			continue
 		case opTx:
 			i = f.runTx(at, ops, results, i)
 			continue
+		}
+		if err := f.fenceOp(o); err != nil {
+			r.out.Err = err
+			i++
+			continue
+		}
+		switch o.code {
 		case opVersion:
 			if len(o.keys) == 1 {
 				v, err := f.st.Version(at, o.keys[0])
@@ -196,9 +195,72 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 				f.members[o.id] = o.addr
 			}
 			f.mu.Unlock()
+		case opOwn:
+			f.applyOwn(o, r)
+		case opSlots:
+			f.applySlots(o, r)
+		case opGroup:
+			f.applyGroup(o, r)
 		}
 		i++
 	}
+}
+
+// runDecisions carries out the run of decide ops from ops[i] in one
+// store.Decide call, so RL.ALL groups stay whole, and returns the index of
+// the op after them. A decision outside the group's slots is refused
+// (fence.go), and with it the rest of its RL.ALL group.
+func (f *stateMachine) runDecisions(at int64, ops []op, results []result, i int) int {
+	j := i
+	f.reqs, f.keep = f.reqs[:0], f.keep[:0]
+	for ; j < len(ops) && ops[j].code == opDecide; j++ {
+		if err := f.fenceKey(ops[j].req.Key); err != nil {
+			results[j].out.Err = err
+			continue
+		}
+		f.reqs = append(f.reqs, ops[j].req)
+		f.keep = append(f.keep, j)
+	}
+	if len(f.keep) != j-i {
+		f.refuseGroups(ops, results, i, j)
+	}
+	if cap(f.outs) < len(f.reqs) {
+		f.outs = make([]algorithms.Outcome, len(f.reqs))
+	}
+	outs := f.outs[:len(f.reqs)]
+	f.st.Decide(at, f.reqs, outs)
+	for k := range outs {
+		results[f.keep[k]].out = outs[k]
+		outs[k] = algorithms.Outcome{}
+	}
+	clear(f.reqs)
+	return j
+}
+
+// refuseGroups takes out of f.reqs and f.keep every decision of an RL.ALL
+// group (a nonzero Group shared by consecutive requests) of ops[i:j] that
+// has a refused member, refusing it with that member's error: a group is
+// carried out whole or not at all.
+func (f *stateMachine) refuseGroups(ops []op, results []result, i, j int) {
+	reqs, keep := f.reqs[:0], f.keep[:0]
+	for k, idx := range f.keep {
+		g := ops[idx].req.Group
+		var err error
+		for m := idx - 1; g != 0 && m >= i && ops[m].req.Group == g && err == nil; m-- {
+			err = results[m].out.Err
+		}
+		for m := idx + 1; g != 0 && m < j && ops[m].req.Group == g && err == nil; m++ {
+			if _, ok := results[m].out.Err.(notOwnedError); ok {
+				err = results[m].out.Err
+			}
+		}
+		if err != nil {
+			results[idx].out.Err = err
+			continue
+		}
+		reqs, keep = append(reqs, f.reqs[k]), append(keep, idx)
+	}
+	f.reqs, f.keep = reqs, keep
 }
 
 // runTx carries out the transaction whose tx op is ops[i] and the decide
@@ -217,6 +279,10 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 			continue
 		}
 		reqs = append(reqs, ops[k].req)
+	}
+	if err := f.fenceTx(ops, i, j); err != nil {
+		results[i].out.Err = err
+		return j
 	}
 	outs := make([]algorithms.Outcome, len(reqs))
 	ok, err := f.st.Transact(at, ops[i].watches, reqs, outs, xops)
@@ -241,10 +307,16 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 //
 //	magic "SLUICEFSM" version:u8 applied:i64le members:uvarint (id:bytes addr:bytes)* users policies store…
 //
-// users (acl.go) are in versions 2 and 3, policies (policies.go) in 3;
-// Restore reads versions 1 and 2 too.
+// users (acl.go) are in versions 2 and up, policies (policies.go) in 3
+// and up; version 4 adds, after the policies, the shard state:
+//
+//	shard = nops:uvarint (len:uvarint op)*     (op: codec.go's encoding)
+//
+// a data group's own op (its fence), or the meta group's slots op and one
+// group op per data group; none for a group that is neither. Restore reads
+// versions 1 to 3 too.
 const fsmMagic = "SLUICEFSM"
-const fsmVersion = 3
+const fsmVersion = 4
 
 // Snapshot captures the state at the current index. Raft calls it between
 // applies, so the capture is a point-in-time image; it only copies the
@@ -269,6 +341,7 @@ func (f *stateMachine) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	b = f.appendACLState(b)
 	b = f.appendPolicyState(b)
+	b = f.appendShardState(b)
 	applied := f.applied
 	f.mu.RUnlock()
 	hdr.Write(b)
@@ -324,9 +397,16 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 			return err
 		}
 	}
+	var shard []op
+	if version >= 4 {
+		if shard, err = readShardState(br); err != nil {
+			return err
+		}
+	}
 	if err := f.st.Restore(br); err != nil {
 		return fmt.Errorf("cluster: snapshot store: %w", err)
 	}
+	f.restoreShardState(shard)
 	if err := installACL(); err != nil {
 		return err
 	}

@@ -205,7 +205,9 @@ func (n *Node) submit(now int64, ops []op) ([]result, error) {
 		var err error
 		switch leaderAddr, leaderID := n.raft.LeaderWithID(); {
 		case n.ready.Load():
-			rs, err = n.batcher.submit(now, ops)
+			if rs, err = n.batcher.submit(now, ops); err == nil {
+				n.settle(rs)
+			}
 		case leaderID == raft.ServerID(n.cfg.ID):
 			err = errNotReady
 		case leaderAddr == "":
@@ -255,7 +257,7 @@ func retryable(err error) bool {
 
 // forward sends an encoded submission to the leader at addr.
 func (n *Node) forward(addr string, blob []byte) ([]result, error) {
-	reply, err := n.fwd.call(addr, []byte("RAFT.FORWARD"), blob)
+	reply, err := n.fwd.call(addr, []byte(n.command("FORWARD")), blob)
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +294,7 @@ func (n *Node) Forward(now int64, blobs [][]byte) ([][]byte, []error) {
 		case err != nil:
 			errs[i] = err
 		default:
+			n.settle(results[j])
 			replies[i] = appendResults(nil, results[j])
 		}
 	}

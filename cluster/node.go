@@ -20,8 +20,8 @@ import (
 )
 
 // Config configures a Node. Start from DefaultConfig and set at least ID,
-// RESPAddr and either RaftBind or Transport; Open refuses a Config that
-// Validate refuses.
+// RESPAddr and one of RaftBind, Port or Transport; Open refuses a Config
+// that Validate refuses.
 type Config struct {
 	ID            string          // this node's id, unique in the group
 	RaftBind      string          // host:port the Raft transport listens on (port 0: one the kernel chooses)
@@ -40,6 +40,22 @@ type Config struct {
 	RulesHash     func() [32]byte // this node's rules files' hash, which a leader publishes (policies.go); nil: none
 	Logger        *slog.Logger
 
+	// A sharded cluster (docs/cluster.md; fence.go, meta.go, shard.go).
+	// Shard is this node's data group, 1 and up, whose log fences its
+	// slots; 0 is an unsharded group that serves every slot. Meta makes
+	// the node a replica of the meta group instead: its RESP commands are
+	// META.* (the twins of RAFT.*), and its state the slot table and the
+	// data groups' records. NonVoter joins through Join as a non-voter.
+	// MetaNode is the process's meta replica, which a data group's node
+	// reads its slots and the other groups' leaders from and reports its
+	// own members to. InitialGroups, on the meta group, is the number of
+	// data groups its first leader splits the slots evenly among.
+	Shard         uint16
+	Meta          bool
+	NonVoter      bool
+	MetaNode      *Node
+	InitialGroups int
+
 	// RaftServerTLS and RaftClientTLS put the Raft port under mutual TLS
 	// (tlsport.go): the listener's configuration, which must require and
 	// verify a client certificate (certs.Reloader.PeerServerConfig), and
@@ -51,6 +67,15 @@ type Config struct {
 	// other nodes' RESP ports: forwarding, RAFT.JOIN and RAFT.MEMBERS. nil
 	// is plaintext. It needs the nodes to serve RESP over TLS.
 	RESPTLS *tls.Config
+
+	// Port, instead of RaftBind, puts the node on a Raft port shared with
+	// the process's other groups (mux.go), as group Group. The port's
+	// PortConfig then holds the bind and advertised addresses, Allow and
+	// TLS, so RaftBind, RaftAdvertise, RaftAllow and the Raft TLS
+	// configurations must be unset. Close leaves the port open. Group
+	// needs Port.
+	Port  *RaftPort
+	Group uint8
 
 	// LeaderWait bounds how long a request waits for a leader.
 	LeaderWait time.Duration
@@ -103,8 +128,12 @@ func (c *Config) Validate() error {
 	switch {
 	case c.ID == "" || c.RESPAddr == "":
 		return errNoIdentity
-	case c.RaftBind == "" && c.Transport == nil:
+	case c.RaftBind == "" && c.Transport == nil && c.Port == nil:
 		return errNoRaftBind
+	case c.Port != nil && (c.RaftBind != "" || c.RaftAdvertise != "" || len(c.RaftAllow) > 0 || c.RaftServerTLS != nil || c.RaftClientTLS != nil || c.Transport != nil):
+		return errors.New("cluster: with a shared Raft port, its PortConfig sets the Raft addresses, --raft-allow and TLS")
+	case c.Port == nil && c.Group != 0:
+		return fmt.Errorf("cluster: group %d needs a shared Raft port", c.Group)
 	case c.LeaderWait <= 0 || c.PeerWait <= 0:
 		return fmt.Errorf("cluster: LeaderWait %v and PeerWait %v must be positive", c.LeaderWait, c.PeerWait)
 	case c.Bootstrap < NoBootstrap || c.Bootstrap > BootstrapForce:
@@ -122,6 +151,12 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL, cfg.Policies), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
+	if cfg.Shard > 0 {
+		n.fsm.fence = &slotSet{}
+	}
+	if cfg.Meta {
+		n.fsm.meta = newMetaState()
+	}
 	rc, notify := raftConfig(cfg)
 	if err := n.openStorage(); err != nil {
 		n.closeAll()
@@ -161,6 +196,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		go n.publishRules()
 	}
 	n.startLeaderWatch()
+	n.startShardDuties()
 	return n, nil
 }
 
@@ -269,6 +305,15 @@ func (n *Node) openStorage() error {
 		return nil
 	}
 	standby := cfg.Join == "" && cfg.Bootstrap == NoBootstrap && n.formerMember() == ""
+	if cfg.Port != nil {
+		t, filter, stream, err := cfg.Port.transport(cfg.Group, standby)
+		if err != nil {
+			return err
+		}
+		n.trans, n.filter, n.stream = t, filter, stream
+		n.closers = append(n.closers, t) // detaches the group, not the port
+		return nil
+	}
 	filter, err := newPeerFilter(n.log, cfg.RaftAllow, standby)
 	if err != nil {
 		return err
@@ -347,7 +392,7 @@ func (n *Node) joinLoop(fresh bool) {
 	start := time.Now()
 	sent := false // an attempt was sent: its outcome may have been "added"
 	for {
-		members, err := askMembers(n.cfg.Join, n.cfg.Password, n.cfg.RESPTLS)
+		members, err := askMembers(n.cfg.Join, n.command("MEMBERS"), n.cfg.Password, n.cfg.RESPTLS)
 		switch {
 		case err != nil:
 			err = fmt.Errorf("asking for the members: %w", err)
@@ -362,8 +407,11 @@ func (n *Node) joinLoop(fresh bool) {
 				n.filter.vouch(members)
 			}
 			sent = true
-			_, err = n.fwd.call(n.cfg.Join, []byte("RAFT.JOIN"), []byte(n.cfg.ID),
-				[]byte(n.trans.LocalAddr()), []byte(n.cfg.RESPAddr))
+			args := [][]byte{[]byte(n.command("JOIN")), []byte(n.cfg.ID), []byte(n.trans.LocalAddr()), []byte(n.cfg.RESPAddr)}
+			if n.cfg.NonVoter {
+				args = append(args, []byte("NONVOTER"))
+			}
+			_, err = n.fwd.call(n.cfg.Join, args...)
 			if err == nil {
 				n.log.Info("raft: joined the group", "through", n.cfg.Join)
 				n.writeMarker()
@@ -409,6 +457,15 @@ func (n *Node) closeAll() {
 		n.closers[i].Close()
 	}
 	n.closers = nil
+}
+
+// command is the RESP name of this node's group's command sub (MEMBERS,
+// JOIN, FORWARD …): RAFT.sub, or META.sub on the meta group.
+func (n *Node) command(sub string) string {
+	if n.cfg.Meta {
+		return "META." + sub
+	}
+	return "RAFT." + sub
 }
 
 // Ready reports whether this node is a leader that serves decisions.

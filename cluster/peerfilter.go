@@ -58,11 +58,20 @@ type peerFilter struct {
 	config   func() raft.Configuration
 	kick     chan struct{} // a refusal asks the vouch loop to ask again (capacity 1)
 
+	*refusals // the port's: shared by the groups of a RaftPort (mux.go)
+
+	mu      sync.Mutex
+	vouched map[netip.Addr]time.Time // until when
+	hosts   map[string]resolved
+}
+
+// refusals counts the connections a Raft port refused and logs them, at
+// most one line per logEvery. Safe from any goroutine.
+type refusals struct {
+	log     *slog.Logger
 	refused atomic.Int64
 
 	mu       sync.Mutex
-	vouched  map[netip.Addr]time.Time // until when
-	hosts    map[string]resolved
 	lastLog  time.Time
 	unlogged int64 // refusals since the last log line
 }
@@ -106,7 +115,8 @@ func newPeerFilter(log *slog.Logger, allow []string, standby bool) (*peerFilter,
 		return nil, err
 	}
 	return &peerFilter{log: log, allowAll: all, nets: nets, standby: standby, armed: make(chan struct{}),
-		kick: make(chan struct{}, 1), vouched: map[netip.Addr]time.Time{}, hosts: map[string]resolved{}}, nil
+		kick: make(chan struct{}, 1), refusals: &refusals{log: log}, vouched: map[netip.Addr]time.Time{},
+		hosts: map[string]resolved{}}, nil
 }
 
 // arm gives the filter raft's configuration; until then nothing is
@@ -119,6 +129,18 @@ func (f *peerFilter) arm(config func() raft.Configuration) {
 // admit reports whether a connection from remote may reach raft, and
 // counts and logs (rate-limited) the ones it refuses.
 func (f *peerFilter) admit(remote net.Addr) bool {
+	if f.admits(remote) {
+		return true
+	}
+	f.askAgain()
+	f.refuse("raft: refused a connection from an address that is not a member's (firewall the Raft port; --raft-allow admits more)",
+		remote, nil)
+	return false
+}
+
+// admits reports whether the filter admits remote, without counting a
+// refusal. It requires that the filter is armed.
+func (f *peerFilter) admits(remote net.Addr) bool {
 	if f.allowAll {
 		return true
 	}
@@ -126,33 +148,32 @@ func (f *peerFilter) admit(remote net.Addr) bool {
 	if err != nil {
 		return false
 	}
-	ip := ap.Addr().Unmap().WithZone("")
-	if f.allowed(ip, time.Now()) {
-		return true
-	}
+	return f.allowed(ap.Addr().Unmap().WithZone(""), time.Now())
+}
+
+// askAgain asks the vouch loop to ask the trusted nodes for their members
+// again: a refused address may be a member this node does not know yet.
+func (f *peerFilter) askAgain() {
 	select {
 	case f.kick <- struct{}{}:
 	default:
 	}
-	f.refuse("raft: refused a connection from an address that is not a member's (firewall the Raft port; --raft-allow admits more)",
-		remote, nil)
-	return false
 }
 
 // refuse counts a refused connection and logs why, at most one line per
 // logEvery (the count of the others goes with the next line).
-func (f *peerFilter) refuse(why string, remote net.Addr, err error) {
-	f.refused.Add(1)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.unlogged++
-	if now := time.Now(); now.Sub(f.lastLog) >= logEvery {
-		args := []any{"remote", remote.String(), "refused_since_last_log", f.unlogged, "refused_total", f.refused.Load()}
+func (r *refusals) refuse(why string, remote net.Addr, err error) {
+	r.refused.Add(1)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unlogged++
+	if now := time.Now(); now.Sub(r.lastLog) >= logEvery {
+		args := []any{"remote", remote.String(), "refused_since_last_log", r.unlogged, "refused_total", r.refused.Load()}
 		if err != nil {
 			args = append(args, "err", err.Error())
 		}
-		f.log.Warn(why, args...)
-		f.lastLog, f.unlogged = now, 0
+		r.log.Warn(why, args...)
+		r.lastLog, r.unlogged = now, 0
 	}
 }
 
@@ -270,7 +291,7 @@ func (n *Node) vouchLoop() {
 		case <-n.filter.kick:
 		}
 		for _, addr := range n.trustedAddrs() {
-			if members, err := askMembers(addr, n.cfg.Password, n.cfg.RESPTLS); err == nil && !n.lostMembership(members) {
+			if members, err := askMembers(addr, n.command("MEMBERS"), n.cfg.Password, n.cfg.RESPTLS); err == nil && !n.lostMembership(members) {
 				n.filter.vouch(members)
 			}
 		}
@@ -364,7 +385,8 @@ func (n *Node) memberAddrsFromLog(ids map[string]bool) map[string]string {
 	return out
 }
 
-// RefusedConnections counts the connections the Raft port refused.
+// RefusedConnections counts the connections the Raft port refused; with
+// Config.Port, those the shared port refused for any group.
 func (n *Node) RefusedConnections() int64 {
 	if n.filter == nil {
 		return 0

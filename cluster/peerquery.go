@@ -38,7 +38,7 @@ const (
 // node belongs to no group yet). It authenticates with password when one
 // is set, and speaks TLS with cfg when it is not nil. The whole exchange is
 // bounded by askTimeout.
-func askMembers(respAddr, password string, cfg *tls.Config) ([]peerMember, error) {
+func askMembers(respAddr, command, password string, cfg *tls.Config) ([]peerMember, error) {
 	nc, err := dialTLS(net.Dialer{}, respAddr, cfg, askTimeout)
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func askMembers(respAddr, password string, cfg *tls.Config) ([]peerMember, error
 	if password != "" {
 		req = resp.AppendCommand(req, "AUTH", password)
 	}
-	req = resp.AppendCommand(req, "RAFT.MEMBERS")
+	req = resp.AppendCommand(req, command)
 	if _, err := nc.Write(req); err != nil {
 		return nil, err
 	}

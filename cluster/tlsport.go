@@ -39,7 +39,7 @@ const (
 type tlsListener struct {
 	inner  net.Listener
 	cfg    *tls.Config
-	filter *peerFilter // counts and logs refusals
+	refuse *refusals // counts and logs refusals
 	ready  chan net.Conn
 	done   chan struct{}
 	slots  chan struct{} // a token per handshake in progress
@@ -50,8 +50,8 @@ type tlsListener struct {
 	closed   bool
 }
 
-func newTLSListener(inner net.Listener, cfg *tls.Config, filter *peerFilter) *tlsListener {
-	l := &tlsListener{inner: inner, cfg: cfg, filter: filter, ready: make(chan net.Conn),
+func newTLSListener(inner net.Listener, cfg *tls.Config, refuse *refusals) *tlsListener {
+	l := &tlsListener{inner: inner, cfg: cfg, refuse: refuse, ready: make(chan net.Conn),
 		done: make(chan struct{}), slots: make(chan struct{}, maxHandshakes), inFlight: map[net.Conn]struct{}{}}
 	go l.acceptLoop()
 	return l
@@ -78,7 +78,7 @@ func (l *tlsListener) acceptLoop() {
 			go l.handshake(c)
 		default:
 			c.Close()
-			l.filter.refuse("raft: refused a connection: too many TLS handshakes in progress", c.RemoteAddr(), nil)
+			l.refuse.refuse("raft: refused a connection: too many TLS handshakes in progress", c.RemoteAddr(), nil)
 		}
 	}
 }
@@ -111,7 +111,7 @@ func (l *tlsListener) handshake(c net.Conn) {
 		}
 		// Counted before the close, so that a peer that sees its
 		// connection closed finds it in INFO's raft_refused_connections.
-		l.filter.refuse("raft: refused a connection without a valid certificate from the group's CA (mutual TLS)",
+		l.refuse.refuse("raft: refused a connection without a valid certificate from the group's CA (mutual TLS)",
 			c.RemoteAddr(), err)
 		c.Close()
 		return

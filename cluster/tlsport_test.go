@@ -180,7 +180,7 @@ func TestRESPDialersSpeakTLS(t *testing.T) {
 	addr := respTLSServer(t, srv.ServerConfig())
 	cli := pki(t, ca, ca).ClientConfig()
 
-	members, err := askMembers(addr, "secret", cli)
+	members, err := askMembers(addr, "RAFT.MEMBERS", "secret", cli)
 	if err != nil || len(members) != 1 || members[0].ID != "n1" {
 		t.Fatalf("askMembers over TLS = %v, %v", members, err)
 	}
@@ -189,10 +189,10 @@ func TestRESPDialersSpeakTLS(t *testing.T) {
 	if reply, err := fwd.call(addr, []byte("RAFT.FORWARD"), []byte("x")); err != nil || string(reply) != "ok" {
 		t.Fatalf("forwarding over TLS = %q, %v", reply, err)
 	}
-	if _, err := askMembers(addr, "", nil); err == nil {
+	if _, err := askMembers(addr, "RAFT.MEMBERS", "", nil); err == nil {
 		t.Fatal("askMembers in plaintext to a TLS port succeeded")
 	}
-	if _, err := askMembers(addr, "", pki(t, other, ca).ClientConfig()); err == nil {
+	if _, err := askMembers(addr, "RAFT.MEMBERS", "", pki(t, other, ca).ClientConfig()); err == nil {
 		t.Fatal("askMembers with another CA's certificate succeeded")
 	}
 	other2 := newForwarder("", pki(t, ca, other).ClientConfig()) // trusts another CA only
@@ -358,7 +358,7 @@ func TestMutualTLSGroupElectsAppendsAndInstallsSnapshots(t *testing.T) {
 		r  *certs.Reloader
 	}{{"n4", pki(t, other, ca)}, {"n5", pki(t, ca, other)}} {
 		tn := startTLSNode(t, bad.id, bad.r, NoBootstrap, "")
-		err := readyLeader().node.Join(tn.id, tn.raftAddr, tn.addr)
+		err := readyLeader().node.Join(tn.id, tn.raftAddr, tn.addr, false)
 		if err == nil || !strings.Contains(err.Error(), "mutual TLS") {
 			t.Fatalf("RAFT.JOIN of %s (no valid certificate): %v; want a refusal", tn.id, err)
 		}

@@ -14,6 +14,7 @@ type Shard struct {
 	Nodes []ShardNode // the primary first
 	Epoch int64       // the Raft term
 	Down  bool        // no leader with a known RESP address
+	Slots []SlotOwner // a sharded cluster's: the ranges the group owns; nil for every slot
 }
 
 // ShardNode is one member as a shard's node.

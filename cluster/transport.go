@@ -23,6 +23,7 @@ type streamLayer struct {
 	advertise net.Addr
 	dialer    net.Dialer
 	clientTLS *tls.Config // nil: plaintext
+	group     uint8       // on a RaftPort, the group whose peers it dials (mux.go); 0 sends no preamble
 }
 
 // raftTLS are the two sides of the Raft port's mutual TLS: server for the
@@ -57,14 +58,22 @@ func newStreamLayer(bind string, advertise *net.TCPAddr, filter *peerFilter, sec
 			ln.Close()
 			return nil, errors.New("cluster: the Raft port's TLS needs its peer filter")
 		}
-		s.ln = newTLSListener(s.ln, sec.server, filter)
+		s.ln = newTLSListener(s.ln, sec.server, filter.refusals)
 		s.clientTLS = sec.client
 	}
 	return s, nil
 }
 
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialTLS(s.dialer, string(address), s.clientTLS, timeout)
+	c, err := dialTLS(s.dialer, string(address), s.clientTLS, timeout)
+	if err != nil || s.group == 0 {
+		return c, err
+	}
+	if err := writePreamble(c, s.group, timeout); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 func (s *streamLayer) Accept() (net.Conn, error) { return s.ln.Accept() }

@@ -17,7 +17,7 @@ import (
 // fixedShard is a Topology of constant nodes.
 type fixedShard struct{ sh Shard }
 
-func (f fixedShard) ClusterShard() Shard { return f.sh }
+func (f fixedShard) ClusterShards() []Shard { return []Shard{f.sh} }
 
 const (
 	idA = "0123456789abcdef0123456789abcdef01234567"

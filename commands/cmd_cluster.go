@@ -17,18 +17,23 @@ import (
 // slots, so cluster clients work against them unchanged (docs/cluster.md).
 
 // Topology is the shard layout the CLUSTER commands report, owned by the
-// node behind them: cmd/sluice's single node, or the replicated group's
-// cluster.Node. Safe for concurrent use.
+// process behind them: a single node, a replicated group (one shard
+// owning every slot), or a sharded cluster's data groups. Safe for
+// concurrent use.
 type Topology interface {
-	// ClusterShard returns this node's current view of its shard.
-	ClusterShard() Shard
+	// ClusterShards returns this node's current view of the shards: at
+	// least one, this node's own first.
+	ClusterShards() []Shard
 }
 
-// Shard is one shard as a node sees it: today the only one, owning every
-// slot.
+// Shard is one shard as a node sees it.
 type Shard struct {
-	// Self is this node's id: 40 hex digits, stable across restarts.
+	// Self is this node's id: 40 hex digits, stable across restarts (the
+	// same in every shard of a view).
 	Self string
+	// Slots are the inclusive slot ranges the shard owns, in order; nil
+	// is every slot (a single node or group).
+	Slots [][2]int
 	// Nodes are the shard's nodes, the primary first (exactly one has
 	// Primary set).
 	Nodes []ShardNode
@@ -129,20 +134,22 @@ func cmdCluster(s *session, args [][]byte) {
 		return
 	}
 	// operation
-	shard := topo.ClusterShard()
-	s.resolveSelf(&shard)
+	shards := topo.ClusterShards()
+	for i := range shards {
+		s.resolveSelf(&shards[i])
+	}
 	// reply
 	switch sub {
 	case "myid":
-		s.writeBulkString(shard.Self)
+		s.writeBulkString(shards[0].Self)
 	case "info":
-		s.writeVerbatim(clusterInfo(shard))
+		s.writeVerbatim(clusterInfo(shards))
 	case "nodes":
-		s.writeVerbatim(clusterNodes(shard))
+		s.writeVerbatim(clusterNodes(shards))
 	case "slots":
-		s.writeClusterSlots(shard)
+		s.writeClusterSlots(shards)
 	case "shards":
-		s.writeClusterShards(shard)
+		s.writeClusterShards(shards)
 	}
 }
 
@@ -200,20 +207,6 @@ func (s *session) resolveSelf(shard *Shard) {
 	}
 }
 
-// slotOfStored is the slot a stored key counts in: an RL.CHECK state key
-// (pol:<policy>:<algo>:<subject>) or override (ovr:<policy>:<subject>)
-// is in its subject's slot, where a cluster client sends RL.CHECK; any
-// other key in its own.
-func slotOfStored(key []byte) int {
-	if _, subject, ok := policy.SplitCheckKey(key); ok {
-		return keyslot.Of(subject)
-	}
-	if _, subject, ok := policy.SplitOverrideKey(key); ok {
-		return keyslot.Of(subject)
-	}
-	return keyslot.Of(key)
-}
-
 // keysInSlot walks the whole key space with SCAN and counts the keys in
 // slot, appending up to max of them to keys (max < 0: none). There is no
 // per-slot index: the cost is one pass over every key (docs/cluster.md).
@@ -222,7 +215,7 @@ func (s *session) keysInSlot(slot int, max int64, keys *[][]byte) (int64, error)
 	cursor := uint64(0)
 	for {
 		next, err := s.h.ks.Scan(s.conn.Now(), cursor, 1024, func(key []byte, _ algorithms.Algo) bool {
-			if slotOfStored(key) != slot {
+			if policy.StoredSlot(key) != slot {
 				return true
 			}
 			count++
@@ -264,24 +257,57 @@ func (sh Shard) primary() ShardNode {
 	return ShardNode{}
 }
 
-// clusterInfo is CLUSTER INFO's text, with Redis 7's fields in its order.
-func clusterInfo(sh Shard) string {
-	state, ok, fail := "ok", keyslot.Slots, 0
-	if sh.Down {
-		state, ok, fail = "fail", 0, keyslot.Slots
+// ranges returns the shard's slot ranges: Slots, or every slot.
+func (sh Shard) ranges() [][2]int {
+	if sh.Slots == nil {
+		return [][2]int{{0, keyslot.Slots - 1}}
 	}
-	epoch := strconv.FormatInt(sh.Epoch, 10)
+	return sh.Slots
+}
+
+// slotCount is the number of slots the shard owns.
+func (sh Shard) slotCount() int {
+	n := 0
+	for _, r := range sh.ranges() {
+		n += r[1] - r[0] + 1
+	}
+	return n
+}
+
+// clusterInfo is CLUSTER INFO's text, with Redis 7's fields in its order:
+// the state is ok while every slot has an owner whose shard is up.
+func clusterInfo(shards []Shard) string {
+	assigned, ok, fail, nodes, size := 0, 0, 0, 0, 0
+	var current int64
+	for _, sh := range shards {
+		n := sh.slotCount()
+		assigned += n
+		if sh.Down {
+			fail += n
+		} else {
+			ok += n
+		}
+		if n > 0 {
+			size++
+		}
+		nodes += len(sh.Nodes)
+		current = max(current, sh.Epoch)
+	}
+	state := "ok"
+	if ok != keyslot.Slots {
+		state = "fail"
+	}
 	var b strings.Builder
 	for _, kv := range [][2]string{
 		{"cluster_state", state},
-		{"cluster_slots_assigned", strconv.Itoa(keyslot.Slots)},
+		{"cluster_slots_assigned", strconv.Itoa(assigned)},
 		{"cluster_slots_ok", strconv.Itoa(ok)},
 		{"cluster_slots_pfail", "0"},
 		{"cluster_slots_fail", strconv.Itoa(fail)},
-		{"cluster_known_nodes", strconv.Itoa(len(sh.Nodes))},
-		{"cluster_size", "1"},
-		{"cluster_current_epoch", epoch},
-		{"cluster_my_epoch", epoch},
+		{"cluster_known_nodes", strconv.Itoa(nodes)},
+		{"cluster_size", strconv.Itoa(size)},
+		{"cluster_current_epoch", strconv.FormatInt(current, 10)},
+		{"cluster_my_epoch", strconv.FormatInt(shards[0].Epoch, 10)},
 		{"cluster_stats_messages_sent", "0"},
 		{"cluster_stats_messages_received", "0"},
 		{"total_cluster_links_buffer_limit_exceeded", "0"},
@@ -293,75 +319,101 @@ func clusterInfo(sh Shard) string {
 
 // clusterNodes is CLUSTER NODES's text: one line per node, Redis's
 // "<id> <ip:port@cport> <flags> <master> <ping-sent> <pong-recv>
-// <config-epoch> <link-state> [<slot range>]". A node with no known
+// <config-epoch> <link-state> [<slot range> …]". A node with no known
 // address is ":0@0" with the noaddr flag, as Redis writes one.
-func clusterNodes(sh Shard) string {
-	primary := sh.primary()
+func clusterNodes(shards []Shard) string {
 	var b strings.Builder
-	for _, n := range sh.Nodes {
-		host, port := splitAddr(n.Addr)
-		flags, master, link, bus := "", "-", "connected", n.BusPort
-		if n.ID == sh.Self {
-			flags = "myself,"
+	for _, sh := range shards {
+		primary := sh.primary()
+		for _, n := range sh.Nodes {
+			host, port := splitAddr(n.Addr)
+			flags, master, link, bus := "", "-", "connected", n.BusPort
+			if n.ID == sh.Self {
+				flags = "myself,"
+			}
+			if n.Primary {
+				flags += "master"
+			} else {
+				flags += "slave"
+				master = primary.ID
+			}
+			if port == 0 {
+				flags += ",noaddr"
+				link, bus = "disconnected", 0
+			}
+			addr := host + ":" + strconv.Itoa(port)
+			if strings.Contains(host, ":") {
+				addr = "[" + host + "]:" + strconv.Itoa(port)
+			}
+			b.WriteString(n.ID + " " + addr + "@" + strconv.Itoa(bus) + " " + flags + " " + master + " 0 0 " +
+				strconv.FormatInt(sh.Epoch, 10) + " " + link)
+			if n.Primary {
+				for _, r := range sh.ranges() {
+					b.WriteString(" " + strconv.Itoa(r[0]))
+					if r[1] != r[0] {
+						b.WriteString("-" + strconv.Itoa(r[1]))
+					}
+				}
+			}
+			b.WriteString("\n")
 		}
-		if n.Primary {
-			flags += "master"
-		} else {
-			flags += "slave"
-			master = primary.ID
-		}
-		if port == 0 {
-			flags += ",noaddr"
-			link, bus = "disconnected", 0
-		}
-		addr := host + ":" + strconv.Itoa(port)
-		if strings.Contains(host, ":") {
-			addr = "[" + host + "]:" + strconv.Itoa(port)
-		}
-		b.WriteString(n.ID + " " + addr + "@" + strconv.Itoa(bus) + " " + flags + " " + master + " 0 0 " +
-			strconv.FormatInt(sh.Epoch, 10) + " " + link)
-		if n.Primary {
-			b.WriteString(" 0-" + strconv.Itoa(keyslot.Slots-1))
-		}
-		b.WriteString("\n")
 	}
 	return b.String()
 }
 
-// writeClusterSlots writes CLUSTER SLOTS: one range, 0-16383, served by
-// the primary then each replica whose address is known, each as Redis 7's
-// [ip, port, id, {metadata}].
-func (s *session) writeClusterSlots(sh Shard) {
-	var nodes []ShardNode
-	for _, n := range sh.Nodes {
-		if _, port := splitAddr(n.Addr); port != 0 || n.Primary {
-			nodes = append(nodes, n)
-		}
+// writeClusterSlots writes CLUSTER SLOTS: each range of each shard,
+// served by its primary then each replica whose address is known, each
+// as Redis 7's [ip, port, id, {metadata}].
+func (s *session) writeClusterSlots(shards []Shard) {
+	n := 0
+	for _, sh := range shards {
+		n += len(sh.ranges())
 	}
-	s.writeArray(1)
-	s.writeArray(2 + len(nodes))
-	s.writeInt(0)
-	s.writeInt(keyslot.Slots - 1)
-	for _, n := range nodes {
-		host, port := splitAddr(n.Addr)
-		s.writeArray(4)
-		s.writeBulkString(host)
-		s.writeInt(int64(port))
-		s.writeBulkString(n.ID)
-		s.writeMap(0)
+	s.writeArray(n)
+	for _, sh := range shards {
+		var nodes []ShardNode
+		for _, n := range sh.Nodes {
+			if _, port := splitAddr(n.Addr); port != 0 || n.Primary {
+				nodes = append(nodes, n)
+			}
+		}
+		for _, r := range sh.ranges() {
+			s.writeArray(2 + len(nodes))
+			s.writeInt(int64(r[0]))
+			s.writeInt(int64(r[1]))
+			for _, n := range nodes {
+				host, port := splitAddr(n.Addr)
+				s.writeArray(4)
+				s.writeBulkString(host)
+				s.writeInt(int64(port))
+				s.writeBulkString(n.ID)
+				s.writeMap(0)
+			}
+		}
 	}
 }
 
-// writeClusterShards writes CLUSTER SHARDS: one shard, slots [0, 16383],
-// and its nodes with Redis 7's fields (port only when known, as Redis).
-func (s *session) writeClusterShards(sh Shard) {
-	s.writeArray(1)
-	s.writeMap(2)
-	s.writeBulkString("slots")
-	s.writeArray(2)
-	s.writeInt(0)
-	s.writeInt(keyslot.Slots - 1)
-	s.writeBulkString("nodes")
+// writeClusterShards writes CLUSTER SHARDS: each shard's slots (pairs of
+// range ends) and its nodes with Redis 7's fields (port only when known,
+// as Redis).
+func (s *session) writeClusterShards(shards []Shard) {
+	s.writeArray(len(shards))
+	for _, sh := range shards {
+		s.writeMap(2)
+		s.writeBulkString("slots")
+		rs := sh.ranges()
+		s.writeArray(2 * len(rs))
+		for _, r := range rs {
+			s.writeInt(int64(r[0]))
+			s.writeInt(int64(r[1]))
+		}
+		s.writeBulkString("nodes")
+		s.writeShardNodes(sh)
+	}
+}
+
+// writeShardNodes writes a shard's nodes for CLUSTER SHARDS.
+func (s *session) writeShardNodes(sh Shard) {
 	s.writeArray(len(sh.Nodes))
 	for _, n := range sh.Nodes {
 		host, port := splitAddr(n.Addr)

@@ -15,7 +15,9 @@ type Cluster interface {
 	Forward(now int64, blobs [][]byte) ([][]byte, []error)
 	// MemberFields describes each member as name/value pairs, leader first.
 	MemberFields() ([][][2]string, error)
-	Join(id, raftAddr, respAddr string) error
+	// Join adds a member: a voter, or with nonvoter one that receives
+	// the log and never votes.
+	Join(id, raftAddr, respAddr string, nonvoter bool) error
 	Remove(id string) error
 	Transfer(id string) error
 	Snapshot() error
@@ -35,9 +37,10 @@ func init() {
 	register(
 		&command{name: "raft.members", arity: 1, flags: flagAdmin, run: cmdRaftMembers, group: "cluster", since: "0.1.0",
 			summary: "Lists the group's members: id, raft and RESP addresses, role.", complexity: "O(N)"},
-		&command{name: "raft.join", arity: 4, flags: flagAdmin, run: cmdRaftJoin, group: "cluster", since: "0.1.0",
-			summary: "Adds a voter (run on any member; followers ask the leader).", complexity: "O(1)",
-			arguments: []argDoc{{name: "id", typ: "string"}, {name: "raft-addr", typ: "string"}, {name: "resp-addr", typ: "string"}}},
+		&command{name: "raft.join", arity: -4, maxArgs: 5, flags: flagAdmin, run: cmdRaftJoin, group: "cluster", since: "0.1.0",
+			summary: "Adds a voter, or a non-voter (run on any member; followers ask the leader).", complexity: "O(1)",
+			arguments: []argDoc{{name: "id", typ: "string"}, {name: "raft-addr", typ: "string"}, {name: "resp-addr", typ: "string"},
+				{name: "nonvoter", typ: "pure-token", token: "NONVOTER", optional: true}}},
 		&command{name: "raft.remove", arity: 2, flags: flagAdmin, run: cmdRaftRemove, group: "cluster", since: "0.1.0",
 			summary: "Removes a member from the group.", complexity: "O(1)", arguments: []argDoc{{name: "id", typ: "string"}}},
 		&command{name: "raft.transfer", arity: -1, maxArgs: 2, flags: flagAdmin, run: cmdRaftTransfer, group: "cluster",
@@ -55,6 +58,12 @@ func init() {
 }
 
 func (s *session) cluster() Cluster {
+	if s.onMeta {
+		if s.h.cfg.Meta == nil {
+			s.writeError(errNoMeta)
+		}
+		return s.h.cfg.Meta
+	}
 	if s.h.cfg.Cluster == nil {
 		s.writeError(errNoCluster)
 	}
@@ -83,7 +92,12 @@ func cmdRaftMembers(s *session, args [][]byte) {
 
 func cmdRaftJoin(s *session, args [][]byte) {
 	if cl := s.cluster(); cl != nil {
-		s.replyOK(cl.Join(string(args[1]), string(args[2]), string(args[3])))
+		nonvoter := len(args) == 5
+		if nonvoter && !equalFold(args[4], "nonvoter") {
+			s.writeError(errSyntax)
+			return
+		}
+		s.replyOK(cl.Join(string(args[1]), string(args[2]), string(args[3]), nonvoter))
 	}
 }
 

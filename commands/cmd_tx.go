@@ -55,6 +55,7 @@ type txState struct {
 	// last until EXEC, DISCARD or UNWATCH.
 	watches []algorithms.Watch
 	bytes   int64 // the copies held (args, keys), for the session's footprint
+	slot    int   // 1 + the slot of the keys queued so far in a sharded cluster (route.go), 0 before any
 }
 
 // queuedCmd is one command between MULTI and EXEC. A decision's items are
@@ -104,6 +105,8 @@ func (s *session) queueTx(cmd *command, args [][]byte) {
 		return
 	case cmd.class != classDecision && !txQueued[cmd.name] && !txOpCommand(cmd.name):
 		err = errNotInMulti
+	default:
+		err = s.routeTx(cmd, args)
 	}
 	if err != nil {
 		s.tx.dirty = true

@@ -64,6 +64,12 @@ type Config struct {
 	Stats StatsReporter
 	// Cluster is the replicated node, nil on a single node.
 	Cluster Cluster
+	// Meta is this process's replica of a sharded cluster's meta group
+	// (META.* commands), nil elsewhere.
+	Meta Cluster
+	// Router routes each keyed command of a sharded cluster to the data
+	// group that owns its slot (MOVED, CROSSSLOT), nil elsewhere.
+	Router Router
 	// Topology is the shard the CLUSTER commands report (cmd_cluster.go):
 	// the single node's or the group's. nil: CLUSTER answers that cluster
 	// support is disabled, and INFO says cluster_enabled:0.

@@ -46,6 +46,7 @@ var (
 	errAOFOff             = replyError("the append-only log is off on this server (start it with --appendonly yes)")
 	errAOFInGroup         = replyError("BGREWRITEAOF is not available in a Raft group: the Raft log already persists every decision")
 	errNoCluster          = replyError("This instance has cluster support disabled")
+	errNoMeta             = replyError("this node is not a replica of a sharded cluster's meta group")
 	errOutOfRangePositive = replyError("value is out of range, must be positive")
 
 	// COMMAND GETKEYS and GETKEYSANDFLAGS (cmd_command.go), in Redis's words.

@@ -32,6 +32,7 @@ type session struct {
 	refused  bool                    // protected mode refuses the connection (acl_wiring.go)
 	user     *acl.User               // the ACL user the connection runs as (acl_wiring.go); written under mu
 	readonly bool                    // READONLY: peeks answered from this node's own state
+	onMeta   bool                    // a META.* command runs: cluster() is the meta group's (cmd_meta.go)
 	prevCmd  *command                // the command run last, looked up first
 	ran      *command                // the statList entry of the command run last (its subcommand's)
 	shown    atomic.Pointer[command] // ran as of the last batch's end, for CLIENT LIST's cmd=
@@ -132,6 +133,9 @@ func (s *session) exec(args [][]byte) {
 	}
 	if reject == nil && cmd.flags&flagWrite != 0 && cmd.class != classDecision {
 		reject = s.h.writeRefusal() // a decision's refusal is the keyspace's, for its peeks to answer
+	}
+	if reject == nil && s.h.cfg.Router != nil {
+		reject = s.route(cmd, args) // route.go
 	}
 	if reject != nil || s.queue.class != cmd.class {
 		s.runDeferred()

@@ -1,6 +1,10 @@
 package policy
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/sluice-rl/sluice/keyslot"
+)
 
 // SplitCheckKey reads a state key RL.CHECK made (AppendCheckKey): the
 // policy's name, unescaped, and the subject. ok is false for any other
@@ -80,4 +84,21 @@ func SplitOverrideKey(key []byte) (name string, subject []byte, ok bool) {
 		return "", nil, false
 	}
 	return n, subject, true
+}
+
+// StoredSlot is the cluster slot a stored key lives in: an RL.CHECK state
+// key (pol:<policy>:<algo>:<subject>) or an override
+// (ovr:<policy>:<subject>) is in its subject's slot, where a cluster
+// client sends RL.CHECK, so that all of a subject's policies and its
+// override sit together; any other key is in its own (keyslot.Of).
+func StoredSlot(key []byte) int {
+	if len(key) > 4 && key[3] == ':' {
+		if _, subject, ok := SplitCheckKey(key); ok {
+			return keyslot.Of(subject)
+		}
+		if _, subject, ok := SplitOverrideKey(key); ok {
+			return keyslot.Of(subject)
+		}
+	}
+	return keyslot.Of(key)
 }

@@ -34,6 +34,9 @@ func (c Options) Check() error {
 			return err
 		}
 	}
+	if err := c.checkSharded(); err != nil {
+		return err
+	}
 	if _, err := c.clientMemoryCap(); err != nil {
 		return err
 	}

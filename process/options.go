@@ -71,7 +71,10 @@ type Options struct {
 
 	server   server.Config   // maxclients, timeout, the reader's limits, event-loops
 	commands commands.Config // requirepass, enable-debug-command, log-max-limit
-	cluster  cluster.Config  // node-id, raft-bind, bootstrap, peers, join, raft-fsync …
+	cluster  cluster.Config  // node-id, raft-bind, bootstrap, peers, join, raft-fsync, cluster-group …
+
+	clusterSeed   string   // --cluster-seed: a cluster node to join the meta group through
+	clusterGroups int      // --cluster-groups
 
 	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
 	policies       []string
@@ -118,6 +121,7 @@ func defaultConfig() Options {
 		server:                srv,
 		commands:              commands.DefaultConfig(),
 		cluster:               cluster.DefaultConfig(),
+		clusterGroups:         3,
 		rls:                   rls.DefaultConfig(),
 		grpcWorkers:           rls.DefaultStreamWorkers,
 		grpcLimits:            rls.DefaultLimits(),
@@ -427,6 +431,23 @@ var options = []option{
 		list: true,
 		set:  func(c *Options, a []string) error { return listArg(a, &c.cluster.RaftAllow) },
 		get:  func(c *Options) string { return strings.Join(c.cluster.RaftAllow, " ") }},
+	{name: "cluster-group",
+		doc: "this node's data group in a sharded cluster, 1 and up (0: a single node or group that serves every slot)",
+		set: func(c *Options, a []string) error {
+			var g int
+			err := intArg(a, 0, 65535, &g)
+			c.cluster.Shard = uint16(g)
+			return err
+		},
+		get: func(c *Options) string { return strconv.Itoa(int(c.cluster.Shard)) }},
+	{name: "cluster-seed",
+		doc: "a sharded cluster node's RESP address, through which this node joins the meta group (all but group 1's bootstrapping node)",
+		set: func(c *Options, a []string) error { return stringArg(a, &c.clusterSeed) },
+		get: func(c *Options) string { return c.clusterSeed }},
+	{name: "cluster-groups",
+		doc: "the number of data groups a new sharded cluster splits the 16384 slots among, evenly",
+		set: func(c *Options, a []string) error { return intArg(a, 1, 1024, &c.clusterGroups) },
+		get: func(c *Options) string { return strconv.Itoa(c.clusterGroups) }},
 	{name: "raft-fsync",
 		doc: "fsync the Raft log on every write",
 		set: func(c *Options, a []string) error { return boolArg(a, &c.cluster.Fsync) },

@@ -51,6 +51,7 @@ type Process struct {
 	rules    *policy.Registry
 	ks       commands.Keyspace
 	node     *cluster.Node // nil on a single node
+	meta     *cluster.Node // a sharded cluster's meta replica (sharded.go); nil elsewhere
 	saver    *store.Saver  // nil on a replicated node
 	aof      *store.AOF    // nil unless appendonly yes
 	loader   *rulesLoader
@@ -265,10 +266,14 @@ func (p *Process) openReplicated() error {
 	if ccfg.RESPAddr == "" {
 		ccfg.RESPAddr = net.JoinHostPort(cfg.bind[0], strconv.Itoa(respPort))
 	}
-	if p.node, err = cluster.Open(ccfg, p.st); err != nil {
+	if ccfg.Shard > 0 {
+		err = p.openSharded(ccfg)
+	} else if p.node, err = cluster.Open(ccfg, p.st); err == nil {
+		p.onClose(func() { p.node.Close() })
+	}
+	if err != nil {
 		return err
 	}
-	p.onClose(func() { p.node.Close() })
 	p.ks = p.node
 	cfg.save = 0
 	bound, _ := p.node.RaftAddrs()
@@ -319,7 +324,10 @@ func (p *Process) openCommands() error {
 		{Name: "shards", Value: strconv.Itoa(p.st.Shards())},
 	}
 	ccfg.Logger, ccfg.Stats = p.log, p.st
-	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(p.node), persisterOf(p.saver), p.stop
+	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(p.node, p.meta), persisterOf(p.saver), p.stop
+	if p.meta != nil {
+		ccfg.Meta, ccfg.Router = p.meta, p.node
+	}
 	if ccfg.Topology, err = p.topology(); err != nil {
 		return err
 	}
@@ -522,9 +530,12 @@ var (
 
 // clusterOf returns node as the commands' Cluster, or a nil interface on a
 // single node (not a non-nil interface holding a nil pointer).
-func clusterOf(node *cluster.Node) commands.Cluster {
-	if node == nil {
+func clusterOf(node, meta *cluster.Node) commands.Cluster {
+	switch {
+	case node == nil:
 		return nil
+	case meta != nil:
+		return shardedCluster{Node: node, meta: meta}
 	}
 	return node
 }
@@ -545,6 +556,9 @@ func logLevel(name string) slog.Level {
 // topology is what the CLUSTER commands describe: one shard owning every
 // slot, a group's members or this single node (docs/cluster.md).
 func (p *Process) topology() (commands.Topology, error) {
+	if p.meta != nil {
+		return shardedTopology{p.node}, nil
+	}
 	if p.node != nil {
 		return groupTopology{p.node}, nil
 	}

@@ -26,8 +26,8 @@ type singleNode struct {
 	addr string
 }
 
-func (n singleNode) ClusterShard() commands.Shard {
-	return commands.Shard{Self: n.id, Nodes: []commands.ShardNode{{ID: n.id, Addr: n.addr, Primary: true}}}
+func (n singleNode) ClusterShards() []commands.Shard {
+	return []commands.Shard{{Self: n.id, Nodes: []commands.ShardNode{{ID: n.id, Addr: n.addr, Primary: true}}}}
 }
 
 // loadNodeID returns the node id kept in dir, making and writing one
@@ -93,11 +93,21 @@ func validNodeID(id string) bool {
 // group's shard as cluster.Node describes it.
 type groupTopology struct{ node *cluster.Node }
 
-func (g groupTopology) ClusterShard() commands.Shard {
-	sh := g.node.ClusterShard()
+func (g groupTopology) ClusterShards() []commands.Shard {
+	return []commands.Shard{shardOf(g.node.ClusterShard())}
+}
+
+// shardOf is a cluster.Shard as the commands package reports it.
+func shardOf(sh cluster.Shard) commands.Shard {
 	out := commands.Shard{Self: sh.Self, Epoch: sh.Epoch, Down: sh.Down, Nodes: make([]commands.ShardNode, len(sh.Nodes))}
 	for i, n := range sh.Nodes {
 		out.Nodes[i] = commands.ShardNode{ID: n.ID, Addr: n.Addr, BusPort: n.BusPort, Primary: n.Primary, Offset: n.Offset}
+	}
+	if sh.Slots != nil {
+		out.Slots = make([][2]int, 0, len(sh.Slots))
+		for _, r := range sh.Slots {
+			out.Slots = append(out.Slots, [2]int{r.Lo, r.Hi})
+		}
 	}
 	return out
 }

@@ -100,7 +100,7 @@ func startGroup(t *testing.T, n int) []*groupNode {
 	}
 	first := leaderOf(t, nodes[:1])
 	for _, g := range nodes[1:] {
-		if err := first.node.Join(g.id, string(g.trans.LocalAddr()), g.resp); err != nil {
+		if err := first.node.Join(g.id, string(g.trans.LocalAddr()), g.resp, false); err != nil {
 			t.Fatal(err)
 		}
 	}

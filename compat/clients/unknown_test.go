@@ -63,7 +63,7 @@ func newUnknownGroup(t *testing.T) *unknownGroup {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if err := n1.Join("n2", string(t2.LocalAddr()), a2); err != nil {
+	if err := n1.Join("n2", string(t2.LocalAddr()), a2, false); err != nil {
 		t.Fatalf("adding n2: %v", err)
 	}
 	// A decision through the follower: it knows the leader and its

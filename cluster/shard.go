@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/sluice-rl/sluice/internal/replyerr"
+)
+
+// A node of a sharded cluster keeps two things in step, from its group's
+// leader (docs/cluster.md):
+//   - the meta group's leader splits the slots evenly among
+//     InitialGroups data groups when its table is empty (a new cluster);
+//   - a data group's leader reports the group's members and addresses to
+//     the meta group (opGroup), so that every node can route to it, and
+//     appends to its own log the slots the meta group's table gives it
+//     (opOwn), from which index on it serves them (fence.go).
+//
+// Slots only ever gain an owner here, at a cluster's start; moving a slot
+// from one group to another needs a seal in the old owner's log before
+// the new owner's own entry, which is the resharding protocol's job, not
+// this loop's: the loop never takes a slot from a group that owns it.
+
+// shardDutyPeriod is how often a leader compares its group with the meta
+// group's view of it.
+const shardDutyPeriod = 250 * time.Millisecond
+
+// startShardDuties starts the leader's loop on a sharded node.
+func (n *Node) startShardDuties() {
+	if !n.cfg.Meta && (n.cfg.Shard == 0 || n.cfg.MetaNode == nil) {
+		return
+	}
+	n.stopped.Add(1)
+	go func() {
+		defer n.stopped.Done()
+		t := time.NewTicker(shardDutyPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-n.stop:
+				return
+			case <-t.C:
+			}
+			if !n.ready.Load() {
+				continue
+			}
+			var err error
+			if n.cfg.Meta {
+				err = n.seedSlots()
+			} else {
+				err = errors.Join(n.reportGroup(), n.takeSlots())
+			}
+			if err != nil {
+				n.log.Debug("cluster: shard duties", "err", err)
+			}
+		}
+	}()
+}
+
+// seedSlots gives every slot an owner on a new cluster's meta group.
+func (n *Node) seedSlots() error {
+	if n.cfg.InitialGroups <= 0 {
+		return nil
+	}
+	epoch, _, _, _ := n.SlotTable()
+	if epoch != 0 {
+		return nil
+	}
+	_, err := n.batcher.submit(0, []op{{code: opSlots, epoch: 1, ranges: evenSlots(n.cfg.InitialGroups)}})
+	if err == nil {
+		n.log.Info("cluster: slots split among the data groups", "groups", n.cfg.InitialGroups)
+	}
+	return err
+}
+
+// groupRecord is this data group as its leader reports it to the meta
+// group: its members from raft's configuration, with the RESP addresses
+// of the member table.
+func (n *Node) groupRecord() (op, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return op{}, err
+	}
+	resp := n.fsm.Members()
+	o := op{code: opGroup, group: n.cfg.Shard, term: n.raft.CurrentTerm(), id: n.cfg.ID}
+	for _, s := range f.Configuration().Servers {
+		o.nodes = append(o.nodes, GroupNode{ID: string(s.ID), RESPAddr: resp[string(s.ID)], RaftAddr: string(s.Address)})
+	}
+	return o, nil
+}
+
+// reportGroup submits this group's record to the meta group when the meta
+// group's differs.
+func (n *Node) reportGroup() error {
+	o, err := n.groupRecord()
+	if err != nil {
+		return err
+	}
+	meta := n.cfg.MetaNode
+	_, _, groups, _ := meta.SlotTable()
+	for _, g := range groups {
+		if g.Group == o.group && g.Term == o.term && g.Leader == o.id && sameNodes(g.Nodes, o.nodes) {
+			return nil
+		}
+	}
+	_, err = meta.submit(time.Now().UnixNano(), []op{o})
+	return err
+}
+
+func sameNodes(a, b []GroupNode) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := make(map[GroupNode]bool, len(a))
+	for _, x := range a {
+		seen[x] = true
+	}
+	for _, y := range b {
+		if !seen[y] {
+			return false
+		}
+	}
+	return true
+}
+
+// takeSlots appends an own entry when the meta group's table gives this
+// group slots its log does not own yet. It never drops a slot (see the
+// comment at the top of the file).
+func (n *Node) takeSlots() error {
+	epoch, owners, _, ok := n.cfg.MetaNode.SlotTable()
+	if !ok || epoch == 0 {
+		return nil
+	}
+	var set slotSet
+	mine, _, _ := n.fsm.owned()
+	for _, r := range mine {
+		set.add(r)
+	}
+	before := set.count()
+	for _, o := range owners {
+		if o.Group == n.cfg.Shard {
+			set.add(slotRange{lo: uint16(o.Lo), hi: uint16(o.Hi)})
+		}
+	}
+	if set.count() == before {
+		return nil
+	}
+	_, err := n.batcher.submit(0, []op{{code: opOwn, epoch: epoch, ranges: set.ranges()}})
+	if err == nil {
+		n.log.Info("cluster: serving slots", "group", n.cfg.Shard, "ranges", len(set.ranges()), "epoch", epoch)
+	}
+	return err
+}
+
+// Route says where a command on slot runs: nil on this node's data group,
+// else MOVED to the owning group's leader, or CLUSTERDOWN while the slot
+// has no owner or its owner no known leader. Every such reply means
+// nothing was applied.
+func (n *Node) Route(slot int) error {
+	meta := n.cfg.MetaNode
+	if meta == nil {
+		return nil
+	}
+	g, leader := meta.SlotOwner(slot)
+	switch {
+	case g == n.cfg.Shard && g != 0:
+		return nil
+	case g == 0:
+		return errSlotUnserved
+	case leader == "":
+		return replyerr.New(replyerr.CLUSTERDOWN, "the data group "+strconv.Itoa(int(g))+" that owns slot "+
+			strconv.Itoa(slot)+" has no known leader; nothing was applied")
+	}
+	return replyerr.New(replyerr.MOVED, strconv.Itoa(slot)+" "+leader)
+}
+
+// settle turns each refusal of an operation outside this group's slots
+// into the redirect Route gives for its slot, if that is not this group.
+func (n *Node) settle(rs []result) {
+	for i := range rs {
+		if e, ok := rs[i].out.Err.(notOwnedError); ok {
+			if err := n.Route(int(e)); err != nil {
+				rs[i].out.Err = err
+			}
+		}
+	}
+}
+
+// ClusterShards is the sharded cluster as this node sees it, for the
+// CLUSTER commands: its own group first, from its own replica of its
+// group (the live leader), with the slots the meta group's table gives
+// it; then each other group from the meta group's record of it.
+func (n *Node) ClusterShards() []Shard {
+	own := n.ClusterShard()
+	meta := n.cfg.MetaNode
+	if meta == nil {
+		return []Shard{own}
+	}
+	_, owners, groups, _ := meta.SlotTable()
+	own.Slots = slotsOf(owners, n.cfg.Shard)
+	out := []Shard{own}
+	for _, g := range groups {
+		if g.Group == n.cfg.Shard {
+			continue
+		}
+		sh := Shard{Self: own.Self, Epoch: int64(g.Term), Slots: slotsOf(owners, g.Group), Down: true}
+		for _, nd := range g.Nodes {
+			node := ShardNode{ID: NodeID(nd.ID), Addr: nd.RESPAddr, Primary: nd.ID == g.Leader}
+			if _, port, err := net.SplitHostPort(nd.RaftAddr); err == nil {
+				node.BusPort, _ = strconv.Atoi(port)
+			}
+			if node.Primary {
+				sh.Down = nd.RESPAddr == ""
+				sh.Nodes = append([]ShardNode{node}, sh.Nodes...)
+			} else {
+				sh.Nodes = append(sh.Nodes, node)
+			}
+		}
+		if len(sh.Nodes) > 0 && !sh.Nodes[0].Primary {
+			sh.Nodes[0].Primary = true // no known leader: one stands as primary, and the shard is down
+		}
+		out = append(out, sh)
+	}
+	return out
+}
+
+// slotsOf returns group's ranges of the table; an empty, non-nil slice
+// if it owns none (nil would mean every slot).
+func slotsOf(owners []SlotOwner, group uint16) []SlotOwner {
+	out := []SlotOwner{}
+	for _, o := range owners {
+		if o.Group == group {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+

@@ -1,0 +1,123 @@
+package process
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+
+	"github.com/sluice-rl/sluice/cluster"
+	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// A node of a sharded cluster (--cluster-group, docs/cluster.md) is two
+// Raft members behind one RESP port and one Raft port: a replica of its
+// data group, whose log holds its slots' state, and a replica of the meta
+// group, whose log holds the slot table, the groups' members, the
+// command-defined policies and the ACL users. Group 1's bootstrapping node
+// starts the meta group; every other node joins it through --cluster-seed,
+// the first ones as voters (cluster.MetaVoters), the rest as non-voters,
+// so that every node answers CLUSTER SLOTS and routes from its own replica.
+
+// metaGroup is the meta group's group number on the shared Raft port (the
+// data group's is 0, the wire format of an unsharded group's port).
+const metaGroup = 1
+
+// openSharded opens the Raft port, the meta replica and the data
+// replica; ccfg is the data node's configuration as openReplicated made it.
+func (p *Process) openSharded(ccfg cluster.Config) error {
+	cfg := &p.cfg
+	port, err := cluster.OpenRaftPort(cluster.PortConfig{Bind: ccfg.RaftBind, Advertise: ccfg.RaftAdvertise,
+		Allow: ccfg.RaftAllow, ServerTLS: ccfg.RaftServerTLS, ClientTLS: ccfg.RaftClientTLS, Logger: p.log})
+	if err != nil {
+		return err
+	}
+	p.onClose(func() { port.Close() })
+	// The port holds the Raft addresses, --raft-allow and TLS for both.
+	ccfg.RaftBind, ccfg.RaftAdvertise, ccfg.RaftAllow, ccfg.RaftServerTLS, ccfg.RaftClientTLS = "", "", nil, nil, nil
+	mcfg := metaConfig(ccfg, cfg.clusterSeed, cfg.clusterGroups)
+	mcfg.Port, mcfg.Group = port, metaGroup
+	if p.meta, err = cluster.Open(mcfg, store.New(1)); err != nil {
+		return fmt.Errorf("the meta group: %w", err)
+	}
+	p.onClose(func() { p.meta.Close() })
+	// The data group replicates neither users nor policies: the meta
+	// group does, for the whole cluster.
+	ccfg.Port, ccfg.Group, ccfg.MetaNode = port, 0, p.meta
+	ccfg.ACL, ccfg.SeedACL, ccfg.Policies, ccfg.RulesHash = nil, false, nil, nil
+	if p.node, err = cluster.Open(ccfg, p.st); err != nil {
+		return err
+	}
+	p.onClose(func() { p.node.Close() })
+	p.log.Info("sharded cluster node", "group", ccfg.Shard, "seed", cfg.clusterSeed, "raft", port.Addr())
+	return nil
+}
+
+// metaConfig is the meta replica's configuration beside the data node's
+// ccfg, its state in --dir/meta: without a seed it starts the meta group
+// (group 1's bootstrapping node, which Check requires), else it joins
+// through the seed.
+func metaConfig(ccfg cluster.Config, seed string, groups int) cluster.Config {
+	m := ccfg
+	m.Dir = filepath.Join(ccfg.Dir, "meta")
+	m.Meta, m.Shard, m.MetaNode, m.InitialGroups = true, 0, nil, groups
+	m.Peers, m.Join, m.Bootstrap, m.NonVoter = nil, seed, cluster.NoBootstrap, false
+	if seed == "" {
+		m.Bootstrap = ccfg.Bootstrap
+	}
+	return m
+}
+
+// checkSharded refuses a sharded node's options that cannot work.
+func (c Options) checkSharded() error {
+	switch {
+	case c.cluster.Shard == 0 && c.clusterSeed != "":
+		return errors.New("--cluster-seed needs --cluster-group: it joins a sharded cluster's meta group")
+	case c.cluster.Shard == 0:
+		return nil
+	case !c.replicated():
+		return errors.New("--cluster-group needs --node-id and --raft-bind: a data group is a replicated group")
+	case c.clusterSeed == "" && (c.cluster.Shard != 1 || c.cluster.Bootstrap == cluster.NoBootstrap):
+		return errors.New("--cluster-group needs --cluster-seed, a cluster node's RESP address, on every node but group 1's " +
+			"bootstrapping one, which starts the meta group")
+	case int(c.cluster.Shard) > c.clusterGroups:
+		return fmt.Errorf("--cluster-group %d is above --cluster-groups %d", c.cluster.Shard, c.clusterGroups)
+	}
+	if c.clusterSeed != "" {
+		if _, _, err := net.SplitHostPort(c.clusterSeed); err != nil {
+			return fmt.Errorf("--cluster-seed: %w", err)
+		}
+	}
+	return nil
+}
+
+// shardedCluster is a sharded node as the commands see it: the data
+// node's keyspace and RAFT.* commands, with the meta group's replication
+// of users and policies, which apply cluster-wide.
+type shardedCluster struct {
+	*cluster.Node
+	meta *cluster.Node
+}
+
+func (s shardedCluster) ReplicateACL(now int64, argv [][]byte) (int64, error) {
+	return s.meta.ReplicateACL(now, argv)
+}
+
+func (s shardedCluster) ReplicatePolicy(now int64, argv [][]byte) (int64, error) {
+	return s.meta.ReplicatePolicy(now, argv)
+}
+
+func (s shardedCluster) LeaderRulesHash() ([32]byte, bool) { return s.meta.LeaderRulesHash() }
+
+// shardedTopology is a sharded node as the CLUSTER commands see it.
+type shardedTopology struct{ node *cluster.Node }
+
+func (t shardedTopology) ClusterShards() []commands.Shard {
+	var out []commands.Shard
+	for _, sh := range t.node.ClusterShards() {
+		out = append(out, shardOf(sh))
+	}
+	return out
+}
+
