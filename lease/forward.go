@@ -63,6 +63,14 @@ func (t *Tier) forward(now int64, reqs []algorithms.Request, idx []int, out []al
 		out[i] = algorithms.Outcome{Result: decision(d[:])}
 		return nil
 	})
+	var ea errAuth
+	if errors.As(err, &ea) { // refused before any command ran (AUTH, or NOAUTH on the first)
+		t.failed(err)
+		for _, i := range sent[answered:] {
+			out[i] = algorithms.Outcome{Err: errUnreachable}
+		}
+		return
+	}
 	if err != nil {
 		t.failed(err)
 		for _, i := range sent[answered:] {

@@ -47,6 +47,9 @@ func (f Fallback) String() string {
 // Config is a tier's configuration; zero fields take the defaults noted.
 type Config struct {
 	Upstream string // host:port of the upstream sluice (a node or a group's member)
+	// User and Password authenticate the tier's connections to the
+	// upstream (AUTH [user] password) when Password is set.
+	User, Password string
 	// Keys is the glob pattern of the keys served from leased stock; ""
 	// is every key. The others are forwarded.
 	Keys     string
@@ -145,7 +148,7 @@ func New(cfg Config) *Tier {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	t := &Tier{cfg: cfg, up: upstream{addr: cfg.Upstream, timeout: cfg.Timeout}, log: cfg.Logger,
+	t := &Tier{cfg: cfg, up: upstream{addr: cfg.Upstream, timeout: cfg.Timeout, user: cfg.User, password: cfg.Password}, log: cfg.Logger,
 		stocks: map[stockKey]*stock{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.Keys != "" && cfg.Keys != "*" {
 		t.pattern = []byte(cfg.Keys)
@@ -239,6 +242,12 @@ func (t *Tier) failed(err error) {
 	}
 	t.st.upstreamErrors.Add(1)
 	t.downUntil.Store(now() + int64(retryDown))
+	var ea errAuth
+	if errors.As(err, &ea) {
+		t.log.Error("the upstream refused the tier's AUTH: leased keys spend their stock, then --upstream-fallback decides",
+			"upstream", t.cfg.Upstream, "user", t.cfg.User, "err", err)
+		return
+	}
 	t.log.Warn("upstream unreachable", "upstream", t.cfg.Upstream, "err", err)
 }
 
