@@ -179,6 +179,7 @@ type Stats struct {
 	UpstreamUp                   bool
 	Fallback                     string
 	Keys                         int   // leased keys
+	HotKeys                      int   // keys chosen hot (--upstream-lease-hot), 0 without
 	Stock                        int64 // tokens held, unspent
 	LastBatch                    int64
 	Refills, RefillUnits         int64
@@ -196,6 +197,9 @@ func (t *Tier) Stats() Stats {
 		Returns: t.st.returns.Load(), ReturnedUnits: t.st.returnedUnits.Load(), LapsedUnits: t.st.lapsedUnits.Load(),
 		UpstreamErrors: t.st.upstreamErrors.Load(), LocalDecisions: t.st.localDecisions.Load(),
 		SyncTakes: t.st.syncTakes.Load(), FallbackDecisions: t.st.fallbackDecisions.Load(), Forwarded: t.st.forwarded.Load()}
+	if t.hot != nil {
+		s.HotKeys = t.hot.size()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s.Keys = len(t.stocks)

@@ -52,7 +52,10 @@ type Config struct {
 	User, Password string
 	// Keys is the glob pattern of the keys served from leased stock; ""
 	// is every key. The others are forwarded.
-	Keys     string
+	Keys string
+	// Hot, if > 0, leases only the Hot keys (of those Keys matches) with
+	// the most requests over the last one to two seconds (hot.go).
+	Hot      int
 	Fallback Fallback
 	Share    float64       // FallbackLocalShare's fraction of the limit, in (0, 1]; 0: 0.25
 	TTL      time.Duration // a key unused this long returns its stock; 0: 1s
@@ -76,6 +79,7 @@ const retryDown = 200 * time.Millisecond
 type Tier struct {
 	cfg     Config
 	pattern []byte
+	hot     *hotKeys // nil: every key the pattern matches is leased
 	up      upstream
 	log     *slog.Logger
 
@@ -153,6 +157,9 @@ func New(cfg Config) *Tier {
 	if cfg.Keys != "" && cfg.Keys != "*" {
 		t.pattern = []byte(cfg.Keys)
 	}
+	if cfg.Hot > 0 {
+		t.hot = newHotKeys(cfg.Hot)
+	}
 	go t.loop()
 	return t
 }
@@ -174,14 +181,18 @@ func now() int64 { return time.Now().UnixNano() }
 
 func (t *Tier) loop() {
 	defer close(t.done)
-	tick := time.NewTicker(max(t.cfg.TTL/4, 10*time.Millisecond))
+	tick := time.NewTicker(min(max(t.cfg.TTL/4, 10*time.Millisecond), 100*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
 		case <-t.stop:
 			return
 		case <-tick.C:
-			t.endLeases(now(), false)
+			at := now()
+			if t.hot != nil {
+				t.hot.update(at)
+			}
+			t.endLeases(at, false)
 		}
 	}
 }
@@ -258,11 +269,12 @@ func (t *Tier) leased(r *algorithms.Request) bool {
 	if !algorithms.Leasable(r.Limit.Algo) || r.N <= 0 || r.Group != 0 || r.Override != nil || r.Min != 0 {
 		return false
 	}
-	if t.pattern == nil {
-		return true
+	if t.pattern != nil {
+		if ok, _, _ := glob.Match(t.pattern, r.Key, false, glob.MaxStars, glob.StepLimit); !ok {
+			return false
+		}
 	}
-	ok, _, _ := glob.Match(t.pattern, r.Key, false, glob.MaxStars, glob.StepLimit)
-	return ok
+	return t.hot == nil || t.hot.note(r.Key)
 }
 
 // stockFor returns the stock of key under limit, made if absent.
