@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"math"
@@ -72,7 +73,8 @@ type Config struct {
 const retryDown = 200 * time.Millisecond
 
 // Tier is the lease-backed keyspace. Decide serves requests on leased keys
-// (a token bucket or fixed window, cost > 0, outside RL.ALL and RL.CHECK)
+// (a token bucket or fixed window, cost > 0, outside RL.ALL; RL.CHECK's
+// of a subject without an override upstream)
 // from local stock and forwards the rest; the other Keyspace methods are
 // forwarded or refused (keyspace.go). It is safe for concurrent use; New
 // starts its background loop, Close ends it and returns the stock.
@@ -110,6 +112,11 @@ type stock struct {
 	batch     int64 // the last batch asked for; 0 until the key's first take
 	short     int64 // the most a request denied for lack of stock lacked, for the next refill
 	gone      bool  // ended: its stock was returned
+	// ovr is an RL.CHECK subject's override key (nil for other keys);
+	// overridden: the upstream has that override, so the subject's
+	// requests are forwarded until the lease ends.
+	ovr        []byte
+	overridden bool
 
 	rateStart, rateCount int64   // the current rate sample
 	rate                 float64 // admitted units per second, smoothed
@@ -266,7 +273,7 @@ func (t *Tier) down(at int64) bool { return at < t.downUntil.Load() }
 
 // leased reports whether r is served from stock.
 func (t *Tier) leased(r *algorithms.Request) bool {
-	if !algorithms.Leasable(r.Limit.Algo) || r.N <= 0 || r.Group != 0 || r.Override != nil || r.Min != 0 {
+	if !algorithms.Leasable(r.Limit.Algo) || r.N <= 0 || r.Group != 0 || r.Min != 0 {
 		return false
 	}
 	if t.pattern != nil {
@@ -277,14 +284,18 @@ func (t *Tier) leased(r *algorithms.Request) bool {
 	return t.hot == nil || t.hot.note(r.Key)
 }
 
-// stockFor returns the stock of key under limit, made if absent.
-func (t *Tier) stockFor(key []byte, limit algorithms.Limit) *stock {
+// stockFor returns the stock of key under limit, made if absent (with
+// the override key ovr of an RL.CHECK, copied).
+func (t *Tier) stockFor(key []byte, limit algorithms.Limit, ovr []byte) *stock {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := stockKey{string(key), limit}
 	s := t.stocks[k]
 	if s == nil {
 		s = &stock{key: []byte(k.key), limit: limit, until: math.MaxInt64}
+		if ovr != nil {
+			s.ovr = bytes.Clone(ovr)
+		}
 		t.stocks[k] = s
 	}
 	return s
