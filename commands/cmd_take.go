@@ -2,6 +2,7 @@ package commands
 
 import (
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/figure"
 )
 
 // RL.TAKE: takes a stock of units ahead, for a holder that spends them
@@ -104,9 +105,10 @@ func parseTake(args [][]byte) (algorithms.Request, error) {
 func (s *session) writeTake(r *algorithms.Result) { s.writeResult(r, resultFields[:]) }
 
 // LeaseReporter is the Keyspace's optional part that holds leased stock
-// (package lease): INFO leases prints its pairs.
+// (package lease): INFO leases prints its figures and the metrics endpoint
+// exports them.
 type LeaseReporter interface {
-	InfoLeases() [][2]string
+	LeaseFigures() []figure.Figure
 }
 
 // leasesInfo is INFO leases: the tier's figures, or nothing on a keyspace
@@ -116,9 +118,5 @@ func (h *Handler) leasesInfo() []Param {
 	if !ok {
 		return nil
 	}
-	var out []Param
-	for _, kv := range lr.InfoLeases() {
-		out = append(out, Param{kv[0], kv[1]})
-	}
-	return out
+	return params(lr.LeaseFigures(), figure.Leases)
 }

@@ -14,6 +14,7 @@ type Figures struct {
 	Commands, Errors, Allowed, Denied int64
 	Keyspace                          []figure.Figure   // nil without a StatsReporter
 	Server                            []figure.Figure   // the server's own rows (server_figures.go)
+	Leases                            []figure.Figure   // a lease tier's (LeaseReporter), else nil
 	Persistence                       *PersistenceStats // nil without a Persister (a replicated node)
 	AppendOnly                        *AppendOnlyStats  // nil with the append-only log off
 	// WritesRefused: changes are refused with MISCONF now (durable.go).
@@ -29,6 +30,9 @@ func (h *Handler) Figures() Figures {
 		f.Keyspace = r.KeyspaceFigures()
 	}
 	f.Server = h.serverFiguresNow(f.Keyspace)
+	if lr, ok := h.ks.(LeaseReporter); ok {
+		f.Leases = lr.LeaseFigures()
+	}
 	if p := h.cfg.Persister; p != nil {
 		ps := p.PersistenceStats()
 		f.Persistence = &ps

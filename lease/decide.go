@@ -22,8 +22,7 @@ import (
 func (t *Tier) Decide(now int64, reqs []algorithms.Request, out []algorithms.Outcome) {
 	var fwd []int
 	for i := range reqs {
-		if t.leased(&reqs[i]) {
-			t.decideLeased(now, &reqs[i], &out[i])
+		if t.leased(&reqs[i]) && t.decideLeased(now, &reqs[i], &out[i]) {
 			continue
 		}
 		fwd = append(fwd, i)
@@ -33,22 +32,30 @@ func (t *Tier) Decide(now int64, reqs []algorithms.Request, out []algorithms.Out
 	}
 }
 
-func (t *Tier) decideLeased(now int64, r *algorithms.Request, o *algorithms.Outcome) {
+// decideLeased decides r from its key's stock; false if r is to be
+// forwarded instead (an RL.CHECK whose subject has an override upstream).
+func (t *Tier) decideLeased(now int64, r *algorithms.Request, o *algorithms.Outcome) bool {
 	for {
-		s := t.stockFor(r.Key, r.Limit)
+		s := t.stockFor(r.Key, r.Limit, r.Override)
 		s.mu.Lock()
 		if s.gone { // ended between the lookup and the lock
 			s.mu.Unlock()
 			continue
 		}
-		t.spend(now, s, r, o)
+		ok := t.spend(now, s, r, o)
 		s.mu.Unlock()
-		return
+		return ok
 	}
 }
 
-// spend decides r on s at now; it requires that s.mu is held.
-func (t *Tier) spend(now int64, s *stock, r *algorithms.Request, o *algorithms.Outcome) {
+// spend decides r on s at now, or reports false if s's subject has an
+// override upstream: r is forwarded, and s left unused, so that its lease
+// ends after the TTL and the next take looks again. It requires that s.mu
+// is held.
+func (t *Tier) spend(now int64, s *stock, r *algorithms.Request, o *algorithms.Outcome) bool {
+	if s.overridden {
+		return false
+	}
 	*o = algorithms.Outcome{}
 	s.lastUse = now
 	s.noteRate(now, r.N)
@@ -63,6 +70,10 @@ func (t *Tier) spend(now int64, s *stock, r *algorithms.Request, o *algorithms.O
 		// lacked (the answer arrives one round trip later).
 		t.st.syncTakes.Add(1)
 		t.take(now, s, r.N-s.have, o) // on the request's path, s.mu held: the key waits for it
+		if s.overridden {
+			*o = algorithms.Outcome{}
+			return false
+		}
 	}
 	if s.have < r.N {
 		s.short = max(s.short, r.N-s.have)
@@ -73,10 +84,10 @@ func (t *Tier) spend(now int64, s *stock, r *algorithms.Request, o *algorithms.O
 		t.st.localDecisions.Add(1)
 		*o = algorithms.Outcome{Result: s.result(true)}
 	case o.Err != nil:
-		return // the upstream refused the take (WRONGTYPE …)
+		return true // the upstream refused the take (WRONGTYPE …)
 	case t.down(now):
 		t.fallback(now, s, r, o)
-		return
+		return true
 	case s.batch > 0 && o.Result.Limit == 0:
 		*o = algorithms.Outcome{Result: s.result(false)} // denied from stock; a refill follows
 	case o.Result.Limit == 0:
@@ -90,6 +101,7 @@ func (t *Tier) spend(now int64, s *stock, r *algorithms.Request, o *algorithms.O
 		s.refilling = true
 		go t.refill(s)
 	}
+	return true
 }
 
 // result is a decision served from stock: Remaining is the local stock,
@@ -144,12 +156,16 @@ func (s *stock) lowWater() int64 { return max((s.batch+1)/2, 1) }
 func (t *Tier) take(now int64, s *stock, need int64, o *algorithms.Outcome) {
 	l := t.batchSize(s, need)
 	s.batch = l
-	g, res, err := t.takeUpstream(s.key, s.limit, need, l)
+	g, res, ovr, err := t.takeUpstream(s.key, s.limit, need, l, s.ovr)
 	if err != nil {
 		t.failed(err)
 		if _, ok := err.(errReply); ok {
 			*o = algorithms.Outcome{Err: err}
 		}
+		return
+	}
+	if ovr {
+		t.overridden(s, g)
 		return
 	}
 	if g == 0 {
@@ -189,12 +205,16 @@ func (t *Tier) refill(s *stock) {
 	s.batch = l
 	s.mu.Unlock()
 	sent := now()
-	g, res, err := t.takeUpstream(key, limit, need, l)
+	g, res, ovr, err := t.takeUpstream(key, limit, need, l, s.ovr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.refilling = false
 	if err != nil {
 		t.failed(err)
+		return
+	}
+	if ovr {
+		t.overridden(s, g)
 		return
 	}
 	if g == 0 {
@@ -214,9 +234,30 @@ func (t *Tier) refill(s *stock) {
 	s.add(sent, g, res)
 }
 
+// overridden marks s as a subject with an override upstream: the g units
+// just taken go back (a bucket's) or lapse, and its requests are forwarded
+// as RL.CHECK from now on. It requires that s.mu is held.
+func (t *Tier) overridden(s *stock, g int64) {
+	s.overridden = true
+	t.st.refills.Add(1)
+	t.st.refillUnits.Add(g)
+	t.st.lapsedUnits.Add(s.have)
+	s.have = 0
+	if g <= 0 {
+		return
+	}
+	if s.limit.Algo == algorithms.Token {
+		go t.giveBack(s, g)
+	} else {
+		t.st.lapsedUnits.Add(g)
+	}
+}
+
 // takeUpstream sends RL.TAKE key ALGO p1 p2 l MIN need and returns the
-// units granted and the decision.
-func (t *Tier) takeUpstream(key []byte, limit algorithms.Limit, need, l int64) (int64, algorithms.Result, error) {
+// units granted and the decision. With ovr (an RL.CHECK's subject's
+// override key) it sends EXISTS ovr first, in the same pipeline, and
+// reports whether the override exists: the units were taken all the same.
+func (t *Tier) takeUpstream(key []byte, limit algorithms.Limit, need, l int64, ovr []byte) (int64, algorithms.Result, bool, error) {
 	cmd := [][]byte{[]byte("RL.TAKE"), key, nil, nil, nil, []byte(strconv.FormatInt(l, 10)),
 		[]byte("MIN"), []byte(strconv.FormatInt(need, 10))}
 	count := []byte(strconv.FormatInt(limit.Count, 10))
@@ -225,12 +266,26 @@ func (t *Tier) takeUpstream(key []byte, limit algorithms.Limit, need, l int64) (
 	} else {
 		cmd[2], cmd[3], cmd[4] = []byte("FIXED"), count, durationArg(limit.Period)
 	}
-	var d [6]int64
-	err := t.up.do([][][]byte{cmd}, func(_ int, v *resp.Value) error { return ints(v, d[:]) })
-	if err != nil {
-		return 0, algorithms.Result{}, err
+	cmds := [][][]byte{cmd}
+	if ovr != nil {
+		cmds = [][][]byte{{[]byte("EXISTS"), ovr}, cmd}
 	}
-	return d[5], decision(d[:5]), nil
+	var d [6]int64
+	exists := false
+	err := t.up.do(cmds, func(i int, v *resp.Value) error {
+		if i == len(cmds)-1 {
+			return ints(v, d[:])
+		}
+		if v.IsError() {
+			return errReply(v.Text)
+		}
+		exists = v.Num > 0
+		return nil
+	})
+	if err != nil {
+		return 0, algorithms.Result{}, false, err
+	}
+	return d[5], decision(d[:5]), exists, nil
 }
 
 // decision converts the five integers of a decision reply to a Result.

@@ -6,12 +6,13 @@ import (
 
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/internal/resp"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // errNotForwarded is the outcome of a request the tier cannot pass on: an
-// RL.ALL group, an RL.CHECK (its override), a throttle, a take.
-var errNotForwarded = errors.New("ERR not served by a lease tier (--upstream): send RL.ALL, RL.CHECK, CL.THROTTLE " +
-	"and RL.TAKE to the upstream")
+// RL.ALL group (an RL.CHECK of several pairs), a throttle, a take.
+var errNotForwarded = errors.New("ERR not served by a lease tier (--upstream): send RL.ALL, RL.CHECK of several pairs, " +
+	"CL.THROTTLE and RL.TAKE to the upstream")
 
 // forward sends the requests of reqs at the indexes idx to the upstream as
 // the commands they came from, in one pipeline, and writes their outcomes.
@@ -63,6 +64,14 @@ func (t *Tier) forward(now int64, reqs []algorithms.Request, idx []int, out []al
 		out[i] = algorithms.Outcome{Result: decision(d[:])}
 		return nil
 	})
+	var ea errAuth
+	if errors.As(err, &ea) { // refused before any command ran (AUTH, or NOAUTH on the first)
+		t.failed(err)
+		for _, i := range sent[answered:] {
+			out[i] = algorithms.Outcome{Err: errUnreachable}
+		}
+		return
+	}
 	if err != nil {
 		t.failed(err)
 		for _, i := range sent[answered:] {
@@ -74,10 +83,17 @@ func (t *Tier) forward(now int64, reqs []algorithms.Request, idx []int, out []al
 
 // command is the upstream command that carries out r, if there is one.
 func command(r *algorithms.Request) ([][]byte, bool) {
-	if r.Group != 0 || r.Override != nil || r.Min != 0 {
+	if r.Group != 0 || r.Min != 0 {
 		return nil, false
 	}
 	n := []byte(strconv.FormatInt(r.N, 10))
+	if r.Override != nil { // an RL.CHECK: its policy's name and the subject are in the state key
+		name, subject, ok := policy.SplitCheckKey(r.Key)
+		if !ok {
+			return nil, false
+		}
+		return [][]byte{[]byte("RL.CHECK"), []byte(name), subject, n}, true
+	}
 	count := []byte(strconv.FormatInt(r.Limit.Count, 10))
 	switch r.Limit.Algo {
 	case algorithms.Token:

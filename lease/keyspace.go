@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/compat"
@@ -180,6 +179,7 @@ type Stats struct {
 	UpstreamUp                   bool
 	Fallback                     string
 	Keys                         int   // leased keys
+	HotKeys                      int   // keys chosen hot (--upstream-lease-hot), 0 without
 	Stock                        int64 // tokens held, unspent
 	LastBatch                    int64
 	Refills, RefillUnits         int64
@@ -197,6 +197,9 @@ func (t *Tier) Stats() Stats {
 		Returns: t.st.returns.Load(), ReturnedUnits: t.st.returnedUnits.Load(), LapsedUnits: t.st.lapsedUnits.Load(),
 		UpstreamErrors: t.st.upstreamErrors.Load(), LocalDecisions: t.st.localDecisions.Load(),
 		SyncTakes: t.st.syncTakes.Load(), FallbackDecisions: t.st.fallbackDecisions.Load(), Forwarded: t.st.forwarded.Load()}
+	if t.hot != nil {
+		s.HotKeys = t.hot.size()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s.Keys = len(t.stocks)
@@ -206,23 +209,4 @@ func (t *Tier) Stats() Stats {
 		st.mu.Unlock()
 	}
 	return s
-}
-
-// InfoLeases is INFO leases: the Stats as name, value pairs.
-func (t *Tier) InfoLeases() [][2]string {
-	s := t.Stats()
-	i := func(v int64) string { return strconv.FormatInt(v, 10) }
-	up := "0"
-	if s.UpstreamUp {
-		up = "1"
-	}
-	return [][2]string{
-		{"upstream", s.Upstream}, {"upstream_up", up}, {"upstream_fallback", s.Fallback},
-		{"leased_keys", strconv.Itoa(s.Keys)}, {"lease_stock", i(s.Stock)}, {"lease_last_batch", i(s.LastBatch)},
-		{"lease_refills", i(s.Refills)}, {"lease_refill_units", i(s.RefillUnits)},
-		{"lease_returns", i(s.Returns)}, {"lease_returned_units", i(s.ReturnedUnits)},
-		{"lease_lapsed_units", i(s.LapsedUnits)}, {"lease_upstream_errors", i(s.UpstreamErrors)},
-		{"lease_local_decisions", i(s.LocalDecisions)}, {"lease_sync_takes", i(s.SyncTakes)},
-		{"lease_fallback_decisions", i(s.FallbackDecisions)}, {"lease_forwarded", i(s.Forwarded)},
-	}
 }

@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"bytes"
 	"errors"
 	"log/slog"
 	"math"
@@ -47,9 +48,15 @@ func (f Fallback) String() string {
 // Config is a tier's configuration; zero fields take the defaults noted.
 type Config struct {
 	Upstream string // host:port of the upstream sluice (a node or a group's member)
+	// User and Password authenticate the tier's connections to the
+	// upstream (AUTH [user] password) when Password is set.
+	User, Password string
 	// Keys is the glob pattern of the keys served from leased stock; ""
 	// is every key. The others are forwarded.
-	Keys     string
+	Keys string
+	// Hot, if > 0, leases only the Hot keys (of those Keys matches) with
+	// the most requests over the last one to two seconds (hot.go).
+	Hot      int
 	Fallback Fallback
 	Share    float64       // FallbackLocalShare's fraction of the limit, in (0, 1]; 0: 0.25
 	TTL      time.Duration // a key unused this long returns its stock; 0: 1s
@@ -66,13 +73,15 @@ type Config struct {
 const retryDown = 200 * time.Millisecond
 
 // Tier is the lease-backed keyspace. Decide serves requests on leased keys
-// (a token bucket or fixed window, cost > 0, outside RL.ALL and RL.CHECK)
+// (a token bucket or fixed window, cost > 0, outside RL.ALL; RL.CHECK's
+// of a subject without an override upstream)
 // from local stock and forwards the rest; the other Keyspace methods are
 // forwarded or refused (keyspace.go). It is safe for concurrent use; New
 // starts its background loop, Close ends it and returns the stock.
 type Tier struct {
 	cfg     Config
 	pattern []byte
+	hot     *hotKeys // nil: every key the pattern matches is leased
 	up      upstream
 	log     *slog.Logger
 
@@ -103,6 +112,11 @@ type stock struct {
 	batch     int64 // the last batch asked for; 0 until the key's first take
 	short     int64 // the most a request denied for lack of stock lacked, for the next refill
 	gone      bool  // ended: its stock was returned
+	// ovr is an RL.CHECK subject's override key (nil for other keys);
+	// overridden: the upstream has that override, so the subject's
+	// requests are forwarded until the lease ends.
+	ovr        []byte
+	overridden bool
 
 	rateStart, rateCount int64   // the current rate sample
 	rate                 float64 // admitted units per second, smoothed
@@ -145,10 +159,13 @@ func New(cfg Config) *Tier {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	t := &Tier{cfg: cfg, up: upstream{addr: cfg.Upstream, timeout: cfg.Timeout}, log: cfg.Logger,
+	t := &Tier{cfg: cfg, up: upstream{addr: cfg.Upstream, timeout: cfg.Timeout, user: cfg.User, password: cfg.Password}, log: cfg.Logger,
 		stocks: map[stockKey]*stock{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.Keys != "" && cfg.Keys != "*" {
 		t.pattern = []byte(cfg.Keys)
+	}
+	if cfg.Hot > 0 {
+		t.hot = newHotKeys(cfg.Hot)
 	}
 	go t.loop()
 	return t
@@ -171,14 +188,18 @@ func now() int64 { return time.Now().UnixNano() }
 
 func (t *Tier) loop() {
 	defer close(t.done)
-	tick := time.NewTicker(max(t.cfg.TTL/4, 10*time.Millisecond))
+	tick := time.NewTicker(min(max(t.cfg.TTL/4, 10*time.Millisecond), 100*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
 		case <-t.stop:
 			return
 		case <-tick.C:
-			t.endLeases(now(), false)
+			at := now()
+			if t.hot != nil {
+				t.hot.update(at)
+			}
+			t.endLeases(at, false)
 		}
 	}
 }
@@ -239,6 +260,12 @@ func (t *Tier) failed(err error) {
 	}
 	t.st.upstreamErrors.Add(1)
 	t.downUntil.Store(now() + int64(retryDown))
+	var ea errAuth
+	if errors.As(err, &ea) {
+		t.log.Error("the upstream refused the tier's AUTH: leased keys spend their stock, then --upstream-fallback decides",
+			"upstream", t.cfg.Upstream, "user", t.cfg.User, "err", err)
+		return
+	}
 	t.log.Warn("upstream unreachable", "upstream", t.cfg.Upstream, "err", err)
 }
 
@@ -246,24 +273,29 @@ func (t *Tier) down(at int64) bool { return at < t.downUntil.Load() }
 
 // leased reports whether r is served from stock.
 func (t *Tier) leased(r *algorithms.Request) bool {
-	if !algorithms.Leasable(r.Limit.Algo) || r.N <= 0 || r.Group != 0 || r.Override != nil || r.Min != 0 {
+	if !algorithms.Leasable(r.Limit.Algo) || r.N <= 0 || r.Group != 0 || r.Min != 0 {
 		return false
 	}
-	if t.pattern == nil {
-		return true
+	if t.pattern != nil {
+		if ok, _, _ := glob.Match(t.pattern, r.Key, false, glob.MaxStars, glob.StepLimit); !ok {
+			return false
+		}
 	}
-	ok, _, _ := glob.Match(t.pattern, r.Key, false, glob.MaxStars, glob.StepLimit)
-	return ok
+	return t.hot == nil || t.hot.note(r.Key)
 }
 
-// stockFor returns the stock of key under limit, made if absent.
-func (t *Tier) stockFor(key []byte, limit algorithms.Limit) *stock {
+// stockFor returns the stock of key under limit, made if absent (with
+// the override key ovr of an RL.CHECK, copied).
+func (t *Tier) stockFor(key []byte, limit algorithms.Limit, ovr []byte) *stock {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	k := stockKey{string(key), limit}
 	s := t.stocks[k]
 	if s == nil {
 		s = &stock{key: []byte(k.key), limit: limit, until: math.MaxInt64}
+		if ovr != nil {
+			s.ovr = bytes.Clone(ovr)
+		}
 		t.stocks[k] = s
 	}
 	return s

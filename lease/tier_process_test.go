@@ -32,16 +32,29 @@ func hammer(t *testing.T, rdb *redis.Client, admitted *atomic.Int64, stop <-chan
 	}
 }
 
-// TestFourLeaseholdersNeverAdmitMoreThanTheUpstreamBucket: one upstream,
-// four tiers over it, one hot key at 1000/s capacity 100 hammered through
-// all four for 2 s, one tier killed with SIGKILL half way. Every admitted
-// request spent a token the upstream had debited, so the total is at most
-// 100 + 1000·t, t the hammering's whole span.
+// TestFourLeaseholdersNeverAdmitMoreThanTheUpstreamBucket: one upstream
+// (a single node, and a 3-node group's leader), four tiers over it, one hot
+// key at 1000/s capacity 100 hammered through all four for 2 s, one tier
+// killed with SIGKILL half way. Every admitted request spent a token the
+// upstream had debited, so the total is at most 100 + 1000·t, t the
+// hammering's whole span.
 func TestFourLeaseholdersNeverAdmitMoreThanTheUpstreamBucket(t *testing.T) {
-	up := sluicetest.Start(t)
+	t.Run("node", func(t *testing.T) { fourLeaseholders(t, sluicetest.Start(t).Addr) })
+	t.Run("group", func(t *testing.T) {
+		n1 := sluicetest.Start(t, "--node-id", "n1", "--raft-bind", "127.0.0.1:0", "--bootstrap", "yes")
+		waitInfo(t, n1, "replication", "role:leader")
+		for _, id := range []string{"n2", "n3"} {
+			sluicetest.Start(t, "--node-id", id, "--raft-bind", "127.0.0.1:0", "--join", n1.Addr)
+		}
+		waitInfo(t, n1, "replication", "members:3")
+		fourLeaseholders(t, n1.Addr)
+	})
+}
+
+func fourLeaseholders(t *testing.T, upstream string) {
 	var tiers []*sluicetest.Server
 	for i := 0; i < 4; i++ {
-		tiers = append(tiers, sluicetest.Start(t, "--upstream", up.Addr, "--upstream-lease-ttl", "200"))
+		tiers = append(tiers, sluicetest.Start(t, "--upstream", upstream, "--upstream-lease-ttl", "200"))
 	}
 	var admitted atomic.Int64
 	stop := make(chan struct{})
@@ -71,7 +84,7 @@ func TestFourLeaseholdersNeverAdmitMoreThanTheUpstreamBucket(t *testing.T) {
 		t.Fatalf("admitted %d: the tiers served nothing", got)
 	}
 	info := tiers[0].Client(2).Info(context.Background(), "leases").Val()
-	for _, field := range []string{"upstream:" + up.Addr, "lease_refills:", "lease_stock:", "lease_local_decisions:"} {
+	for _, field := range []string{"upstream:" + upstream, "lease_refills:", "lease_stock:", "lease_local_decisions:"} {
 		if !contains(info, field) {
 			t.Fatalf("INFO leases lacks %q:\n%s", field, info)
 		}

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -20,6 +21,9 @@ import (
 type upstream struct {
 	addr    string
 	timeout time.Duration
+	// user and password authenticate each new connection (AUTH) when
+	// password is set; user "" is the default user.
+	user, password string
 
 	mu   sync.Mutex
 	idle []*upConn
@@ -39,6 +43,17 @@ const maxIdle = 16
 // cannot be reached: nothing was applied, which CLUSTERDOWN says to
 // clients that retry it.
 var errUnreachable = errors.New("CLUSTERDOWN the upstream is unreachable")
+
+// errAuth is the upstream's refusal of the tier's credentials: AUTH
+// answered an error (WRONGPASS), or a command answered NOAUTH (the
+// upstream needs a password the tier was not given). The tier treats it
+// as an unreachable upstream: the stock is spent, then the fallback
+// decides.
+type errAuth string
+
+func (e errAuth) Error() string {
+	return "the upstream refused the tier's credentials (--upstream-user, --upstream-password): " + string(e)
+}
 
 // do sends cmds as one pipeline and calls fn with each reply in order; the
 // reply is only valid during the call. An error means the connection
@@ -65,6 +80,10 @@ func (u *upstream) do(cmds [][][]byte, fn func(i int, v *resp.Value) error) erro
 			c.nc.Close()
 			return err
 		}
+		if c.v.IsError() && bytes.HasPrefix(c.v.Text, []byte("NOAUTH")) {
+			c.nc.Close()
+			return errAuth(c.v.Text)
+		}
 		if err := fn(i, &c.v); err != nil {
 			c.nc.Close()
 			return err
@@ -87,7 +106,35 @@ func (u *upstream) get() (*upConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &upConn{nc: nc, r: bufio.NewReaderSize(nc, 16<<10)}, nil
+	c := &upConn{nc: nc, r: bufio.NewReaderSize(nc, 16<<10)}
+	if u.password != "" {
+		if err := u.auth(c); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// auth sends AUTH [user] password on the new connection c.
+func (u *upstream) auth(c *upConn) error {
+	if err := c.nc.SetDeadline(time.Now().Add(u.timeout)); err != nil { // the edge's clock, for the deadline
+		return err
+	}
+	args := [][]byte{[]byte("AUTH"), []byte(u.password)}
+	if u.user != "" {
+		args = [][]byte{[]byte("AUTH"), []byte(u.user), []byte(u.password)}
+	}
+	if _, err := c.nc.Write(resp.AppendArgs(c.out[:0], args)); err != nil {
+		return err
+	}
+	if err := resp.Read(c.r, &c.v); err != nil {
+		return err
+	}
+	if c.v.IsError() {
+		return errAuth(c.v.Text)
+	}
+	return nil
 }
 
 func (u *upstream) put(c *upConn) {

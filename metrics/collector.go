@@ -153,7 +153,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		return
 	}
 	f := c.src.Figures()
-	for _, fs := range [][]figure.Figure{f.Keyspace, f.Server} {
+	for _, fs := range [][]figure.Figure{f.Keyspace, f.Server, f.Leases} {
 		for _, f := range fs {
 			if f.Metric != "" {
 				ch <- c.descOf(f.Desc)
@@ -212,6 +212,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(dClientMem, float64(t.ClientMemory))
 	c.collectFigures(ch, f.Keyspace)
 	c.collectFigures(ch, f.Server)
+	c.collectFigures(ch, f.Leases)
 	if p := f.Persistence; p != nil {
 		gauge(dSnapInProgress, b2f(p.BackgroundSaveRunning))
 		gauge(dSnapLast, float64(p.LastSave))

@@ -14,6 +14,10 @@ type Entry struct {
 	hash       uint64
 }
 
+// Hash returns the hash of the key counted (Hash of its every byte, a
+// truncated key's too).
+func (e *Entry) Hash() uint64 { return e.hash }
+
 // Tally sums sketches (of one stream's parts: stripes, periods) with
 // their bounds: a key's count is the sum of its counts, a sketch that does
 // not keep it adding its Floor to both count and error. Not safe for

@@ -31,6 +31,7 @@ const (
 	Persistence
 	Stats
 	CPU
+	Leases // a lease tier's (INFO leases)
 )
 
 // Desc is what a figure is. Name is unique in a table; Metric, if set, is
