@@ -5,7 +5,7 @@ BIN     := bin/sluice
 PORT    ?= 6380
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build run cli cluster test deps vet race fuzz soak bench bench-rls clean
+.PHONY: all build run cli cluster test deps vet race fuzz soak bench bench-rls bench-cores clean
 
 all: build
 
@@ -109,6 +109,14 @@ bench:
 ## bench-rls: only the Envoy RLS v3 comparison, into its section of bench/RESULTS.md
 bench-rls:
 	cd bench && $(GO) run . -rls only -md RESULTS.md
+
+## bench-cores: sluice on CORES (default 1,2,4,8) cores of its own against Redis on one thread and with io-threads (RL.TOKEN vs
+## INCR, and the five libraries' scripts, at P16), the load generator on GEN_CPUS CPUs of its own (0: half of them); counts the
+## machine cannot hold are skipped and named. Prints markdown for bench/RESULTS.md (docs/architecture.md, "Running on more cores")
+CORES    ?= 1,2,4,8
+GEN_CPUS ?= 0
+bench-cores:
+	cd bench && $(GO) run . -cores $(CORES) -gen-cpus $(GEN_CPUS)
 
 clean:
 	rm -rf bin

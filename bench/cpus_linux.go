@@ -11,9 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// setupCPUs decides the placement for mode ("auto", "on" or "off") and
-// moves bench itself onto the generator's CPU.
-func setupCPUs(mode string) error {
+// setupCPUs decides the placement for mode ("auto", "on" or "off"), gen
+// CPUs for the load generator (the first ones bench may use; less than 1
+// means 1) and the rest for the servers, and moves bench itself onto the
+// generator's CPUs.
+func setupCPUs(mode string, gen int) error {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		cpus = cpuPlan{why: "cannot read the CPU affinity: " + err.Error()}
@@ -32,6 +34,8 @@ func setupCPUs(mode string) error {
 		return nil
 	case len(all) < 2:
 		cpus.why = "one CPU: the generator and the servers share it"
+	case max(gen, 1) >= len(all):
+		cpus.why = fmt.Sprintf("%d CPUs: none left for the servers after the generator's %d", len(all), max(gen, 1))
 	default:
 		ts, err := exec.LookPath("taskset")
 		if err != nil {
@@ -39,7 +43,7 @@ func setupCPUs(mode string) error {
 			break
 		}
 		cpus.pinned, cpus.taskset = true, ts
-		cpus.gen, cpus.servers = all[:1], all[1:]
+		cpus.gen, cpus.servers = all[:max(gen, 1)], all[max(gen, 1):]
 	}
 	if !cpus.pinned {
 		if mode == "on" {

@@ -10,7 +10,7 @@ import (
 
 // setupCPUs: placing the generator and the servers on CPUs of their own
 // needs Linux's affinity calls and taskset; elsewhere they share the CPUs.
-func setupCPUs(mode string) error {
+func setupCPUs(mode string, _ int) error {
 	cpus = cpuPlan{why: "CPU placement needs Linux"}
 	for i := 0; i < runtime.NumCPU(); i++ {
 		cpus.all = append(cpus.all, i)

@@ -18,6 +18,7 @@
 //	go run . -failover 7                 # kill -9 the leader of a fresh group, 7 times
 //	go run . -recovery 5                 # restart a follower of a group of 100,000 keys, 5 times
 //	go run . -rls only                   # Envoy RLS v3: sluice vs envoyproxy/ratelimit + Redis, over gRPC
+//	go run . -cores 1,2,4,8              # sluice on 1-8 cores vs Redis on one thread and with io-threads
 package main
 
 import (
@@ -65,6 +66,8 @@ type options struct {
 	cluster           int // nodes of the groups the group scenarios and trials start
 	trials            trialOptions
 	rls               rlsOptions
+	cores             coresOptions
+	genCPUs           int // CPUs the load generator keeps to when pinned (0: one)
 }
 
 func main() {
@@ -92,6 +95,16 @@ func run(argv []string, stdout, stderr io.Writer) int {
 		os.Exit(130)
 	}()
 
+	if o.cores.wanted() {
+		if err := runCores(ctx, o, stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			if ctx.Err() != nil {
+				return 130
+			}
+			return 1
+		}
+		return 0
+	}
 	if o.trials.wanted() {
 		if err := runTrials(ctx, o, stdout, stderr); err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
@@ -177,6 +190,7 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.cluster, "cluster", 3, "nodes of the replicated group bench starts on loopback for every round of a group-* scenario, and for -failover and -recovery")
 	o.trials.flags(fs)
 	o.rls.flags(fs)
+	o.cores.flags(fs)
 	if err := fs.Parse(argv); err != nil {
 		return nil, err
 	}
@@ -196,7 +210,7 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	}
 	if o.dur == 0 {
 		o.dur = 3 * time.Second
-		if o.plan == "quick" {
+		if o.plan == "quick" && !set["cores"] {
 			o.dur = time.Second
 		}
 	}
@@ -240,6 +254,9 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	if err := o.rls.check(); err != nil {
+		return nil, err
+	}
+	if err := o.cores.check(o); err != nil {
 		return nil, err
 	}
 	return o, nil
@@ -382,7 +399,7 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 	if mode == "auto" && !starts {
 		mode = "off" // the servers run where their owner put them
 	}
-	if err := setupCPUs(mode); err != nil {
+	if err := setupCPUs(mode, o.genCPUs); err != nil {
 		return nil, nil, err
 	}
 	notes = append(notes, "CPUs: "+cpus.describe()+".")

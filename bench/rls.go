@@ -113,7 +113,7 @@ func runRLS(ctx context.Context, o *options, log io.Writer) (*rlsReport, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := setupCPUs(o.pin); err != nil {
+	if err := setupCPUs(o.pin, 1); err != nil {
 		return nil, err
 	}
 	rep.notes = append(rep.notes, "CPUs: "+cpus.describe()+".")

@@ -44,6 +44,10 @@ type target struct {
 	// scrape starts sluice with --metrics-bind on a port the kernel chooses and fetches
 	// /metrics from it every second while it runs, as Prometheus would.
 	scrape bool
+	// threads, if set, returns the threading flags of a server started on
+	// procs cores, in place of the kind's default (sluice: none, so one
+	// event loop per GOMAXPROCS; Redis: --io-threads 1).
+	threads func(procs int) []string
 }
 
 // server is one reachable server. pid is 0 when its process is unknown, and
@@ -144,7 +148,13 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 		port := strconv.Itoa(proc.DrawPort())
 		addr = net.JoinHostPort("127.0.0.1", port)
 		args = []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--daemonize", "no", "--loglevel", "warning", "--io-threads", "1"}
+			"--daemonize", "no", "--loglevel", "warning"}
+		if t.threads == nil {
+			args = append(args, "--io-threads", "1")
+		}
+	}
+	if t.threads != nil {
+		args = append(args, t.threads(procs)...)
 	}
 	var env []string
 	if procs > 0 {
