@@ -39,6 +39,10 @@ func sampleOps() []op {
 		{code: opOverride, argv: [][]byte{[]byte("ovr:free:u"), make([]byte, 24)}},
 		{code: opDecide, req: algorithms.Request{Key: []byte("hot"), N: 500, Min: 1,
 			Limit: algorithms.Limit{Algo: algorithms.Token, Count: 100, Period: 1e6}}},
+		{code: opOwn, epoch: 3, ranges: []slotRange{{lo: 0, hi: 5460}, {lo: 9000, hi: 9000}}},
+		{code: opSlots, epoch: 4, ranges: []slotRange{{lo: 0, hi: 8191, group: 1}, {lo: 8192, hi: 16383, group: 2}}},
+		{code: opGroup, group: 2, term: 7, id: "g2n1", nodes: []GroupNode{
+			{ID: "g2n1", RESPAddr: "127.0.0.1:7201", RaftAddr: "127.0.0.1:8201"}, {ID: "g2n2"}}},
 	}
 }
 
@@ -198,4 +202,42 @@ func FuzzDecodeResults(f *testing.F) {
 			t.Fatalf("re-encoded results do not decode: %v", err)
 		}
 	})
+}
+
+// TestShardOpsEncodeAsSpecified is the golden encoding of the shard ops
+// (codec.go's comment): own, slots and group.
+func TestShardOpsEncodeAsSpecified(t *testing.T) {
+	for _, c := range []struct {
+		o    op
+		want []byte
+	}{
+		{op{code: opOwn, epoch: 3, ranges: []slotRange{{lo: 1, hi: 2}}}, []byte{18, 3, 1, 1, 2}},
+		{op{code: opSlots, epoch: 1, ranges: []slotRange{{lo: 0, hi: 127, group: 2}}}, []byte{19, 1, 1, 0, 127, 2}},
+		{op{code: opGroup, group: 1, term: 2, id: "a", nodes: []GroupNode{{ID: "a", RESPAddr: "r", RaftAddr: "t"}}},
+			[]byte{20, 1, 2, 1, 'a', 1, 1, 'a', 1, 'r', 1, 't'}},
+	} {
+		if got := appendOp(nil, &c.o); !bytes.Equal(got, c.want) {
+			t.Errorf("%d encodes as %v; want %v", c.o.code, got, c.want)
+		}
+	}
+}
+
+// TestShardOpsRefuseMalformedRanges: ranges out of order, overlapping,
+// reversed or beyond the last slot, and a slots range without a group or
+// a group op for group 0, make the entry corrupt.
+func TestShardOpsRefuseMalformedRanges(t *testing.T) {
+	for name, body := range map[string][]byte{
+		"out of order":   {18, 1, 2, 10, 20, 0, 5},
+		"overlapping":    {18, 1, 2, 0, 10, 10, 20},
+		"reversed":       {18, 1, 1, 9, 3},
+		"past the slots": {18, 1, 1, 0, 0x80, 0x80, 0x01},
+		"no group":       {19, 1, 1, 0, 5, 0},
+		"group 0":        {20, 0, 1, 0, 0},
+		"short":          {19, 1, 3, 0, 5, 1},
+	} {
+		entry := append(appendBatch(nil, 0, nil)[:10], 1)
+		if _, _, err := decodeBatch(append(entry, body...)); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
 }
