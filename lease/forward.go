@@ -65,7 +65,8 @@ func (t *Tier) forward(now int64, reqs []algorithms.Request, idx []int, out []al
 		return nil
 	})
 	var ea errAuth
-	if errors.As(err, &ea) { // refused before any command ran (AUTH, or NOAUTH on the first)
+	var ns errNotSent
+	if errors.As(err, &ea) || errors.As(err, &ns) { // refused before any command ran (no connection, AUTH, or NOAUTH on the first)
 		t.failed(err)
 		for _, i := range sent[answered:] {
 			out[i] = algorithms.Outcome{Err: errUnreachable}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +145,16 @@ func TestUnreachableUpstreamFallbacks(t *testing.T) {
 		t.Fatalf("local-share fallback: admitted %d, then %d; want its share, and never none", s1, s2)
 	}
 	t.Logf("upstream stopped: closed tier admitted %d then %d; local-share tier admitted %d then %d", a1, a2, s1, s2)
+}
+
+// TestForwardThatCannotConnectIsNotApplied: when the tier cannot even
+// connect to the upstream, a forwarded command was never sent, so its
+// reply is CLUSTERDOWN (nothing applied, which clients retry), never
+// UNKNOWN. Port 1 on loopback refuses at once: no test server binds it.
+func TestForwardThatCannotConnectIsNotApplied(t *testing.T) {
+	tier := sluicetest.Start(t, "--upstream", "127.0.0.1:1", "--upstream-timeout", "200")
+	err := tier.Client(2).Do(context.Background(), "RL.SLIDING", "cold", 5, "1s").Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
+		t.Fatalf("a forward that could not connect answered %v; want CLUSTERDOWN", err)
+	}
 }

@@ -55,13 +55,21 @@ func (e errAuth) Error() string {
 	return "the upstream refused the tier's credentials (--upstream-user, --upstream-password): " + string(e)
 }
 
+// errNotSent is a failure before any command left the tier: no connection
+// could be made (or authenticated). Nothing was applied.
+type errNotSent struct{ err error }
+
+func (e errNotSent) Error() string { return e.err.Error() }
+func (e errNotSent) Unwrap() error { return e.err }
+
 // do sends cmds as one pipeline and calls fn with each reply in order; the
-// reply is only valid during the call. An error means the connection
-// failed: some commands may have been carried out.
+// reply is only valid during the call. An errNotSent means nothing was
+// sent; any other error that the connection failed, and some commands may
+// have been carried out.
 func (u *upstream) do(cmds [][][]byte, fn func(i int, v *resp.Value) error) error {
 	c, err := u.get()
 	if err != nil {
-		return err
+		return errNotSent{err}
 	}
 	if err := c.nc.SetDeadline(time.Now().Add(u.timeout)); err != nil { // the edge's clock, for the deadline
 		c.nc.Close()
