@@ -24,10 +24,11 @@ const (
 
 // groupConfig says how to start a group.
 type groupConfig struct {
-	bin   string
-	dir   string // each member's --dir and log live under it
-	size  int
-	fsync bool
+	bin      string
+	dir      string // each member's --dir and log live under it
+	size     int
+	fsync    bool
+	logStore string // --raft-log-store; "": the server's default
 }
 
 // member is one node of a group.
@@ -152,6 +153,9 @@ func (g *group) spawnMember(m *member, extra ...string) (*server, error) {
 		"--node-id", m.id, "--raft-bind", raft, "--dir", m.dir, "--ports-file", g.portsFile(m)}
 	if !g.cfg.fsync {
 		args = append(args, "--raft-fsync", "no")
+	}
+	if g.cfg.logStore != "" {
+		args = append(args, "--raft-log-store", g.cfg.logStore)
 	}
 	args = append(args, extra...)
 	m.life++

@@ -170,7 +170,7 @@ func TestRecoveryTrial(t *testing.T) {
 		case !snap && r.snapshots != 0:
 			t.Errorf("%d snapshots on disk; want none without RAFT.SNAPSHOT", r.snapshots)
 		case r.target <= 0 || r.logBytes == 0:
-			t.Errorf("target index %d, raft.db %d bytes; want both positive", r.target, r.logBytes)
+			t.Errorf("target index %d, log %d bytes; want both positive", r.target, r.logBytes)
 		}
 	}
 	assertNoneStarted(t)

@@ -21,7 +21,8 @@ import (
 type groupTarget struct {
 	size     int
 	fsync    bool
-	follower bool // drive a follower (it forwards to the leader) instead of the leader
+	follower bool   // drive a follower (it forwards to the leader) instead of the leader
+	logStore string // --raft-log-store; "": the server's default
 }
 
 // groupTargets returns the group scenarios' targets, for a built binary.
@@ -39,12 +40,13 @@ func groupTargets(bin, dir string, size int) map[string]*target {
 			out[name] = &target{kind: "group", bin: bin, dir: dir, grp: groupTarget{size: size, fsync: fsync, follower: follower}}
 		}
 	}
+	out["group-bolt"] = &target{kind: "group", bin: bin, dir: dir, grp: groupTarget{size: size, fsync: true, logStore: "bolt"}}
 	return out
 }
 
 // openGroup starts a fresh group and returns its leader or a follower.
 func (t *target) openGroup(ctx context.Context) (*server, error) {
-	g, m, err := startGroup(ctx, groupConfig{bin: t.bin, dir: t.dir, size: t.grp.size, fsync: t.grp.fsync})
+	g, m, err := startGroup(ctx, groupConfig{bin: t.bin, dir: t.dir, size: t.grp.size, fsync: t.grp.fsync, logStore: t.grp.logStore})
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,7 @@ type recoveryResult struct {
 	keys       int
 	snapshots  int   // snapshots on the follower's disk when it restarted
 	snapBytes  int64 // their size
-	logBytes   int64 // raft.db's size
+	logBytes   int64 // the log's size: raft.db, or raft-wal's wal/ (its segments preallocated)
 	target     int64 // the leader's applied_index
 	listening  time.Duration
 	caughtUp   time.Duration // applied_index reached target
@@ -58,7 +58,7 @@ func (r *recoveryResult) String() string {
 	if r.snapshot {
 		kind = "snapshot + log"
 	}
-	return fmt.Sprintf("%s: %d keys (loaded at %.0f/s), down %s, %d snapshot(s) of %s, raft.db %s, leader applied_index %d; "+
+	return fmt.Sprintf("%s: %d keys (loaded at %.0f/s), down %s, %d snapshot(s) of %s, log %s, leader applied_index %d; "+
 		"RESP port answered after %s, applied_index caught up after %s (replica then held %d keys), "+
 		"last decision in its replica after %s (%d keys); elections %d",
 		kind, r.keys, r.loadedRate, r.down, r.snapshots, fmtBytes(r.snapBytes), fmtBytes(r.logBytes), r.target,
@@ -112,7 +112,9 @@ func recoveryTrial(ctx context.Context, cfg groupConfig, keys int, snapshot bool
 		return nil, ctx.Err()
 	}
 	res.snapshots, res.snapBytes = dirUsage(filepath.Join(victim.dir, "raft", "snapshots"))
-	_, res.logBytes = dirUsage(filepath.Join(victim.dir, "raft", "raft.db"))
+	_, bolt := dirUsage(filepath.Join(victim.dir, "raft", "raft.db"))
+	_, wal := dirUsage(filepath.Join(victim.dir, "raft", "wal"))
+	res.logBytes = bolt + wal
 	li, err := leader.info(2 * time.Second)
 	if err != nil {
 		return nil, err

@@ -127,6 +127,7 @@ var scenarios = []*scenario{
 	groupToken("group-token-follower", "group RL.TOKEN → follower", "group-follower"),
 	groupToken("group-token-nofsync", "group RL.TOKEN → leader, no fsync", "group-nofsync"),
 	groupToken("group-token-follower-nofsync", "group RL.TOKEN → follower, no fsync", "group-follower-nofsync"),
+	groupToken("group-token-bolt", "group RL.TOKEN → leader, bolt log", "group-bolt"),
 	{
 		name: "redis-ping", label: "Redis PING", server: "redis", prefix: "pg:",
 		args:  func(workload, string) []string { return []string{"PING"} },

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 const (
 	maxOps      = 4096
 	maxBytes    = 1 << 20
-	maxInflight = 2 // entries handed to raft and not yet applied (chosen by bench/RESULTS.md's replication runs)
+	maxInflight = 8 // bound on the entries handed to raft and not yet applied (window.limit adapts below it)
 	queueLen    = 8192
 )
 
@@ -30,10 +31,10 @@ type submission struct {
 }
 
 type batcher struct {
-	r        *raft.Raft
-	in       chan *submission
-	inflight chan struct{}
-	stop     chan struct{}
+	r      *raft.Raft
+	in     chan *submission
+	window window
+	stop   chan struct{}
 
 	entries atomic.Int64 // log entries written
 	ops     atomic.Int64 // operations in them
@@ -43,10 +44,10 @@ type batcher struct {
 
 func newBatcher(r *raft.Raft) *batcher {
 	b := &batcher{
-		r:        r,
-		in:       make(chan *submission, queueLen),
-		inflight: make(chan struct{}, maxInflight),
-		stop:     make(chan struct{}),
+		r:      r,
+		in:     make(chan *submission, queueLen),
+		window: window{limit: 2, wake: make(chan struct{}, 1)},
+		stop:   make(chan struct{}),
 	}
 	go b.loop()
 	return b
@@ -111,9 +112,7 @@ func (b *batcher) loop() {
 			return
 		}
 		// Wait for room in flight; meanwhile more submissions queue up.
-		select {
-		case b.inflight <- struct{}{}:
-		case <-b.stop:
+		if !b.window.acquire(b.stop) {
 			first.err = errNotApplied
 			close(first.done)
 			return
@@ -190,10 +189,11 @@ func (b *batcher) encode(buf []byte, subs []*submission) []byte {
 // results; an entry applied counts its time since start (raft.Apply).
 func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time) {
 	err := f.Error()
+	took := time.Since(start)
 	if err == nil {
-		b.metrics.observeApply(time.Since(start))
+		b.metrics.observeApply(took)
 	}
-	<-b.inflight
+	b.window.release(took, time.Now(), err == nil)
 	var results []result
 	if err == nil {
 		resp, _ := f.Response().(applyResponse)
@@ -211,6 +211,82 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time
 		off += len(s.ops)
 		close(s.done)
 	}
+}
+
+// window bounds the entries in flight. Its limit follows the time an entry
+// takes to apply, as a delay-based congestion window does: while that time
+// stays near the least seen, the group has room and one more entry in
+// flight shortens the wait of the next submissions; once it grows past
+// twice the least, entries queue inside the group, where each more one only
+// adds its fixed cost (fsyncs, a round trip, wake-ups), so the limit falls
+// and submissions gather into fewer, larger entries. On two shared cores
+// the limit settles at 1–2; where disks and the network, not the CPU, set
+// the time, it rises toward maxInflight.
+type window struct {
+	mu       sync.Mutex
+	inflight int
+	limit    int           // 1..maxInflight
+	avg      time.Duration // moving average of the apply time (1/8 weight)
+	least    time.Duration // the least apply time since leastAt
+	leastAt  time.Time
+	wake     chan struct{} // a release since the last acquire looked
+}
+
+// leastFor is how long the least apply time stands before a newer one
+// replaces it, so that the limit follows a disk or network that slowed.
+const leastFor = 10 * time.Second
+
+// acquire waits until fewer than limit entries are in flight and counts
+// one more; false if stop closed first.
+func (w *window) acquire(stop <-chan struct{}) bool {
+	for {
+		w.mu.Lock()
+		if w.inflight < w.limit {
+			w.inflight++
+			w.mu.Unlock()
+			return true
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.wake:
+		case <-stop:
+			return false
+		}
+	}
+}
+
+// release counts an entry out of flight that took took to apply (at now;
+// ok false: it failed, and its time says nothing of the group's).
+func (w *window) release(took time.Duration, now time.Time, ok bool) {
+	w.mu.Lock()
+	w.inflight--
+	if ok {
+		w.limit = w.adapt(took, now)
+	}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// adapt returns the limit after an entry that took took; adapt requires
+// that w.mu is held.
+func (w *window) adapt(took time.Duration, now time.Time) int {
+	if w.least == 0 || took < w.least || now.Sub(w.leastAt) > leastFor {
+		w.least, w.leastAt = took, now
+	}
+	if w.avg == 0 {
+		w.avg = took
+	}
+	w.avg += (took - w.avg) / 8
+	switch {
+	case w.avg > 2*w.least && w.limit > 1:
+		return w.limit - 1
+	case w.avg < w.least*3/2 && w.limit < maxInflight && w.inflight+1 >= w.limit:
+		return w.limit + 1
+	}
+	return w.limit
 }
 
 // applyError turns raft's error into what the client is told: nothing was

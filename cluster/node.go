@@ -15,7 +15,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -27,12 +26,13 @@ type Config struct {
 	RaftBind      string          // host:port the Raft transport listens on (port 0: one the kernel chooses)
 	RaftAdvertise string          // the address peers dial; RaftBind's bound address if empty
 	RESPAddr      string          // this node's client address, where followers forward to
-	Dir           string          // raft.db and snapshots live in Dir/raft
+	Dir           string          // the log (logstore.go) and snapshots live in Dir/raft
 	Bootstrap     BootstrapMode   // whether a node with no Raft state starts a new group (bootstrap.go)
 	Peers         []string        // the other members' RESP addresses, asked before bootstrapping
 	Join          string          // a member's RESP address to join through (ignored if Dir holds state)
 	RaftAllow     []string        // IPs and prefixes the Raft port admits besides members ("any": all; peerfilter.go)
 	Fsync         bool            // fsync the log on every write (the default; false trades durability for speed)
+	LogStore      LogStore        // the log's store in a Dir with none yet (logstore.go); "": LogStoreWAL
 	Password      string          // requirepass of the group's nodes, for forwarding
 	ACL           ACL             // the users the group replicates (acl.go); nil: none
 	SeedACL       bool            // offer ACL's users as the group's first set when elected (an --aclfile)
@@ -120,7 +120,7 @@ type Node struct {
 // bootstrap, 3 s to wait for a leader and 5 s for the peers of a
 // bootstrap.
 func DefaultConfig() Config {
-	return Config{Fsync: true, Bootstrap: NoBootstrap, LeaderWait: 3 * time.Second, PeerWait: 5 * time.Second}
+	return Config{Fsync: true, LogStore: LogStoreWAL, Bootstrap: NoBootstrap, LeaderWait: 3 * time.Second, PeerWait: 5 * time.Second}
 }
 
 // Validate reports the first setting that cannot work.
@@ -288,16 +288,20 @@ func (n *Node) openStorage() error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db"), NoSync: !cfg.Fsync})
+		logs, kind, err := openLogStore(dir, cfg.LogStore, cfg.Fsync)
 		if err != nil {
-			return fmt.Errorf("cluster: opening the log in %s: %w", dir, err)
+			return err
 		}
-		n.closers = append(n.closers, bolt)
+		if cfg.LogStore != "" && kind != cfg.LogStore {
+			n.log.Warn("raft: the log in --dir is kept in the store it was written in, not in --raft-log-store", "dir", dir, "store", kind, "raft-log-store", cfg.LogStore)
+		}
+		cfg.LogStore = kind
+		n.closers = append(n.closers, logs)
 		snaps, err := raft.NewFileSnapshotStore(dir, 2, os.Stderr)
 		if err != nil {
 			return err
 		}
-		cfg.Logs, cfg.Stable, cfg.Snapshots = bolt, bolt, snaps
+		cfg.Logs, cfg.Stable, cfg.Snapshots = logs, logs, snaps
 		n.fileStores = true
 	}
 	if cfg.Transport != nil {

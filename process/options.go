@@ -452,6 +452,17 @@ var options = []option{
 		doc: "fsync the Raft log on every write",
 		set: func(c *Options, a []string) error { return boolArg(a, &c.cluster.Fsync) },
 		get: func(c *Options) string { return yesNo(c.cluster.Fsync) }},
+	{name: "raft-log-store",
+		doc: "the Raft log's store in a --dir with none yet: wal (one fsync per append) or bolt; an existing log keeps its own",
+		set: func(c *Options, a []string) error {
+			var v string
+			err := enumArg(a, &v, string(cluster.LogStoreWAL), string(cluster.LogStoreBolt))
+			if err == nil {
+				c.cluster.LogStore = cluster.LogStore(v)
+			}
+			return err
+		},
+		get: func(c *Options) string { return string(c.cluster.LogStore) }},
 	{name: "tls-port",
 		doc: "the TLS port, beside --port on every --bind address (0: none; auto: as --port auto)",
 		set: func(c *Options, a []string) error { return portArg(a, &c.tlsPort) },
