@@ -19,6 +19,9 @@
 //	go run . -recovery 5                 # restart a follower of a group of 100,000 keys, 5 times
 //	go run . -rls only                   # Envoy RLS v3: sluice vs envoyproxy/ratelimit + Redis, over gRPC
 //	go run . -cores 1,2,4,8              # sluice on 1-8 cores vs Redis on one thread and with io-threads
+//	go run . -plan sidecar -md RESULTS.md   # only the sidecar regime: paced RL.TOKEN, INCR and Lua at 20k/s and 50k/s,
+//	                                     # and 1000 connections; into its own section
+//	go run . -scenarios sluice-token,redis-incr -P 1 -offered 20000   # a custom plan, paced (open loop)
 package main
 
 import (
@@ -53,6 +56,7 @@ type options struct {
 	rounds            int
 	dur, warmup       time.Duration
 	count             int64
+	offered           float64
 	keys              uint64
 	zipf              float64
 	algo              string
@@ -168,12 +172,13 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.sluice, "sluice", "", "address of a running sluice (default: build ./cmd/sluice and start a fresh one per run)")
 	fs.StringVar(&o.sluiceBin, "sluice-bin", "", "a sluice binary to start instead of building ./cmd/sluice (to compare two builds with the same plan)")
 	fs.StringVar(&o.redis, "redis", "", `address of a running Redis (default: start redis-server per run if on PATH; "off" to skip Redis)`)
-	fs.StringVar(&o.plan, "plan", "", "quick, full or custom (default: $BENCH, else quick; -scenarios or -P alone mean custom)")
+	fs.StringVar(&o.plan, "plan", "", "quick, full, sidecar (only the paced runs at partial load and 1000 connections) or custom (default: $BENCH, else quick; -scenarios or -P alone mean custom)")
 	fs.StringVar(&o.scenarios, "scenarios", "sluice-ping,sluice-token,redis-lua-token,redis-incr", "custom plan: scenarios, of "+scenarioNames())
 	fs.StringVar(&o.depths, "P", "1,16", "custom plan: pipeline depths, comma-separated")
 	fs.IntVar(&o.conns, "c", 50, "connections")
 	fs.DurationVar(&o.dur, "d", 0, "measured time per round of a run (default: quick 1s, full 3s, custom 3s)")
 	fs.IntVar(&o.rounds, "rounds", 0, "rounds of every run, interleaved; figures are the median round's (default: quick and full 3, custom 1)")
+	fs.Float64Var(&o.offered, "offered", 0, "custom plan: offer this many requests per second over all connections, open-loop (paced), instead of closed-loop connections")
 	fs.Int64Var(&o.count, "n", 0, "measure this many requests per run instead of a duration")
 	fs.DurationVar(&o.warmup, "warmup", 300*time.Millisecond, "unmeasured load before each round (replies are still checked)")
 	fs.Uint64Var(&o.keys, "keys", 100_000, "key cardinality: keys are drawn from this many (1 = one hot key)")
@@ -221,8 +226,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	switch {
-	case o.plan != "quick" && o.plan != "full" && o.plan != "custom":
-		return nil, fmt.Errorf("-plan %q: want quick, full or custom", o.plan)
+	case o.plan != "quick" && o.plan != "full" && o.plan != "custom" && o.plan != "sidecar":
+		return nil, fmt.Errorf("-plan %q: want quick, full, sidecar or custom", o.plan)
 	case o.rounds < 1 || o.rounds > 15:
 		return nil, fmt.Errorf("-rounds %d: want 1 to 15", o.rounds)
 	case o.conns < 1 || o.conns > maxConns:
@@ -231,6 +236,10 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-d %v: want more than 0 and at most %v", o.dur, maxDuration)
 	case o.warmup < 0 || o.warmup > time.Minute:
 		return nil, fmt.Errorf("-warmup %v: want 0 to 1m", o.warmup)
+	case o.offered < 0 || o.offered > 10_000_000:
+		return nil, fmt.Errorf("-offered %v: want 0 (closed loop) to 10,000,000 requests per second", o.offered)
+	case o.offered > 0 && o.count > 0:
+		return nil, fmt.Errorf("-offered and -n: a paced run lasts -d")
 	case o.count < 0 || o.count > maxCount:
 		return nil, fmt.Errorf("-n %d: want 0 to %d", o.count, maxCount)
 	case o.keys < 1 || o.keys > maxKeys:
@@ -273,6 +282,8 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 		runs = quickPlan(b)
 	case "full":
 		runs = fullPlan(b)
+	case "sidecar":
+		runs = sidecarRuns(b)
 	default:
 		names, err := parseScenarios(o.scenarios)
 		if err != nil {
@@ -283,6 +294,9 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 			return nil, err
 		}
 		runs = customPlan(b, names, depths)
+		for i := range runs {
+			runs[i].offered = o.offered
+		}
 	}
 
 	tmp, err := os.MkdirTemp("", "sluice-bench-")
@@ -304,6 +318,9 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 			if spec.procs > 0 {
 				fmt.Fprintf(log, " GOMAXPROCS=%d", spec.procs)
 			}
+			if spec.offered > 0 {
+				fmt.Fprintf(log, " paced %s/s", groupDigits(spec.offered))
+			}
 			if round > 1 && rounds[i][0].skipped != "" {
 				fmt.Fprintln(log, " → skipped")
 				continue
@@ -321,7 +338,7 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 		rep.results = append(rep.results, combine(rs))
 	}
 	rep.rounds = o.rounds
-	if o.crossCheck && o.plan != "custom" {
+	if o.crossCheck && o.plan != "custom" && o.plan != "sidecar" {
 		rep.cross = crossCheck(ctx, targets, log)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -33,11 +33,17 @@ func (rep *report) writeMarkdown(path string) error {
 		}
 		chartRel = "results/" + chartFile
 	}
-	old, err := os.ReadFile(path)
+	doc, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	return os.WriteFile(path, spliceSection(old, rep.markdown(chartRel)), 0o644)
+	if !rep.onlySidecar() {
+		doc = spliceSection(doc, rep.markdown(chartRel))
+	}
+	if rep.hasSidecar() {
+		doc = spliceBlock(doc, sidecarBegin, sidecarEnd, rep.sidecarMarkdown())
+	}
+	return os.WriteFile(path, doc, 0o644)
 }
 
 // spliceSection replaces the generated section of doc with section, or adds

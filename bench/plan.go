@@ -77,7 +77,8 @@ func quickPlan(b base) []runSpec {
 	runs = append(runs, aofRuns(b)...)
 	runs = append(runs, securityRuns(b)...)
 	runs = append(runs, scrapeRuns(b)...)
-	return append(runs, checkRuns(b)...)
+	runs = append(runs, checkRuns(b)...)
+	return append(runs, sidecarRuns(b)...)
 }
 
 // securityRuns runs RL.TOKEN in plaintext as the default user, over TLS,
@@ -184,7 +185,8 @@ func fullPlan(b base) []runSpec {
 	runs = append(runs, coreRuns(b, []int{1, 16}, []string{"sluice-ping", "sluice-token"})...)
 	runs = append(runs, aofRuns(b)...)
 	runs = append(runs, securityRuns(b)...)
-	return append(runs, checkRuns(b)...)
+	runs = append(runs, checkRuns(b)...)
+	return append(runs, sidecarRuns(b)...)
 }
 
 // depthRuns runs every one of names at depths, and chart at more depths, in

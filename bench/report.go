@@ -275,6 +275,9 @@ func (rep *report) groups() []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, r := range rep.results {
+		if r.spec.group == groupSidecar {
+			continue // its own section (sidecar.go)
+		}
 		if !seen[r.spec.group] {
 			seen[r.spec.group] = true
 			out = append(out, r.spec.group)
@@ -311,6 +314,7 @@ func (rep *report) printText(w io.Writer) {
 		tw.Flush()
 	}
 	rep.printRepl(w)
+	rep.printSidecar(w)
 	rep.printSkipped(w, "")
 	rep.printProblems(w, "")
 	for _, c := range rep.cross {

@@ -25,7 +25,8 @@ type runSpec struct {
 	zipf     float64 // 0: uniform keys
 	procs    int     // GOMAXPROCS of a started sluice; 0: the Go default
 	duration time.Duration
-	count    int64 // requests to measure; 0: run for duration
+	count    int64   // requests to measure; 0: run for duration
+	offered  float64 // open loop (paced.go): requests per second over all connections; 0: closed loop
 	warmup   time.Duration
 	w        workload
 }
@@ -97,7 +98,7 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	var cpu0, gen0 time.Duration
 	var cpuErr error
 	var rw *replWatch
-	res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), func() {
+	mark := func() {
 		if srv.pid > 0 {
 			cpu0, cpuErr = srv.cpu()
 		}
@@ -105,7 +106,12 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 		if srv.group != nil {
 			rw = watchRepl(srv.group)
 		}
-	})
+	}
+	if spec.offered > 0 {
+		res.t, res.elapsed = drivePaced(l, ws, spec.offered, spec.warmup, spec.duration, hardCtx.Done(), mark)
+	} else {
+		res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), mark)
+	}
 	if srv.pid > 0 && cpuErr == nil {
 		if cpu1, err := srv.cpu(); err == nil {
 			res.srvCPU, res.cpuKnown = cpu1-cpu0, true

@@ -5,9 +5,15 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // loopSocket is one client of a server with one event loop and a
@@ -116,4 +122,64 @@ func pipeline(depth, keys int, cmd string) []byte {
 		}
 	}
 	return b
+}
+
+// An idle event loop waits as a parked goroutine, not in a thread blocked
+// in epoll_wait on its epoll descriptor: a thread blocked in a system call
+// has its P handed to another thread by sysmon, and at partial load those
+// hand-offs cost more CPU than the requests. The threads' system calls are
+// read from /proc/self/task/*/syscall (number, then the arguments in hex).
+func TestIdleLoopsHoldNoThreadInEpollWait(t *testing.T) {
+	srv, addr := startServer(t, Config{EventLoops: 4}, nil)
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	buf := make([]byte, 64)
+	for range 4 { // the client's loop has served a batch and waits again
+		if _, err := nc.Write([]byte("PING\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadAtLeast(nc, buf, len("+PONG\r\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waits := map[string]bool{fmt.Sprint(unix.SYS_EPOLL_PWAIT): true, fmt.Sprint(unix.SYS_EPOLL_PWAIT2): true}
+	if runtime.GOARCH == "amd64" {
+		waits["232"] = true // epoll_wait
+	}
+	loopFD := map[string]int{}
+	srv.mu.Lock()
+	loops := srv.loops
+	srv.mu.Unlock()
+	for i, l := range loops {
+		loopFD[fmt.Sprintf("0x%x", l.epfd)] = i
+	}
+	const samples = 20
+	seen := make([]int, len(loops))
+	for range samples {
+		time.Sleep(10 * time.Millisecond)
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Skipf("no /proc: %v", err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
+			if err != nil {
+				continue // the thread ended
+			}
+			f := strings.Fields(string(b))
+			if len(f) > 1 && waits[f[0]] {
+				if i, ok := loopFD[f[1]]; ok {
+					seen[i]++
+				}
+			}
+		}
+	}
+	for i, n := range seen {
+		if n > samples/2 {
+			t.Errorf("event loop %d: a thread blocked in epoll_wait on its descriptor in %d of %d samples; want the idle loop parked in the runtime's poller", i, n, samples)
+		}
+	}
 }
