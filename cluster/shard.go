@@ -237,4 +237,3 @@ func slotsOf(owners []SlotOwner, group uint16) []SlotOwner {
 	}
 	return out
 }
-

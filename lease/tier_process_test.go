@@ -2,9 +2,9 @@ package lease_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"strings"
 	"testing"
 	"time"
 

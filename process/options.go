@@ -73,8 +73,8 @@ type Options struct {
 	commands commands.Config // requirepass, enable-debug-command, log-max-limit
 	cluster  cluster.Config  // node-id, raft-bind, bootstrap, peers, join, raft-fsync, cluster-group …
 
-	clusterSeed   string   // --cluster-seed: a cluster node to join the meta group through
-	clusterGroups int      // --cluster-groups
+	clusterSeed   string // --cluster-seed: a cluster node to join the meta group through
+	clusterGroups int    // --cluster-groups
 
 	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
 	policies       []string

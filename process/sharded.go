@@ -120,4 +120,3 @@ func (t shardedTopology) ClusterShards() []commands.Shard {
 	}
 	return out
 }
-
