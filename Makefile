@@ -62,10 +62,11 @@ deps:
 	$(GO) mod download
 	cd bench && $(GO) mod download
 
-## vet: go vet and staticcheck (pinned; staticcheck.conf) over the module and the bench module (bench/go.mod), the layering
+## vet: gofmt, go vet and staticcheck (pinned; staticcheck.conf) over the module and the bench module (bench/go.mod), the layering
 ## check (.ci/layers: imports follow docs/architecture.md's diagram), and no committed executables (.ci/executables)
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt -w these files:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	$(STATICCHECK) ./...
