@@ -16,7 +16,8 @@ import (
 //	policies: "SLPO" 1 n {policy}                        sorted by name
 //	policy:   name algo:byte count period shadow:byte description
 //	rule set: "SLRS" 1 nfiles {file name} content
-//	content:  ndomains {name fileIndex level} npolicies {fileIndex policy}
+//	content:  ndomains {name fileIndex level} npolicies {fileIndex policy} [slotted]
+//	slotted:  nslotted {domainIndex slotBy}                only when a domain has slot_by
 //	level:    nrules {rule}                              in file order
 //	rule:     key value flags:byte [limit] level
 //	limit:    unlimited:byte rpu unit:byte name nreplaces {name} algo:byte burst
@@ -143,6 +144,23 @@ func appendContent(dst []byte, rs *RuleSet) []byte {
 		dst = appendUvarint(dst, uint64(rs.pfiles[i]))
 		dst = appendPolicy(dst, p)
 	}
+	// slot_by is written only when a domain has one, so that the content,
+	// and with it the hash, of a set without it is what it always was.
+	slotted := 0
+	for _, d := range rs.order {
+		if d.slotBy != "" {
+			slotted++
+		}
+	}
+	if slotted > 0 {
+		dst = appendUvarint(dst, uint64(slotted))
+		for i, d := range rs.order {
+			if d.slotBy != "" {
+				dst = appendUvarint(dst, uint64(i))
+				dst = appendString(dst, d.slotBy)
+			}
+		}
+	}
 	return dst
 }
 
@@ -203,6 +221,7 @@ func DecodeRuleSet(b []byte, opts Options) (*RuleSet, error) {
 		specs = append(specs, &fileSpec{name: d.str()})
 	}
 	nd := d.count(3)
+	domainFile := make([]uint64, 0, nd) // the file of each domain, in encoding order
 	for i := 0; i < nd && d.err == nil; i++ {
 		name := d.str()
 		fi := d.uvarint()
@@ -212,6 +231,7 @@ func DecodeRuleSet(b []byte, opts Options) (*RuleSet, error) {
 		}
 		if d.err == nil {
 			specs[fi].domain, specs[fi].descriptors = name, descs
+			domainFile = append(domainFile, fi)
 		}
 	}
 	np := d.count(3)
@@ -223,6 +243,19 @@ func DecodeRuleSet(b []byte, opts Options) (*RuleSet, error) {
 		}
 		if d.err == nil {
 			specs[fi].policies = append(specs[fi].policies, &policySpec{p: p})
+		}
+	}
+	if d.err == nil && len(d.b) > 0 {
+		ns := d.count(2)
+		for i := 0; i < ns && d.err == nil; i++ {
+			di, by := d.uvarint(), d.str()
+			switch {
+			case d.err != nil:
+			case di >= uint64(len(domainFile)) || by == "" || specs[domainFile[di]].slotBy != "":
+				d.fail("slot_by of domain %d: no such domain, an empty key, or written twice", di)
+			default:
+				specs[domainFile[di]].slotBy = by
+			}
 		}
 	}
 	if err := d.end(); err != nil {

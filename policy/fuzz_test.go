@@ -220,7 +220,7 @@ func FuzzMatch(f *testing.F) {
 			t.Fatalf("%s %q: planned %+v; oracle: %+v %+v", domain, d.Entries, it, *leaf, *l)
 		}
 		if it.Decides() {
-			head := string(appendRuleKeyHead(nil, []byte(domain), it.Limit.Algo))
+			head := string(new(ruleKey).head(nil, []byte(domain), it.Limit.Algo))
 			if !strings.HasPrefix(string(it.Key), head) || strings.Count(string(it.Key), ":") != 2+len(d.Entries) {
 				t.Fatalf("key %q for %q", it.Key, d.Entries)
 			}

@@ -29,6 +29,14 @@ import (
 // component never holds a glob character: "pol:free:token:*" or
 // "rls:api:*" are exact ACL and SCAN patterns for a policy's or a domain's
 // keys (a policy name may hold ':', written %3A).
+//
+// A domain with slot_by: <key> (a sharded cluster's --grpc-batch call)
+// writes its first entry of that key as a hash tag, ":{<key>=<value>}",
+// and escapes '{' and '}' in every other component as %7B and %7D: the
+// tag is then the key's first '{…}', never empty, so that every key of a
+// descriptor with the same <key>=<value> entry lies in the slot of
+// "<key>=<value>" (CLUSTER KEYSLOT). Domains without slot_by keep their
+// keys as they were.
 const (
 	prefixCheck    = "pol:"
 	prefixOverride = "ovr:"
@@ -64,20 +72,56 @@ func AppendOverridePattern(dst []byte, name string) []byte {
 	return append(dst, ':', '*')
 }
 
-// appendRuleKeyHead appends "rls:<domain>:<algo>" to dst.
-func appendRuleKeyHead(dst, domain []byte, algo algorithms.Algo) []byte {
+// ruleKey writes the keys of one domain's rules: slotBy is its slot_by
+// ("" without), tagged whether the key being written has its tag.
+type ruleKey struct {
+	slotBy string
+	tagged bool
+}
+
+// head appends "rls:<domain>:<algo>" to dst and starts a key.
+func (k *ruleKey) head(dst, domain []byte, algo algorithms.Algo) []byte {
+	k.tagged = false
 	dst = append(dst, prefixRule...)
-	dst = appendEscaped(dst, domain)
+	dst = appendComponent(dst, domain, k.slotBy != "")
 	dst = append(dst, ':')
 	return append(dst, AlgoName(algo)...)
 }
 
-// appendRuleKeyEntry appends ":<key>=<value>" to dst.
-func appendRuleKeyEntry[S ~string | ~[]byte](dst, key []byte, value S) []byte {
+// appendRuleEntry appends ":<key>=<value>" to dst, or ":{<key>=<value>}"
+// for k's first entry of its slotBy.
+func appendRuleEntry[S ~string | ~[]byte](k *ruleKey, dst, key []byte, value S) []byte {
 	dst = append(dst, ':')
-	dst = appendEscaped(dst, key)
+	tag := !k.tagged && k.slotBy != "" && string(key) == k.slotBy
+	if tag {
+		k.tagged = true
+		dst = append(dst, '{')
+	}
+	braces := k.slotBy != ""
+	dst = appendComponent(dst, key, braces)
 	dst = append(dst, '=')
-	return appendEscaped(dst, value)
+	dst = appendComponent(dst, value, braces)
+	if tag {
+		dst = append(dst, '}')
+	}
+	return dst
+}
+
+// appendComponent appends s escaped, and with braces '{' and '}' escaped
+// too (slot_by).
+func appendComponent[S ~string | ~[]byte](dst []byte, s S, braces bool) []byte {
+	if !braces {
+		return appendEscaped(dst, s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if escapeSet[c] || c == '{' || c == '}' {
+			dst = append(dst, '%', hexDigits[c>>4], hexDigits[c&15])
+			continue
+		}
+		dst = append(dst, c)
+	}
+	return dst
 }
 
 // escapeSet marks the bytes a key component writes as %XX.

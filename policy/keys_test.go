@@ -14,7 +14,7 @@ func TestDerivedKeys(t *testing.T) {
 		{string(AppendCheckKey(nil, "api:free", algorithms.Fixed, []byte("u 1"))), "pol:api%3Afree:fixed:u 1"},
 		{string(AppendOverrideKey(nil, "free", []byte("abc"))), "ovr:free:abc"},
 		{string(AppendOverridePattern(nil, "a:b")), "ovr:a%3Ab:*"},
-		{string(appendRuleKeyEntry(appendRuleKeyHead(nil, []byte("my domain"), algorithms.Sliding), []byte("path"), "/v1/*?x=[1]")),
+		{string(appendRuleEntry(new(ruleKey), new(ruleKey).head(nil, []byte("my domain"), algorithms.Sliding), []byte("path"), "/v1/*?x=[1]")),
 			"rls:my%20domain:sliding:path=/v1/%2A%3Fx%3D%5B1%5D"},
 		{string(appendEscaped(nil, "100%\x00\x7f\\é")), "100%25%00%7F%5Cé"},
 	}
@@ -49,10 +49,11 @@ func TestRuleKeysAreUnambiguous(t *testing.T) {
 	for i := 0; i < 20000; i++ {
 		domain := word() + "d"
 		parts := []string{domain}
-		key := appendRuleKeyHead(nil, []byte(domain), algorithms.Fixed)
+		var rk ruleKey
+		key := rk.head(nil, []byte(domain), algorithms.Fixed)
 		for n := rng.IntN(3); n > 0; n-- {
 			k, v := word(), word()
-			key = appendRuleKeyEntry(key, []byte(k), v)
+			key = appendRuleEntry(&rk, key, []byte(k), v)
 			parts = append(parts, k+"\x01"+v)
 		}
 		whole := strings.Join(parts, "\x02")

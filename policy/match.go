@@ -171,9 +171,10 @@ func (p *Plan) resolve(it *Item, d *domainRules, domain []byte, ds *Descriptor) 
 		}
 		it.Limit = l
 		start := len(p.keys)
-		p.keys = appendRuleKeyHead(p.keys, domain, l.Algo)
+		k := ruleKey{slotBy: d.slotBy}
+		p.keys = k.head(p.keys, domain, l.Algo)
 		for _, e := range ds.Entries {
-			p.keys = appendRuleKeyEntry(p.keys, e.Key, e.Value)
+			p.keys = appendRuleEntry(&k, p.keys, e.Key, e.Value)
 		}
 		it.Key = p.keys[start:len(p.keys):len(p.keys)]
 		return nil
@@ -209,13 +210,14 @@ func (p *Plan) resolve(it *Item, d *domainRules, domain []byte, ds *Descriptor) 
 	}
 	it.Limit = l.exact
 	start := len(p.keys)
-	p.keys = appendRuleKeyHead(p.keys, domain, l.exact.Algo)
+	k := ruleKey{slotBy: d.slotBy}
+	p.keys = k.head(p.keys, domain, l.exact.Algo)
 	// The walk matched every entry, level by level: path[i] matched entry i.
 	for i, e := range ds.Entries {
 		if m := p.path[i]; m.share {
-			p.keys = appendRuleKeyEntry(p.keys, e.Key, m.value)
+			p.keys = appendRuleEntry(&k, p.keys, e.Key, m.value)
 		} else {
-			p.keys = appendRuleKeyEntry(p.keys, e.Key, e.Value)
+			p.keys = appendRuleEntry(&k, p.keys, e.Key, e.Value)
 		}
 	}
 	it.Key = p.keys[start:len(p.keys):len(p.keys)]

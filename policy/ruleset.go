@@ -28,7 +28,10 @@ type RuleSet struct {
 type domainRules struct {
 	name string
 	file int // index into RuleSet.files
-	root level
+	// slotBy is the descriptor key whose value a key of the domain is
+	// slotted by (the rules file's slot_by); "" without one.
+	slotBy string
+	root   level
 }
 
 // level is one descriptors list of the tree.
@@ -139,6 +142,8 @@ type fileSpec struct {
 	name        string
 	domain      string
 	domainPos   pos
+	slotBy      string
+	slotByPos   pos
 	descriptors []*descSpec
 	policies    []*policySpec
 }
@@ -230,11 +235,14 @@ func build(specs []*fileSpec, opts Options) (*RuleSet, error) {
 		if f.domain == "" && len(f.policies) == 0 {
 			b.fault(f.name, f.domainPos, msgEmptyDomain)
 		}
+		if f.slotBy != "" && f.domain == "" {
+			b.fault(f.name, f.slotByPos, "slot_by needs a domain in the same file")
+		}
 		if f.domain != "" {
 			if _, dup := b.rs.domains[f.domain]; dup {
 				b.fault(f.name, f.domainPos, msgDuplicateDomain, f.domain)
 			} else {
-				d := &domainRules{name: f.domain, file: fi}
+				d := &domainRules{name: f.domain, file: fi, slotBy: f.slotBy}
 				b.level(f.name, &d.root, f.domain+".", f.descriptors)
 				b.rs.domains[f.domain] = d
 				b.rs.order = append(b.rs.order, d)

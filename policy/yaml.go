@@ -32,6 +32,7 @@ var envoyKeys = map[string]bool{
 const (
 	keySluice   = "sluice"   // in a descriptor, or in a descriptor's metadata
 	keyPolicies = "policies" // at the top of a file
+	keySlotBy   = "slot_by"  // at the top of a file
 )
 
 // maxNodes bounds the nodes one file may expand to, aliases included.
@@ -212,7 +213,7 @@ func (r *reader) validate(m *yaml.Node) {
 		return
 	}
 	for _, p := range r.pairs(m) {
-		if p.key == keySluice || p.key == keyPolicies {
+		if p.key == keySluice || p.key == keyPolicies || p.key == keySlotBy {
 			continue
 		}
 		if !envoyKeys[p.key] {
@@ -264,6 +265,11 @@ func (r *reader) top(spec *fileSpec, m *yaml.Node) {
 			spec.descriptors = r.descriptors(v)
 		case keyPolicies:
 			spec.policies = r.policies(v)
+		case keySlotBy:
+			spec.slotByPos = posOf(v)
+			if spec.slotBy = r.str(v, keySlotBy); spec.slotBy == "" {
+				r.fault(v, "slot_by must name a descriptor key")
+			}
 		case keySluice:
 			r.fault(p.kn, msgUnknownKey+" (sluice belongs in a descriptor)", p.key)
 		}
@@ -321,6 +327,8 @@ func (r *reader) descriptor(m *yaml.Node) *descSpec {
 			ext = r.extension(v)
 		case keyPolicies:
 			r.fault(p.kn, msgUnknownKey+" (policies belongs at the top of a file)", p.key)
+		case keySlotBy:
+			r.fault(p.kn, msgUnknownKey+" (slot_by belongs at the top of a file)", p.key)
 		}
 	}
 	if ext != nil && metaExt != nil {

@@ -44,6 +44,9 @@ func loadPolicies(log *slog.Logger, cfg Options, reg *policy.Registry) (*rulesLo
 		Paths:   cfg.policies,
 		Options: policy.Options{LogMaxLimit: cfg.commands.LogMaxLimit, MaxBytes: cfg.rulesMaxBytes},
 		Apply: func(rs *policy.RuleSet) error {
+			if err := checkSlotted(cfg, rs); err != nil {
+				return err
+			}
 			reg.SetRules(rs)
 			return nil
 		},
@@ -55,6 +58,17 @@ func loadPolicies(log *slog.Logger, cfg Options, reg *policy.Registry) (*rulesLo
 	l.logged("rules loaded")
 	go l.run()
 	return l, nil
+}
+
+// checkSlotted refuses rules under which the gRPC front end of a sharded
+// node with --grpc-batch call could not decide a call's descriptors in one
+// data group (policy.RuleSet.CheckSlotted): at start, and at each reload,
+// which then leaves the rules in force.
+func checkSlotted(cfg Options, rs *policy.RuleSet) error {
+	if cfg.cluster.Shard == 0 || cfg.grpcBind == "" || cfg.rls.Batch != rls.BatchCall {
+		return nil
+	}
+	return rs.CheckSlotted()
 }
 
 // run polls the files and reloads them on SIGHUP (with Options.Signals)

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/lease"
 	"github.com/sluice-rl/sluice/policy"
+	"github.com/sluice-rl/sluice/rls"
 	"github.com/sluice-rl/sluice/server"
 	"github.com/sluice-rl/sluice/store"
 )
@@ -404,7 +405,11 @@ func (p *Process) listen() error {
 // openGRPC starts the Envoy rate limit service, if --grpc-bind asks for it.
 func (p *Process) openGRPC() error {
 	p.grpcErrs = make(chan error, 1)
-	front, err := startGRPC(p.log, p.cfg, p.ks, p.rules, p.clock, p.grpcErrs)
+	var dec rls.Decider = p.ks
+	if p.meta != nil { // a sharded node: each key to the group owning its slot
+		dec = cluster.NewSlotDecider(p.node)
+	}
+	front, err := startGRPC(p.log, p.cfg, dec, p.rules, p.clock, p.grpcErrs)
 	if err != nil {
 		return err
 	}

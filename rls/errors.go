@@ -62,23 +62,26 @@ func keyTooLong(size, maxKey int64) error {
 }
 
 // decisionError turns a keyspace's error (a Redis-style reply error) into
-// the call's status: CLUSTERDOWN (no leader) and MISCONF (the disk refuses
-// writes), where nothing was decided, are UNAVAILABLE, which a gRPC retry
-// policy may retry; UNKNOWN (the outcome is unknown) is gRPC's UNKNOWN,
-// which retry policies leave alone unless told to, so that no retry charges
-// twice; OOM is RESOURCE_EXHAUSTED, WRONGTYPE is FAILED_PRECONDITION;
-// anything else is INTERNAL. The text is the keyspace's.
+// the call's status: CLUSTERDOWN (no leader), MISCONF (the disk refuses
+// writes), and MOVED and TRYAGAIN (a sharded cluster's slot is elsewhere
+// or moving), where nothing was decided, are UNAVAILABLE, which a gRPC
+// retry policy may retry; UNKNOWN (the outcome is unknown) is gRPC's
+// UNKNOWN, which retry policies leave alone unless told to, so that no
+// retry charges twice; OOM is RESOURCE_EXHAUSTED; WRONGTYPE, and CROSSSLOT
+// (an all-or-nothing call whose descriptors' keys lie in different slots
+// of a sharded cluster), are FAILED_PRECONDITION; anything else is
+// INTERNAL. The text is the keyspace's.
 func decisionError(err error) error {
 	msg := err.Error()
 	code := codes.Internal
 	switch word, _, _ := strings.Cut(msg, " "); word {
-	case "CLUSTERDOWN", "MISCONF":
+	case "CLUSTERDOWN", "MISCONF", "MOVED", "TRYAGAIN":
 		code = codes.Unavailable
 	case "UNKNOWN":
 		code = codes.Unknown
 	case "OOM":
 		code = codes.ResourceExhausted
-	case "WRONGTYPE":
+	case "WRONGTYPE", "CROSSSLOT":
 		code = codes.FailedPrecondition
 	}
 	return status.Error(code, msg)
