@@ -61,26 +61,95 @@ func cmdCheck(s *session, args [][]byte) {
 		s.checkAll(args[1:1+2*pairs], n)
 		return
 	}
-	p, err := s.checkPolicy(s.h.cfg.Policies.Load(), args[1])
+	c := s.checks()
+	if !s.tx.active {
+		// Queued with its policy unresolved: the batch's RL.CHECKs look
+		// theirs up together when the queue is carried out (resolveChecks),
+		// before the memory of args is reused.
+		c.pending = append(c.pending, pendingCheck{at: int32(len(s.queue.reqs)), item: int32(len(c.items)),
+			name: args[1], subject: args[2]})
+		c.items = append(c.items, checkItem{})
+		s.queueDecision(algorithms.Request{N: n}, kindCheck)
+		return
+	}
+	// In a transaction the arguments are checked as the command is queued,
+	// and its policy is the one of that moment.
+	p, err := s.checkPolicy(s.h.cfg.Policies.Policy(args[1]), args[1])
 	if err != nil {
 		s.rejectDecision(err)
 		return
 	}
-	limit, mode := p.Resolve(nil)
-	key, ovr := s.checkKeysOf(p, limit.Algo, args[2])
-	if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
+	req := algorithms.Request{N: n}
+	var item checkItem
+	if err := s.checkUnder(p, args[2], &req, &item); err != nil {
 		s.rejectDecision(err)
 		return
 	}
-	c := s.checks()
-	c.items = append(c.items, checkItem{p: p, mode: mode, ovr: ovr})
-	s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n, Override: ovr}, kindCheck)
+	c.items = append(c.items, item)
+	s.queueDecision(req, kindCheck)
 }
 
-// checkPolicy returns the policy RL.CHECK names in snap, or the error that
-// refuses it. It does not allocate for a known policy.
-func (s *session) checkPolicy(snap *policy.Snapshot, name []byte) (*policy.Policy, error) {
-	p := snap.Policy(name)
+// checkUnder completes req (whose N is set) and item as the decision for
+// subject under p, or returns NOPERM if the session's user may not reach
+// the state key.
+func (s *session) checkUnder(p *policy.Policy, subject []byte, req *algorithms.Request, item *checkItem) error {
+	limit, mode := p.Resolve(nil)
+	key, ovr := s.checkKeysOf(p, limit.Algo, subject)
+	if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
+		return err
+	}
+	req.Key, req.Limit, req.Override = key, limit, ovr
+	*item = checkItem{p: p, mode: mode, ovr: ovr}
+	return nil
+}
+
+// pendingCheck is a queued RL.CHECK of one pair whose policy is not yet
+// looked up: its request is the queue's reqs[at] and its item the check
+// items[item]; name and subject are its arguments, in the input buffer.
+// err is the error it answers instead, once resolveChecks has found one.
+type pendingCheck struct {
+	at, item      int32
+	name, subject []byte
+	err           error
+}
+
+// resolveChecks looks up the policies of the queued RL.CHECKs of one pair,
+// together and in one snapshot of the policies (policy.Snapshot.Policies),
+// and completes their requests and items. A check whose policy is
+// missing or refused, or whose state key the user may not reach, keeps
+// its error in its pendingCheck instead; resolveChecks reports whether
+// one did.
+func (s *session) resolveChecks() (failed bool) {
+	q := &s.queue
+	c := q.chk
+	snap := s.h.cfg.Policies.Load()
+	var names [16][]byte
+	var found [16]*policy.Policy
+	for start := 0; start < len(c.pending); start += len(names) {
+		batch := c.pending[start:min(start+len(names), len(c.pending))]
+		for k := range batch {
+			names[k] = batch[k].name
+		}
+		snap.Policies(names[:len(batch)], found[:len(batch)])
+		for k := range batch {
+			pc := &batch[k]
+			p, err := s.checkPolicy(found[k], pc.name)
+			if err == nil {
+				err = s.checkUnder(p, pc.subject, &q.reqs[pc.at], &c.items[pc.item])
+			}
+			if err != nil {
+				pc.err, failed = err, true
+			}
+		}
+	}
+	clear(names[:])
+	return failed
+}
+
+// checkPolicy returns p, the policy RL.CHECK names (nil: none of that
+// name), or the error that refuses it. It does not allocate for a known
+// policy.
+func (s *session) checkPolicy(p *policy.Policy, name []byte) (*policy.Policy, error) {
 	if p == nil {
 		return nil, policy.NoSuchPolicy(string(name))
 	}
@@ -121,6 +190,9 @@ func (c *checkState) key(prefix, subject []byte) []byte {
 // connection's first RL.CHECK so that other connections do not carry it.
 // Only the connection's owner touches it.
 type checkState struct {
+	// pending are the queued RL.CHECKs whose policies resolveChecks has
+	// yet to look up, in queue order.
+	pending []pendingCheck
 	// items holds one item per queued kindCheck, kindCheckAll and
 	// kindCheckAllMember decision, in queue order; next is the one the
 	// next reply takes (an EXEC writes its replies in slices).
@@ -153,7 +225,8 @@ func (s *session) checks() *checkState {
 // prefix of the last policy.
 func (c *checkState) reset() {
 	clear(c.items)
-	c.items, c.next, c.keys = c.items[:0], 0, c.keys[:0]
+	clear(c.pending) // drop references into the input buffer
+	c.items, c.pending, c.next, c.keys = c.items[:0], c.pending[:0], 0, c.keys[:0]
 }
 
 // size is the bytes c holds, for the session's footprint; 0 if not made.
@@ -162,6 +235,7 @@ func (c *checkState) size() int64 {
 		return 0
 	}
 	return int64(unsafe.Sizeof(*c)) + int64(cap(c.items))*int64(unsafe.Sizeof(checkItem{})) + int64(cap(c.keys)) +
+		int64(cap(c.pending))*int64(unsafe.Sizeof(pendingCheck{})) +
 		int64(cap(c.outs))*int64(unsafe.Sizeof(algorithms.Result{})) + int64(cap(c.prefix))
 }
 
