@@ -21,7 +21,7 @@ import (
 // cannot grow the metrics without bound.
 
 const (
-	polSlots       = 4
+	polSlots       = 16
 	maxPolicyNames = 256
 	otherPolicies  = "_other"
 )
