@@ -161,26 +161,38 @@ func (s *session) checkPolicy(p *policy.Policy, name []byte) (*policy.Policy, er
 
 // checkKeysOf returns subject's state key under p and its override key
 // (policy.AppendOverrideKey), both in the queue's key arena, with the
-// prefixes of the policy used last kept in the session.
+// prefixes of the policy used last kept in the session: a pipeline under
+// one policy escapes its name once, and one of many policies once a check.
 func (s *session) checkKeysOf(p *policy.Policy, algo algorithms.Algo, subject []byte) (key, ovr []byte) {
 	c := s.checks()
-	if p != c.pol {
-		c.pol = p
-		c.prefix = policy.AppendCheckKey(c.prefix[:0], p.Name, algo, nil)
-		c.ovrPrefix = policy.AppendOverrideKey(c.ovrPrefix[:0], p.Name, nil)
+	if p == c.pol {
+		return c.key(c.prefix, subject), c.key(c.ovrPrefix, subject)
 	}
-	return c.key(c.prefix, subject), c.key(c.ovrPrefix, subject)
+	c.reserve(2*(len("pol:")+3*len(p.Name)+len(subject)) + len(policy.AlgoName(algo)) + 3) // every name byte escaped, at worst
+	start := len(c.keys)
+	var split int
+	c.keys, split = policy.AppendCheckKeys(c.keys, p.Name, algo, subject)
+	key, ovr = c.keys[start:split:split], c.keys[split:len(c.keys):len(c.keys)]
+	c.pol = p
+	c.prefix = append(c.prefix[:0], key[:len(key)-len(subject)]...)
+	c.ovrPrefix = append(c.ovrPrefix[:0], ovr[:len(ovr)-len(subject)]...)
+	return key, ovr
 }
 
-// checkKey builds the state key prefix+subject in the queue's key arena
-// and returns it. The arena is emptied with the queue; when it is full a
-// larger one replaces it, and the keys already handed out stay in the old
-// one, so they remain valid until the queue is carried out.
-func (c *checkState) key(prefix, subject []byte) []byte {
-	need := len(prefix) + len(subject)
+// reserve makes room for need more bytes in the queue's key arena: when
+// it is full a larger one replaces it, and the keys already handed out
+// stay in the old one, so they remain valid until the queue is carried
+// out.
+func (c *checkState) reserve(need int) {
 	if cap(c.keys)-len(c.keys) < need {
 		c.keys = make([]byte, 0, max(2*cap(c.keys), need, 4096))
 	}
+}
+
+// key builds the state key prefix+subject in the queue's key arena
+// (reserve) and returns it. The arena is emptied with the queue.
+func (c *checkState) key(prefix, subject []byte) []byte {
+	c.reserve(len(prefix) + len(subject))
 	start := len(c.keys)
 	c.keys = append(append(c.keys, prefix...), subject...)
 	return c.keys[start:len(c.keys):len(c.keys)]
