@@ -66,8 +66,9 @@ func cmdCheck(s *session, args [][]byte) {
 		// Queued with its policy unresolved: the batch's RL.CHECKs look
 		// theirs up together when the queue is carried out (resolveChecks),
 		// before the memory of args is reused.
-		c.pending = append(c.pending, pendingCheck{at: int32(len(s.queue.reqs)), item: int32(len(c.items)),
-			name: args[1], subject: args[2]})
+		c.pending = append(c.pending, pendingCheck{})
+		pc := &c.pending[len(c.pending)-1]
+		pc.at, pc.item, pc.name, pc.subject = int32(len(s.queue.reqs)), int32(len(c.items)), args[1], args[2]
 		c.items = append(c.items, checkItem{})
 		s.queueDecision(algorithms.Request{N: n}, kindCheck)
 		return

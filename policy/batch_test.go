@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // Policies answers each name as Policy does, in every place a policy can
@@ -83,5 +84,107 @@ func TestPoliciesDoesNotAllocate(t *testing.T) {
 	snap := r.Load()
 	if n := testing.AllocsPerRun(100, func() { snap.Policies(names, out) }); n != 0 {
 		t.Fatalf("Policies allocates %v times a call", n)
+	}
+}
+
+// Once changes stop, the registry folds the trie of changes into the
+// index: the same policies (the same values, the same pointers), which a
+// lookup then finds without walking a trie; changes made while a fold is
+// built are kept, and folded in turn.
+func TestRegistryFoldsChangesOnceTheyStop(t *testing.T) {
+	r := registryOf(t, 2000)
+	for i := 0; i < 300; i++ {
+		if err := r.Set(tokenPolicy(fmt.Sprintf("new:%06d", i), 30)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Delete("key:000007"); err != nil {
+		t.Fatal(err)
+	}
+	before := r.Load()
+	if before.commands.delta.n == 0 {
+		t.Fatal("the changes were folded at once; want them in the trie")
+	}
+	names := [][]byte{[]byte("key:000001"), []byte("new:000299"), []byte("key:000007"), []byte("nope")}
+	want := make([]*Policy, len(names))
+	before.Policies(names, want)
+
+	waitFolded := func() *Snapshot {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if s := r.Load(); s.commands.delta.n == 0 {
+				return s
+			}
+		}
+		t.Fatalf("the trie of changes still holds %d leaves after 10 s without changes", r.Load().commands.delta.n)
+		return nil
+	}
+	after := waitFolded()
+	for k, name := range names {
+		if got := after.Policy(name); got != want[k] {
+			t.Errorf("after the fold %s = %+v; want %+v", name, got, want[k])
+		}
+	}
+	if live, _, _, _ := after.Counts(); live != 2000+300-1 {
+		t.Errorf("after the fold %d policies; want %d", live, 2000+300-1)
+	}
+	if fmt.Sprint(after.Commanded()) != fmt.Sprint(before.Commanded()) {
+		t.Error("the fold changed the command-owned policies")
+	}
+
+	// A change after the fold is seen at once, and folded later.
+	if err := r.Set(tokenPolicy("key:000001", 99)); err != nil {
+		t.Fatal(err)
+	}
+	if p := r.Policy([]byte("key:000001")); p == nil || p.Limit.Count != 99 {
+		t.Fatalf("key:000001 after its change = %+v", p)
+	}
+	if p := waitFolded().Policy([]byte("key:000001")); p == nil || p.Limit.Count != 99 {
+		t.Fatalf("key:000001 after the second fold = %+v", p)
+	}
+}
+
+// Writers and readers while folds are built and installed: every change
+// is kept, and no snapshot loses a policy (run under -race).
+func TestRegistryFoldsDoNotLoseConcurrentChanges(t *testing.T) {
+	r := registryOf(t, 500)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		name := []byte("key:000123")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if r.Policy(name) == nil {
+				t.Error("a reader missed key:000123")
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(3 * foldIdle)
+	n := 0
+	for ; time.Now().Before(deadline); n++ {
+		if err := r.Set(tokenPolicy(fmt.Sprintf("new:%06d", n), 1)); err != nil {
+			t.Fatal(err)
+		}
+		if n%50 == 0 {
+			time.Sleep(foldIdle / 4) // pauses shorter than foldIdle
+		}
+	}
+	close(stop)
+	<-done
+	time.Sleep(2 * foldIdle) // a fold now runs
+	s := r.Load()
+	if live, _, _, _ := s.Counts(); live != 500+n {
+		t.Fatalf("%d policies; want %d", live, 500+n)
+	}
+	for i := 0; i < n; i++ {
+		if s.Policy(fmt.Appendf(nil, "new:%06d", i)) == nil {
+			t.Fatalf("new:%06d is missing", i)
+		}
 	}
 }
