@@ -9,7 +9,9 @@ import (
 )
 
 // RL.CHECK: a decision under a named policy. The policy is read from the
-// registry's current snapshot (one atomic load, no lock); the state lives
+// registry's current snapshot (one atomic load, no lock), for a pipeline's
+// checks of one pair together when its queue is carried out
+// (resolveChecks), for the others as they are parsed; the state lives
 // under the key derived from the policy's name, its algorithm and the
 // subject (policy.AppendCheckKey), so two policies never share state.
 

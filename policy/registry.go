@@ -56,9 +56,9 @@ func NewRegistry() *Registry {
 // Load returns the current snapshot. Safe for concurrent use.
 func (r *Registry) Load() *Snapshot { return r.cur.Load() }
 
-// Policy returns the live policy named name, or nil. The hot path of
-// RL.CHECK: one atomic load, a walk of a small trie and a map lookup, no
-// lock, no allocation.
+// Policy returns the live policy named name, or nil: one atomic load, a
+// walk of a small trie and a probe of the index, no lock, no allocation.
+// A pipeline's RL.CHECKs use Snapshot.Policies instead.
 func (r *Registry) Policy(name []byte) *Policy { return r.cur.Load().Policy(name) }
 
 // Rules returns the live rules (nil: none loaded).
