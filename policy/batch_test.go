@@ -109,17 +109,7 @@ func TestRegistryFoldsChangesOnceTheyStop(t *testing.T) {
 	want := make([]*Policy, len(names))
 	before.Policies(names, want)
 
-	waitFolded := func() *Snapshot {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if s := r.Load(); s.commands.delta.n == 0 {
-				return s
-			}
-		}
-		t.Fatalf("the trie of changes still holds %d leaves after 10 s without changes", r.Load().commands.delta.n)
-		return nil
-	}
-	after := waitFolded()
+	after := waitFolded(t, r)
 	for k, name := range names {
 		if got := after.Policy(name); got != want[k] {
 			t.Errorf("after the fold %s = %+v; want %+v", name, got, want[k])
@@ -139,8 +129,52 @@ func TestRegistryFoldsChangesOnceTheyStop(t *testing.T) {
 	if p := r.Policy([]byte("key:000001")); p == nil || p.Limit.Count != 99 {
 		t.Fatalf("key:000001 after its change = %+v", p)
 	}
-	if p := waitFolded().Policy([]byte("key:000001")); p == nil || p.Limit.Count != 99 {
+	if p := waitFolded(t, r).Policy([]byte("key:000001")); p == nil || p.Limit.Count != 99 {
 		t.Fatalf("key:000001 after the second fold = %+v", p)
+	}
+}
+
+// waitFolded returns r's snapshot once its trie of changes is folded, or
+// fails after 10 s.
+func waitFolded(t *testing.T, r *Registry) *Snapshot {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if s := r.Load(); s.commands.delta.n == 0 {
+			return s
+		}
+	}
+	t.Fatalf("the trie of changes still holds %d leaves after 10 s without changes", r.Load().commands.delta.n)
+	return nil
+}
+
+// Changes that come from the log or a leader (Apply) and from the
+// append-only log's parts (LoadSidecarParts) are folded as commands' are.
+func TestRegistryFoldsChangesAppliedFromTheLog(t *testing.T) {
+	r := registryOf(t, 2000)
+	for i := 0; i < 300; i++ {
+		if _, err := r.Apply(SetChange(tokenPolicy(fmt.Sprintf("new:%06d", i), 30))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Load().commands.delta.n == 0 {
+		t.Fatal("the changes were folded at once; want them in the trie")
+	}
+	if p := waitFolded(t, r).Policy([]byte("new:000299")); p == nil || p.Limit.Count != 30 {
+		t.Fatalf("new:000299 after the fold = %+v", p)
+	}
+
+	var parts [][]byte
+	for i := 0; i < 300; i++ {
+		parts = append(parts, EncodePolicies([]byte{partSet}, []Policy{tokenPolicy(fmt.Sprintf("part:%06d", i), 40)}))
+	}
+	if err := r.LoadSidecarParts(nil, parts); err != nil {
+		t.Fatal(err)
+	}
+	if r.Load().commands.delta.n == 0 {
+		t.Fatal("the parts were folded at once; want them in the trie")
+	}
+	if p := waitFolded(t, r).Policy([]byte("part:000299")); p == nil || p.Limit.Count != 40 {
+		t.Fatalf("part:000299 after the fold = %+v", p)
 	}
 }
 
