@@ -9,7 +9,9 @@ import (
 )
 
 // RL.CHECK: a decision under a named policy. The policy is read from the
-// registry's current snapshot (one atomic load, no lock); the state lives
+// registry's current snapshot (one atomic load, no lock), for a pipeline's
+// checks of one pair together when its queue is carried out
+// (resolveChecks), for the others as they are parsed; the state lives
 // under the key derived from the policy's name, its algorithm and the
 // subject (policy.AppendCheckKey), so two policies never share state.
 
@@ -61,26 +63,96 @@ func cmdCheck(s *session, args [][]byte) {
 		s.checkAll(args[1:1+2*pairs], n)
 		return
 	}
-	p, err := s.checkPolicy(s.h.cfg.Policies.Load(), args[1])
+	c := s.checks()
+	if !s.tx.active {
+		// Queued with its policy unresolved: the batch's RL.CHECKs look
+		// theirs up together when the queue is carried out (resolveChecks),
+		// before the memory of args is reused.
+		c.pending = append(c.pending, pendingCheck{})
+		pc := &c.pending[len(c.pending)-1]
+		pc.at, pc.item, pc.name, pc.subject = int32(len(s.queue.reqs)), int32(len(c.items)), args[1], args[2]
+		c.items = append(c.items, checkItem{})
+		s.queueDecision(algorithms.Request{N: n}, kindCheck)
+		return
+	}
+	// In a transaction the arguments are checked as the command is queued,
+	// and its policy is the one of that moment.
+	p, err := s.checkPolicy(s.h.cfg.Policies.Policy(args[1]), args[1])
 	if err != nil {
 		s.rejectDecision(err)
 		return
 	}
-	limit, mode := p.Resolve(nil)
-	key, ovr := s.checkKeysOf(p, limit.Algo, args[2])
-	if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
+	req := algorithms.Request{N: n}
+	var item checkItem
+	if err := s.checkUnder(p, args[2], &req, &item); err != nil {
 		s.rejectDecision(err)
 		return
 	}
-	c := s.checks()
-	c.items = append(c.items, checkItem{p: p, mode: mode, ovr: ovr})
-	s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n, Override: ovr}, kindCheck)
+	c.items = append(c.items, item)
+	s.queueDecision(req, kindCheck)
 }
 
-// checkPolicy returns the policy RL.CHECK names in snap, or the error that
-// refuses it. It does not allocate for a known policy.
-func (s *session) checkPolicy(snap *policy.Snapshot, name []byte) (*policy.Policy, error) {
-	p := snap.Policy(name)
+// checkUnder completes req (whose N is set) and item as the decision for
+// subject under p, or returns NOPERM if the session's user may not reach
+// the state key.
+func (s *session) checkUnder(p *policy.Policy, subject []byte, req *algorithms.Request, item *checkItem) error {
+	limit, mode := p.Resolve(nil)
+	key, ovr := s.checkKeysOf(p, limit.Algo, subject)
+	if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
+		return err
+	}
+	req.Key, req.Limit, req.Override = key, limit, ovr
+	*item = checkItem{p: p, mode: mode, ovr: ovr}
+	return nil
+}
+
+// pendingCheck is a queued RL.CHECK of one pair whose policy is not yet
+// looked up: its request is the queue's reqs[at] and its item the check
+// items[item]; name and subject are its arguments, in the input buffer.
+// err is the error it answers instead, once resolveChecks has found one.
+type pendingCheck struct {
+	at, item      int32
+	name, subject []byte
+	err           error
+}
+
+// resolveChecks looks up the policies of the queued RL.CHECKs of one pair,
+// together and in one snapshot of the policies (policy.Snapshot.Policies),
+// and completes their requests and items. A check whose policy is
+// missing or refused, or whose state key the user may not reach, keeps
+// its error in its pendingCheck instead; resolveChecks reports whether
+// one did.
+func (s *session) resolveChecks() (failed bool) {
+	q := &s.queue
+	c := q.chk
+	snap := s.h.cfg.Policies.Load()
+	var names [16][]byte
+	var found [16]*policy.Policy
+	for start := 0; start < len(c.pending); start += len(names) {
+		batch := c.pending[start:min(start+len(names), len(c.pending))]
+		for k := range batch {
+			names[k] = batch[k].name
+		}
+		snap.Policies(names[:len(batch)], found[:len(batch)])
+		for k := range batch {
+			pc := &batch[k]
+			p, err := s.checkPolicy(found[k], pc.name)
+			if err == nil {
+				err = s.checkUnder(p, pc.subject, &q.reqs[pc.at], &c.items[pc.item])
+			}
+			if err != nil {
+				pc.err, failed = err, true
+			}
+		}
+	}
+	clear(names[:])
+	return failed
+}
+
+// checkPolicy returns p, the policy RL.CHECK names (nil: none of that
+// name), or the error that refuses it. It does not allocate for a known
+// policy.
+func (s *session) checkPolicy(p *policy.Policy, name []byte) (*policy.Policy, error) {
 	if p == nil {
 		return nil, policy.NoSuchPolicy(string(name))
 	}
@@ -92,26 +164,38 @@ func (s *session) checkPolicy(snap *policy.Snapshot, name []byte) (*policy.Polic
 
 // checkKeysOf returns subject's state key under p and its override key
 // (policy.AppendOverrideKey), both in the queue's key arena, with the
-// prefixes of the policy used last kept in the session.
+// prefixes of the policy used last kept in the session: a pipeline under
+// one policy escapes its name once, and one of many policies once a check.
 func (s *session) checkKeysOf(p *policy.Policy, algo algorithms.Algo, subject []byte) (key, ovr []byte) {
 	c := s.checks()
-	if p != c.pol {
-		c.pol = p
-		c.prefix = policy.AppendCheckKey(c.prefix[:0], p.Name, algo, nil)
-		c.ovrPrefix = policy.AppendOverrideKey(c.ovrPrefix[:0], p.Name, nil)
+	if p == c.pol {
+		return c.key(c.prefix, subject), c.key(c.ovrPrefix, subject)
 	}
-	return c.key(c.prefix, subject), c.key(c.ovrPrefix, subject)
+	c.reserve(2*(len("pol:")+3*len(p.Name)+len(subject)) + len(policy.AlgoName(algo)) + 3) // every name byte escaped, at worst
+	start := len(c.keys)
+	var split int
+	c.keys, split = policy.AppendCheckKeys(c.keys, p.Name, algo, subject)
+	key, ovr = c.keys[start:split:split], c.keys[split:len(c.keys):len(c.keys)]
+	c.pol = p
+	c.prefix = append(c.prefix[:0], key[:len(key)-len(subject)]...)
+	c.ovrPrefix = append(c.ovrPrefix[:0], ovr[:len(ovr)-len(subject)]...)
+	return key, ovr
 }
 
-// checkKey builds the state key prefix+subject in the queue's key arena
-// and returns it. The arena is emptied with the queue; when it is full a
-// larger one replaces it, and the keys already handed out stay in the old
-// one, so they remain valid until the queue is carried out.
-func (c *checkState) key(prefix, subject []byte) []byte {
-	need := len(prefix) + len(subject)
+// reserve makes room for need more bytes in the queue's key arena: when
+// it is full a larger one replaces it, and the keys already handed out
+// stay in the old one, so they remain valid until the queue is carried
+// out.
+func (c *checkState) reserve(need int) {
 	if cap(c.keys)-len(c.keys) < need {
 		c.keys = make([]byte, 0, max(2*cap(c.keys), need, 4096))
 	}
+}
+
+// key builds the state key prefix+subject in the queue's key arena
+// (reserve) and returns it. The arena is emptied with the queue.
+func (c *checkState) key(prefix, subject []byte) []byte {
+	c.reserve(len(prefix) + len(subject))
 	start := len(c.keys)
 	c.keys = append(append(c.keys, prefix...), subject...)
 	return c.keys[start:len(c.keys):len(c.keys)]
@@ -121,6 +205,9 @@ func (c *checkState) key(prefix, subject []byte) []byte {
 // connection's first RL.CHECK so that other connections do not carry it.
 // Only the connection's owner touches it.
 type checkState struct {
+	// pending are the queued RL.CHECKs whose policies resolveChecks has
+	// yet to look up, in queue order.
+	pending []pendingCheck
 	// items holds one item per queued kindCheck, kindCheckAll and
 	// kindCheckAllMember decision, in queue order; next is the one the
 	// next reply takes (an EXEC writes its replies in slices).
@@ -153,7 +240,8 @@ func (s *session) checks() *checkState {
 // prefix of the last policy.
 func (c *checkState) reset() {
 	clear(c.items)
-	c.items, c.next, c.keys = c.items[:0], 0, c.keys[:0]
+	clear(c.pending) // drop references into the input buffer
+	c.items, c.pending, c.next, c.keys = c.items[:0], c.pending[:0], 0, c.keys[:0]
 }
 
 // size is the bytes c holds, for the session's footprint; 0 if not made.
@@ -162,6 +250,7 @@ func (c *checkState) size() int64 {
 		return 0
 	}
 	return int64(unsafe.Sizeof(*c)) + int64(cap(c.items))*int64(unsafe.Sizeof(checkItem{})) + int64(cap(c.keys)) +
+		int64(cap(c.pending))*int64(unsafe.Sizeof(pendingCheck{})) +
 		int64(cap(c.outs))*int64(unsafe.Sizeof(algorithms.Result{})) + int64(cap(c.prefix))
 }
 

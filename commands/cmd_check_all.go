@@ -27,7 +27,7 @@ func (s *session) checkAll(pairs [][]byte, n int64) {
 	snap := s.h.cfg.Policies.Load()
 	logs := int64(0)
 	for i := 0; i < len(pairs); i += 2 {
-		p, err := s.checkPolicy(snap, pairs[i])
+		p, err := s.checkPolicy(snap.Policy(pairs[i]), pairs[i])
 		if err != nil {
 			s.rejectDecision(err)
 			return

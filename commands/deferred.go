@@ -134,8 +134,42 @@ func (q *deferred) reset() {
 func (s *session) runDecisions() {
 	q := &s.queue
 	out := s.outcomes(len(q.reqs))
-	s.decide(q.reqs, out)
+	if c := q.chk; c != nil && len(c.pending) > 0 && s.resolveChecks() {
+		s.decideResolved(out)
+	} else {
+		s.decide(q.reqs, out)
+	}
 	s.writeOutcomes(q.kinds, q.cmds, q.reqs, out)
+}
+
+// decideResolved carries out the queued decisions but those of the
+// RL.CHECKs resolveChecks refused, which answer their errors instead. Not
+// the hot path: it copies the queue.
+func (s *session) decideResolved(out []algorithms.Outcome) {
+	q := &s.queue
+	refused := make([]bool, len(q.reqs))
+	for _, pc := range q.chk.pending {
+		if pc.err != nil {
+			refused[pc.at] = true
+			out[pc.at] = algorithms.Outcome{Err: pc.err}
+		}
+	}
+	var reqs []algorithms.Request
+	var at []int
+	for i := range q.reqs {
+		if !refused[i] {
+			reqs = append(reqs, q.reqs[i])
+			at = append(at, i)
+		}
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	decided := make([]algorithms.Outcome, len(reqs))
+	s.decide(reqs, decided)
+	for j, i := range at {
+		out[i] = decided[j]
+	}
 }
 
 // outcomes returns the queue's scratch for n outcomes.

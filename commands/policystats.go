@@ -21,7 +21,7 @@ import (
 // cannot grow the metrics without bound.
 
 const (
-	polSlots       = 4
+	polSlots       = 16
 	maxPolicyNames = 256
 	otherPolicies  = "_other"
 )
@@ -42,8 +42,9 @@ type PolicyStat struct {
 
 // polStripe is one lane's counts by policy name, guarded by mu.
 type polStripe struct {
-	mu sync.Mutex
-	m  map[string]*PolicyStat
+	mu    sync.Mutex
+	m     map[string]*PolicyStat
+	other *PolicyStat // m[otherPolicies], once made
 }
 
 // policyStats are a Handler's decisions by policy.
@@ -132,10 +133,7 @@ func (s *session) flushPolicies() {
 	st.mu.Lock()
 	for i := 0; i < c.npol; i++ {
 		sl := &c.pols[i]
-		e := st.m[sl.p.Name]
-		if e == nil {
-			e = st.add(ps, sl.p.Name)
-		}
+		e := st.entry(ps, sl.p.Name)
 		e.Allowed += sl.allowed
 		e.Denied += sl.denied
 		e.ShadowWouldDeny += sl.wouldDeny
@@ -143,6 +141,23 @@ func (s *session) flushPolicies() {
 	}
 	st.mu.Unlock()
 	c.npol = 0
+}
+
+// entry returns the stripe's entry that counts name. Once every series
+// is given, a name without one costs one lookup, in names. Requires st.mu.
+func (st *polStripe) entry(ps *policyStats, name string) *PolicyStat {
+	if ps.full.Load() {
+		if _, ok := ps.names[name]; !ok {
+			if st.other == nil {
+				st.other = st.add(ps, otherPolicies)
+			}
+			return st.other
+		}
+	}
+	if e := st.m[name]; e != nil {
+		return e
+	}
+	return st.add(ps, name)
 }
 
 // add makes the stripe's entry of name (which counts under its label).

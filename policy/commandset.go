@@ -68,6 +68,15 @@ func (c commandSet) folded() commandSet {
 	if c.delta.n < max(foldMin, c.base.n/4) {
 		return c
 	}
+	return c.compacted()
+}
+
+// compacted returns c with its delta folded into a new base, however
+// small the delta: the same policies, looked up without a trie walk.
+func (c commandSet) compacted() commandSet {
+	if c.delta.n == 0 {
+		return c
+	}
 	ps := make([]*Policy, 0, c.n)
 	c.each(func(p *Policy) { ps = append(ps, p) })
 	return commandSetOf(ps)

@@ -54,6 +54,26 @@ func AppendCheckKey(dst []byte, name string, algo algorithms.Algo, subject []byt
 	return append(dst, subject...)
 }
 
+// AppendCheckKeys appends the state key of subject under the policy
+// named name (AppendCheckKey) and then subject's override key
+// (AppendOverrideKey) to dst, escaping the name once. It returns dst and
+// the offset in it where the override key starts.
+func AppendCheckKeys(dst []byte, name string, algo algorithms.Algo, subject []byte) ([]byte, int) {
+	dst = append(dst, prefixCheck...)
+	from := len(dst)
+	dst = appendEscaped(dst, name)
+	to := len(dst)
+	dst = append(dst, ':')
+	dst = append(dst, AlgoName(algo)...)
+	dst = append(dst, ':')
+	dst = append(dst, subject...)
+	split := len(dst)
+	dst = append(dst, prefixOverride...)
+	dst = append(dst, dst[from:to]...)
+	dst = append(dst, ':')
+	return append(dst, subject...), split
+}
+
 // AppendOverrideKey appends the key of subject's override of the policy
 // named name to dst. All of a policy's overrides match the glob
 // "ovr:<escaped name>:*".

@@ -90,3 +90,19 @@ func mustUnescape(t *testing.T, s string) string {
 	}
 	return u
 }
+
+// AppendCheckKeys writes the two keys AppendCheckKey and AppendOverrideKey
+// write, one after the other, escaped names included.
+func TestAppendCheckKeysIsBothKeys(t *testing.T) {
+	for _, c := range []struct{ name, subject string }{
+		{"free", "key:abc"}, {"pk:000123", "pk:000123"}, {"a%b*c d", ""}, {"x", "sub ject*"},
+	} {
+		dst := []byte("before|")
+		got, split := AppendCheckKeys(dst, c.name, algorithms.Sliding, []byte(c.subject))
+		key := AppendCheckKey(nil, c.name, algorithms.Sliding, []byte(c.subject))
+		ovr := AppendOverrideKey(nil, c.name, []byte(c.subject))
+		if string(got[:7]) != "before|" || string(got[7:split]) != string(key) || string(got[split:]) != string(ovr) {
+			t.Errorf("AppendCheckKeys(%q, %q) = %q split at %d; want %q then %q", c.name, c.subject, got, split, key, ovr)
+		}
+	}
+}

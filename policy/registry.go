@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Registry holds the live policies and rules. Readers (every RL.CHECK and
@@ -20,10 +21,21 @@ import (
 // policy of the same name, which comes back if the file drops the name.
 //
 // The zero Registry is not usable; use NewRegistry.
+//
+// Once changes stop for foldIdle, the registry folds the trie of changes
+// into the index (a snapshot of the same policies; foldWhenIdle), so that
+// a lookup walks no trie in a table that changes in bursts.
 type Registry struct {
 	mu  sync.Mutex // serializes writers
 	cur atomic.Pointer[Snapshot]
+	// changes counts the command-owned changes; folding is set while a
+	// fold is scheduled. Both guarded by mu.
+	changes uint64
+	folding bool
 }
+
+// foldIdle is how long after the last change the registry folds.
+const foldIdle = 500 * time.Millisecond
 
 // Snapshot is one immutable state of a Registry: a decision that uses one
 // Snapshot never mixes old and new rules.
@@ -44,9 +56,9 @@ func NewRegistry() *Registry {
 // Load returns the current snapshot. Safe for concurrent use.
 func (r *Registry) Load() *Snapshot { return r.cur.Load() }
 
-// Policy returns the live policy named name, or nil. The hot path of
-// RL.CHECK: one atomic load, a walk of a small trie and a map lookup, no
-// lock, no allocation.
+// Policy returns the live policy named name, or nil: one atomic load, a
+// walk of a small trie and a probe of the index, no lock, no allocation.
+// A pipeline's RL.CHECKs use Snapshot.Policies instead.
 func (r *Registry) Policy(name []byte) *Policy { return r.cur.Load().Policy(name) }
 
 // Rules returns the live rules (nil: none loaded).
@@ -141,6 +153,7 @@ func (r *Registry) Set(p Policy) error {
 		return errReadOnly(p.Name, lp.File)
 	}
 	r.cur.Store(old.withCommand(hold(p)))
+	r.changed()
 	return nil
 }
 
@@ -156,8 +169,55 @@ func (r *Registry) Delete(name string) (bool, error) {
 	next, ok := old.withoutCommand(name)
 	if ok {
 		r.cur.Store(next)
+		r.changed()
 	}
 	return ok, nil
+}
+
+// changed notes a command-owned change and schedules a fold. Requires
+// r.mu.
+func (r *Registry) changed() {
+	r.changes++
+	r.scheduleFold()
+}
+
+// scheduleFold schedules a fold if the current snapshot has a trie of
+// changes and none is scheduled. Requires r.mu.
+func (r *Registry) scheduleFold() {
+	if r.folding || r.cur.Load().commands.delta.n == 0 {
+		return
+	}
+	r.folding = true
+	seen := r.changes
+	time.AfterFunc(foldIdle, func() { r.foldWhenIdle(seen) })
+}
+
+// foldWhenIdle folds the current snapshot's trie of changes into its index
+// if no change came since the one counted seen, else waits foldIdle more.
+// The timer is the registry's only clock: when it fires changes what the
+// lookups cost, never what they answer. The fold is built outside the
+// lock, from an immutable snapshot, and installed only if that snapshot is
+// still the current one.
+func (r *Registry) foldWhenIdle(seen uint64) {
+	r.mu.Lock()
+	if r.changes != seen {
+		seen = r.changes
+		r.mu.Unlock()
+		time.AfterFunc(foldIdle, func() { r.foldWhenIdle(seen) })
+		return
+	}
+	cur := r.cur.Load()
+	r.mu.Unlock()
+	next := *cur
+	next.commands = cur.commands.compacted()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.folding = false
+	if r.cur.Load() != cur { // replaced meanwhile: fold the new one later
+		r.scheduleFold()
+		return
+	}
+	r.cur.Store(&next)
 }
 
 // ReplaceCommanded replaces every command-owned policy with ps (a snapshot

@@ -10,7 +10,7 @@ import (
 
 // registryOf returns a registry of n command-owned token policies named
 // key:000000 ….
-func registryOf(b *testing.B, n int) *Registry {
+func registryOf(b testing.TB, n int) *Registry {
 	b.Helper()
 	r := NewRegistry()
 	ps := make([]Policy, n)
@@ -56,6 +56,31 @@ func BenchmarkPolicyLookup(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
 				if r.Policy(names[i%len(names)]) == nil {
+					b.Fatal("a policy is missing")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPolicyLookupBatch is BenchmarkPolicyLookup sixteen names at a
+// time through Snapshot.Policies, as a pipeline's RL.CHECKs look theirs
+// up; ns/op is per name.
+func BenchmarkPolicyLookupBatch(b *testing.B) {
+	for _, n := range registrySizes {
+		b.Run(fmt.Sprintf("policies=%d", n), func(b *testing.B) {
+			r := registryOf(b, n)
+			names := make([][]byte, 4096)
+			for i := range names {
+				names[i] = fmt.Appendf(nil, "key:%06d", (i*7919)%n)
+			}
+			out := make([]*Policy, batchMax)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += batchMax {
+				at := i % len(names)
+				r.Load().Policies(names[at:at+batchMax], out)
+				if out[0] == nil {
 					b.Fatal("a policy is missing")
 				}
 			}

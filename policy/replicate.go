@@ -47,6 +47,7 @@ func (r *Registry) Apply(argv [][]byte) (int64, error) {
 			return 0, err
 		}
 		r.cur.Store(old.withCommand(hold(p)))
+		r.changed()
 		return 0, nil
 	case ChangeDel:
 		next, ok := old.withoutCommand(string(argv[1]))
@@ -54,6 +55,7 @@ func (r *Registry) Apply(argv [][]byte) (int64, error) {
 			return 0, nil
 		}
 		r.cur.Store(next)
+		r.changed()
 		return 1, nil
 	}
 	return 0, errCorrupt("an unknown policy change %q", argv[0])
@@ -147,6 +149,7 @@ func (r *Registry) LoadSidecarParts(base []byte, parts [][]byte) error {
 		}
 	}
 	r.cur.Store(merge(cmds, r.cur.Load().rules))
+	r.changed()
 	return nil
 }
 

@@ -56,26 +56,66 @@ func find[N string | []byte](t *nameTrie, h uint64, name N) *trieSlot {
 	high := uint32(h >> 32)
 	s := &t.root
 	for depth := 0; ; depth++ {
-		if s.p != nil {
-			if s.bits == high && s.p.Name == string(name) {
-				return s
+		next, leaf := step(s, h, high, depth, name)
+		if next == nil {
+			return leaf
+		}
+		s, h = next, h>>5
+	}
+}
+
+// step takes a lookup of name one level down from s, the slot it reached
+// at depth: h is name's hash shifted to depth, high its hash's high half.
+// It returns the slot to visit next, or, if the lookup ends at s, nil and
+// the leaf of name (nil: t holds none). A lookup reads one slot a level,
+// so that lookups that take their steps in turn overlap their loads
+// (findAll).
+func step[N string | []byte](s *trieSlot, h uint64, high uint32, depth int, name N) (next, leaf *trieSlot) {
+	if s.p != nil {
+		if s.bits == high && s.p.Name == string(name) {
+			return nil, s
+		}
+		return nil, nil
+	}
+	if depth == trieLevels {
+		for i := range s.kids {
+			if s.kids[i].p.Name == string(name) {
+				return nil, &s.kids[i]
 			}
-			return nil
 		}
-		if depth == trieLevels {
-			for i := range s.kids {
-				if s.kids[i].p.Name == string(name) {
-					return &s.kids[i]
-				}
+		return nil, nil
+	}
+	bit := uint32(1) << (h & 31)
+	if s.bits&bit == 0 {
+		return nil, nil
+	}
+	return &s.kids[bits.OnesCount32(s.bits&(bit-1))], nil
+}
+
+// findAll sets leaves[k] to find(t, hs[k], names[k]) for every k whose
+// todo bit is set (at most 64 names), taking the lookups' steps in turn:
+// level by level, so that their cache misses overlap.
+func findAll(t *nameTrie, hs []uint64, names [][]byte, todo uint64, leaves []*trieSlot) {
+	var at [batchMax]*trieSlot
+	for k := range names {
+		leaves[k] = nil
+		at[k] = &t.root
+	}
+	if t.n == 0 {
+		return
+	}
+	for depth := 0; todo != 0; depth++ {
+		for rest := todo; rest != 0; rest &= rest - 1 {
+			k := bits.TrailingZeros64(rest)
+			h := hs[k] >> (5 * depth)
+			next, leaf := step(at[k], h, uint32(hs[k]>>32), depth, names[k])
+			if next == nil {
+				leaves[k] = leaf
+				todo &^= 1 << k
+				continue
 			}
-			return nil
+			at[k] = next
 		}
-		bit := uint32(1) << (h & 31)
-		if s.bits&bit == 0 {
-			return nil
-		}
-		s = &s.kids[bits.OnesCount32(s.bits&(bit-1))]
-		h >>= 5
 	}
 }
 

@@ -1,0 +1,132 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/sluice-rl/sluice/internal/resp"
+	"github.com/sluice-rl/sluice/server"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// A pipeline's RL.CHECKs look their policies up together when the queue
+// is carried out; these tests hold them to the answers of RL.CHECKs sent
+// one at a time: every reply in command order, each refusal in its place
+// and nothing applied for it, a policy changed in the pipeline seen by the
+// checks after the change only, and the ACL's refusal of a derived key.
+
+// replies feeds one batch to c and returns its replies, rendered.
+func replies(t *testing.T, c *server.Conn, cmds ...[]string) []string {
+	t.Helper()
+	var in strings.Builder
+	for _, cmd := range cmds {
+		in.WriteString(frame(cmd...))
+	}
+	out, closed := c.Feed([]byte(in.String()))
+	if closed {
+		t.Fatalf("the connection closed: %q", out)
+	}
+	r := bufio.NewReader(bytes.NewReader(out))
+	got := make([]string, len(cmds))
+	for i := range got {
+		var v resp.Value
+		if err := resp.Read(r, &v); err != nil {
+			t.Fatalf("reply %d of %d: %v (output %q)", i+1, len(cmds), err, out)
+		}
+		got[i] = v.String()
+	}
+	if r.Buffered() != 0 {
+		t.Fatalf("%d bytes after %d replies", r.Buffered(), len(cmds))
+	}
+	return got
+}
+
+// decided is the start of a decision's rendered reply: admitted or not,
+// limit and remaining (retry and reset follow, which the real clock moves).
+func decided(allowed bool, limit, remaining int) string {
+	a := 0
+	if allowed {
+		a = 1
+	}
+	return fmt.Sprintf("*5[:%d :%d :%d ", a, limit, remaining)
+}
+
+func expectReplies(t *testing.T, got, want []string) {
+	t.Helper()
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("reply %d = %s; want %s…", i+1, got[i], want[i])
+		}
+	}
+}
+
+func TestCheckPipelineAnswersInOrderWithRefusalsInPlace(t *testing.T) {
+	_, c := loopbackOn(t, DefaultConfig(), store.New(4))
+	expectReplies(t, replies(t, c,
+		[]string{"RL.POLICY", "SET", "free", "TOKEN", "1/h", "10"},
+		[]string{"RL.POLICY", "SET", "jobs", "CONCURRENCY", "5", "30s"},
+	), []string{"+OK", "+OK"})
+
+	noSuch := "-ERR no such policy 'nope'"
+	concurrency := "-ERR " + string(errCheckConcurrency)
+	got := replies(t, c,
+		[]string{"RL.CHECK", "free", "a"},
+		[]string{"RL.CHECK", "nope", "a"},
+		[]string{"RL.CHECK", "jobs", "a"},
+		[]string{"RL.CHECK", "free", "b", "3"},
+		[]string{"RL.TOKEN", "plain", "1/h", "4"},
+		[]string{"RL.CHECK", "free", "a", "2"},
+		[]string{"RL.CHECK", "nope", "b"},
+		// The change answers after the checks before it, which were
+		// decided under the old policy; the checks after it see the new.
+		[]string{"RL.POLICY", "SET", "free", "TOKEN", "1/h", "20"},
+		[]string{"RL.CHECK", "free", "c"},
+		[]string{"RL.CHECK", "free", "a", "0"},
+	)
+	expectReplies(t, got, []string{
+		decided(true, 10, 9), noSuch, concurrency, decided(true, 10, 7), decided(true, 4, 3),
+		decided(true, 10, 7), noSuch, "+OK", decided(true, 20, 19), decided(true, 20, 17),
+	})
+
+	// More checks than are looked up together, with refusals among them:
+	// every fifth names no policy, and nothing is taken for it.
+	var cmds [][]string
+	var want []string
+	left := map[string]int{}
+	for i := 0; i < 45; i++ {
+		sub := fmt.Sprintf("s%d", i%7)
+		if i%5 == 4 {
+			cmds = append(cmds, []string{"RL.CHECK", "nope", sub})
+			want = append(want, noSuch)
+			continue
+		}
+		if _, ok := left[sub]; !ok {
+			left[sub] = 20
+		}
+		left[sub]--
+		cmds = append(cmds, []string{"RL.CHECK", "free", sub})
+		want = append(want, decided(true, 20, left[sub]))
+	}
+	expectReplies(t, replies(t, c, cmds...), want)
+}
+
+func TestCheckPipelineRefusesADerivedKeyTheUserMayNotReachInPlace(t *testing.T) {
+	_, c := loopbackOn(t, DefaultConfig(), store.New(4))
+	expectReplies(t, replies(t, c,
+		[]string{"RL.POLICY", "SET", "free", "TOKEN", "1/h", "10"},
+		[]string{"ACL", "SETUSER", "a", "on", ">pa", "~pol:*:tenant-a:*", "+@limiter", "+@policy", "+@connection"},
+		[]string{"AUTH", "a", "pa"},
+	), []string{"+OK", "+OK", "+OK"})
+	noPerm := "-NOPERM this user has no permissions to access one of the keys used as arguments"
+	got := replies(t, c,
+		[]string{"RL.CHECK", "free", "tenant-a:1"},
+		[]string{"RL.CHECK", "free", "tenant-b:1"},
+		[]string{"RL.CHECK", "free", "tenant-a:1"},
+		[]string{"RL.CHECK", "free", "tenant-b:1", "0"},
+		[]string{"RL.CHECK", "free", "tenant-a:2", "5"},
+	)
+	expectReplies(t, got, []string{decided(true, 10, 9), noPerm, decided(true, 10, 8), noPerm, decided(true, 10, 5)})
+}

@@ -1,0 +1,98 @@
+package policy
+
+import (
+	"math/bits"
+
+	"github.com/sluice-rl/sluice/algorithms"
+)
+
+// Looking up a batch of policies together. At 100,000 policies looked up
+// at random, one lookup is a chain of cache misses: the trie's slots, the
+// index slot, then the policy itself, each load waiting for the one
+// before. A pipeline's RL.CHECKs look up their policies together so that
+// the chains overlap: each stage of every lookup is loaded before any
+// lookup's next stage.
+
+// batchMax is how many lookups Policies overlaps at a time.
+const batchMax = 16
+
+// Policies sets out[k] to the policy named names[k] in s, or nil, as
+// Policy does for each name (out must be as long as names). The lookups'
+// loads overlap, batchMax at a time. It does not allocate.
+func (s *Snapshot) Policies(names [][]byte, out []*Policy) {
+	out = out[:len(names)]
+	for len(names) > batchMax {
+		s.policies(names[:batchMax], out[:batchMax])
+		names, out = names[batchMax:], out[batchMax:]
+	}
+	s.policies(names, out)
+}
+
+// policies is Policies for at most batchMax names.
+func (s *Snapshot) policies(names [][]byte, out []*Policy) {
+	var todo uint64 // the lookups the command-owned policies answer
+	for k, name := range names {
+		out[k] = nil
+		if s.files != nil {
+			out[k] = s.files[string(name)]
+		}
+		if out[k] == nil {
+			todo |= 1 << k
+		}
+	}
+	if todo != 0 {
+		s.commands.getAll(names, todo, out)
+	}
+}
+
+// getAll sets out[k] to get(names[k]) for every k whose todo bit is set
+// (at most batchMax names): the delta's walks level by level, then the
+// index slots of every name the delta does not hold, then their policies,
+// then the lookups themselves, which find their loads in cache.
+func (c *commandSet) getAll(names [][]byte, todo uint64, out []*Policy) {
+	var hs [batchMax]uint64
+	for rest := todo; rest != 0; rest &= rest - 1 {
+		k := bits.TrailingZeros64(rest)
+		hs[k] = hashName(names[k])
+	}
+	if c.delta.n != 0 {
+		var leaves [batchMax]*trieSlot
+		findAll(&c.delta, hs[:len(names)], names, todo, leaves[:len(names)])
+		for rest := todo; rest != 0; rest &= rest - 1 {
+			k := bits.TrailingZeros64(rest)
+			if l := leaves[k]; l != nil {
+				if !l.gone {
+					out[k] = l.p
+				}
+				todo &^= 1 << k
+			}
+		}
+	}
+	x := &c.base
+	if x.n == 0 || todo == 0 {
+		return
+	}
+	mask := uint64(len(x.slots) - 1)
+	var ps [batchMax]*Policy
+	for rest := todo; rest != 0; rest &= rest - 1 {
+		k := bits.TrailingZeros64(rest)
+		if sl := &x.slots[hs[k]&mask]; sl.h == hs[k] {
+			ps[k] = sl.p
+		}
+	}
+	// The policies: the lookups that meet their name in the first slot
+	// end here. Reading the limit too brings in the policy's next cache
+	// line if it straddles one; every held policy has an algorithm, so
+	// the test only ever passes the others on to findIndexed.
+	for rest := todo; rest != 0; rest &= rest - 1 {
+		k := bits.TrailingZeros64(rest)
+		if p := ps[k]; p != nil && p.Name == string(names[k]) && p.Limit.Algo != algorithms.None {
+			out[k] = p
+			todo &^= 1 << k
+		}
+	}
+	for rest := todo; rest != 0; rest &= rest - 1 { // collisions, and names not held
+		k := bits.TrailingZeros64(rest)
+		out[k] = findIndexed(x, hs[k], names[k])
+	}
+}
