@@ -168,9 +168,10 @@ func TestProcessClusterProtocol(t *testing.T) {
 
 // runClusterScript runs the client matrix's cluster script for client
 // (compat/clients/node/cluster.mjs, or python/cluster.py for redis-py)
-// seeded with port, and returns its RESULT line. Without the runtime it
-// skips, or fails under SLUICE_CLIENT_MATRIX as the matrix does.
-func runClusterScript(t *testing.T, port int, client string) string {
+// seeded with port, with env (NAME=value) added, and returns its RESULT
+// line. Without the runtime it skips, or fails under SLUICE_CLIENT_MATRIX
+// as the matrix does.
+func runClusterScript(t *testing.T, port int, client string, env ...string) string {
 	t.Helper()
 	missing := func(what string) {
 		if os.Getenv("SLUICE_CLIENT_MATRIX") != "" {
@@ -197,7 +198,7 @@ func runClusterScript(t *testing.T, port int, client string) string {
 		cmd = exec.CommandContext(ctx, node, "node/cluster.mjs", client)
 	}
 	cmd.Dir = clientMatrix
-	cmd.Env = append(os.Environ(), fmt.Sprintf("SLUICE_PORT=%d", port))
+	cmd.Env = append(append(os.Environ(), fmt.Sprintf("SLUICE_PORT=%d", port)), env...)
 	out, err := cmd.Output()
 	var stderr []byte
 	if ee, ok := err.(*exec.ExitError); ok {
