@@ -316,25 +316,54 @@ func TestProcessShardedClients(t *testing.T) {
 		}
 	})
 
-	// The Node and Python cluster clients of the client matrix, each
-	// seeded with a node of another group.
-	for i, name := range []string{"ioredis5", "ioredis6", "redis4", "redis5", "redis6", "redis-py"} {
+	// The Node, Python and newest go-redis cluster clients of the client
+	// matrix, each seeded with a node of another group. go-redis 9.23
+	// also decides RL.CHECK on each key as a subject, routed by the
+	// subject from COMMAND's key positions.
+	matrixPolicy := redis.NewClient(&redis.Options{Addr: all[0].addr(), Protocol: 2})
+	if err := matrixPolicy.Do(ctx, "RL.POLICY", "SET", "matrix", "TOKEN", "1/h", 5).Err(); err != nil {
+		t.Fatal(err)
+	}
+	matrixPolicy.Close()
+	type matrixRun struct {
+		client, name string
+		byKey        bool // ioredis: route RL.TOKEN by its key (a Command with its keys set)
+	}
+	runs := []matrixRun{{"ioredis5", "ioredis5", false}, {"ioredis5", "ioredis5/by-key", true},
+		{"ioredis6", "ioredis6", false}, {"ioredis6", "ioredis6/by-key", true},
+		{"redis4", "redis4", false}, {"redis5", "redis5", false}, {"redis6", "redis6", false},
+		{"redis-py", "redis-py", false}, {"go-redis-9.23", "go-redis-9.23", false}}
+	for i, r := range runs {
 		seed := all[(2*i+1)%len(all)]
-		t.Run(name, func(t *testing.T) {
-			keys := keysOverGroups(name+":"+strconv.FormatInt(time.Now().UnixNano(), 36), 2)
+		t.Run(r.name, func(t *testing.T) {
+			keys := keysOverGroups(strings.ReplaceAll(r.name, "/", "-")+":"+strconv.FormatInt(time.Now().UnixNano(), 36), 2)
+			env := []string{"SLUICE_KEYS=" + strings.Join(keys, ",")}
+			admitted, decisions := 5*len(keys), 7*len(keys)+2
+			switch {
+			case r.client == "go-redis-9.23":
+				env, admitted, decisions = append(env, "SLUICE_POLICY=matrix"), 2*admitted, 14*len(keys)
+			case r.byKey:
+				env = append(env, "SLUICE_ROUTE_BY_KEY=1")
+			}
 			before := movedReplies(t, all)
-			got := runClusterScript(t, seed.port, name, "SLUICE_KEYS="+strings.Join(keys, ","))
-			want := fmt.Sprintf("admitted=%d slots=0-5460:3,5461-10921:3,10922-16383:3", 5*len(keys))
+			got := runClusterScript(t, seed.port, r.client, env...)
+			want := fmt.Sprintf("admitted=%d slots=0-5460:3,5461-10921:3,10922-16383:3", admitted)
 			if got != want {
-				t.Fatalf("%s through %s: %s; want %s", name, seed.id, got, want)
+				t.Fatalf("%s through %s: %s; want %s", r.name, seed.id, got, want)
 			}
 			for _, k := range keys {
 				if got := peek(t, ld[groupOfKey(k)-1], k, 5); got != 0 {
 					t.Errorf("%s on its group's leader: remaining %d; want 0", k, got)
 				}
 			}
+			moved := movedReplies(t, all) - before
 			t.Logf("%s: %d decisions on %d keys over %d groups, %d MOVED written by the nodes",
-				name, 7*len(keys)+2, len(keys), shardedGroups, movedReplies(t, all)-before)
+				r.name, decisions, len(keys), shardedGroups, moved)
+			// Every client but ioredis's call() routes each command by its
+			// key, from its own table or COMMAND's key positions.
+			if (r.byKey || !strings.HasPrefix(r.client, "ioredis")) && moved != 0 {
+				t.Errorf("%s caused %d MOVED; want 0: every command routed by its key", r.name, moved)
+			}
 		})
 	}
 

@@ -24,8 +24,16 @@ async function adapter() {
       c.once('ready', resolve);
       c.once('end', () => reject(new Error('the cluster connection ended before ready')));
     });
+    // ioredis routes only the commands of its own table by key; call()
+    // sends any other to a random master. A Command whose keys are set
+    // before it is sent is routed by them ($SLUICE_ROUTE_BY_KEY).
+    const byKey = (key, ...a) => {
+      const cmd = new m.Command('RL.TOKEN', [key, ...a]);
+      cmd.keys = [key];
+      return c.sendCommand(cmd);
+    };
     return {
-      take: (key, ...a) => c.call('RL.TOKEN', key, ...a),
+      take: process.env.SLUICE_ROUTE_BY_KEY ? byKey : (key, ...a) => c.call('RL.TOKEN', key, ...a),
       slots: () => c.call('CLUSTER', 'SLOTS'),
       close: () => c.disconnect(),
     };
