@@ -167,10 +167,12 @@ func TestProcessClusterProtocol(t *testing.T) {
 }
 
 // runClusterScript runs the client matrix's cluster script for client
-// (compat/clients/node/cluster.mjs, or python/cluster.py for redis-py)
-// seeded with port, and returns its RESULT line. Without the runtime it
-// skips, or fails under SLUICE_CLIENT_MATRIX as the matrix does.
-func runClusterScript(t *testing.T, port int, client string) string {
+// (compat/clients/node/cluster.mjs, python/cluster.py for redis-py, or the
+// goredis module for go-redis-9.23, the newest go-redis)
+// seeded with port, with env (NAME=value) added, and returns its RESULT
+// line. Without the runtime it skips, or fails under SLUICE_CLIENT_MATRIX
+// as the matrix does.
+func runClusterScript(t *testing.T, port int, client string, env ...string) string {
 	t.Helper()
 	missing := func(what string) {
 		if os.Getenv("SLUICE_CLIENT_MATRIX") != "" {
@@ -181,12 +183,19 @@ func runClusterScript(t *testing.T, port int, client string) string {
 	var cmd *exec.Cmd
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if client == "redis-py" {
+	switch client {
+	case "go-redis-9.23":
+		bin := filepath.Join(t.TempDir(), "goredis")
+		if out, err := exec.CommandContext(ctx, "go", "build", "-C", filepath.Join(clientMatrix, "goredis"), "-o", bin, ".").CombinedOutput(); err != nil {
+			missing(fmt.Sprintf("a build of compat/clients/goredis (%v: %s)", err, out))
+		}
+		cmd = exec.CommandContext(ctx, bin)
+	case "redis-py":
 		if exec.Command("/usr/bin/python3", "-c", "import redis.cluster").Run() != nil {
 			missing("python3-redis")
 		}
 		cmd = exec.CommandContext(ctx, "/usr/bin/python3", "python/cluster.py")
-	} else {
+	default:
 		node, err := exec.LookPath("node")
 		if err != nil {
 			missing("node")
@@ -197,7 +206,7 @@ func runClusterScript(t *testing.T, port int, client string) string {
 		cmd = exec.CommandContext(ctx, node, "node/cluster.mjs", client)
 	}
 	cmd.Dir = clientMatrix
-	cmd.Env = append(os.Environ(), fmt.Sprintf("SLUICE_PORT=%d", port))
+	cmd.Env = append(append(os.Environ(), fmt.Sprintf("SLUICE_PORT=%d", port)), env...)
 	out, err := cmd.Output()
 	var stderr []byte
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -206,10 +215,17 @@ func runClusterScript(t *testing.T, port int, client string) string {
 	if err != nil {
 		t.Fatalf("%s: %v\n%s%s", client, err, out, stderr)
 	}
+	result := ""
 	for _, line := range strings.Split(string(out), "\n") {
 		if v, ok := strings.CutPrefix(line, "RESULT "); ok {
-			return v
+			result = v
 		}
+		if v, ok := strings.CutPrefix(line, "MOVED "); ok {
+			t.Logf("%s received %s MOVED", client, v)
+		}
+	}
+	if result != "" {
+		return result
 	}
 	t.Fatalf("%s printed no RESULT:\n%s", client, out)
 	return ""
