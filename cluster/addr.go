@@ -3,17 +3,61 @@ package cluster
 import (
 	"fmt"
 	"net"
+	"net/netip"
+	"strconv"
 )
 
-func resolveTCP(addr string) (*net.TCPAddr, error) {
-	a, err := net.ResolveTCPAddr("tcp", addr)
+// namedAddr is a Raft address whose host is a name: kept as the name in
+// the group's configuration, so that the peers find a member that comes
+// back at another IP address under the same name (a rescheduled
+// Kubernetes pod). It is resolved at each dial, and by each peer filter.
+type namedAddr string
+
+func (a namedAddr) Network() string { return "tcp" }
+func (a namedAddr) String() string  { return string(a) }
+
+// advertiseAddr is the address a node advertises to its peers, from adv
+// (--raft-advertise, or --raft-bind without it): an IP address as it is, a
+// host name kept as the name (namedAddr), and port 0 replaced by bound's
+// port. A host must be one the peers can reach: not empty or unspecified.
+func advertiseAddr(adv string, bound net.Addr) (net.Addr, error) {
+	host, port, err := net.SplitHostPort(adv)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: raft address %q: %w", addr, err)
+		return nil, fmt.Errorf("cluster: raft address %q: %w", adv, err)
 	}
-	if a.IP == nil || a.IP.IsUnspecified() {
-		return nil, fmt.Errorf("cluster: raft address %q must name a host peers can reach (use --raft-advertise)", addr)
+	p, err := net.LookupPort("tcp", port)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: raft address %q: %w", adv, err)
 	}
-	return a, nil
+	if p == 0 {
+		p = bound.(*net.TCPAddr).Port
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.IsUnspecified() {
+			return nil, fmt.Errorf("cluster: raft address %q must name a host peers can reach (use --raft-advertise)", adv)
+		}
+		return net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(p))), nil
+	}
+	if host == "" {
+		return nil, fmt.Errorf("cluster: raft address %q must name a host peers can reach (use --raft-advertise)", adv)
+	}
+	return namedAddr(net.JoinHostPort(host, strconv.Itoa(p))), nil
+}
+
+// checkAdvertise refuses an explicit --raft-advertise without a host:port
+// or with port 0: the peers dial exactly what it says.
+func checkAdvertise(adv string) error {
+	if adv == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(adv)
+	if err != nil {
+		return fmt.Errorf("cluster: raft address %q: %w", adv, err)
+	}
+	if p, err := net.LookupPort("tcp", port); err != nil || p == 0 {
+		return fmt.Errorf("cluster: raft advertise address %q must name a port", adv)
+	}
+	return nil
 }
 
 // RaftAddrs returns the address the node's Raft port listens on (with the

@@ -88,7 +88,7 @@ type RaftPort struct {
 	log       *slog.Logger
 	allow     []string
 	refusals  *refusals
-	advertise *net.TCPAddr
+	advertise net.Addr // *net.TCPAddr, or namedAddr for a host name
 	dialer    net.Dialer
 	clientTLS *tls.Config
 	raw       net.Listener
@@ -121,19 +121,17 @@ func OpenRaftPort(cfg PortConfig) (*RaftPort, error) {
 	if adv == "" {
 		adv = cfg.Bind
 	}
-	advertise, err := resolveTCP(adv)
-	if err != nil {
+	if err := checkAdvertise(cfg.Advertise); err != nil {
 		return nil, err
-	}
-	if advertise.Port == 0 && cfg.Advertise != "" {
-		return nil, fmt.Errorf("cluster: raft advertise address %q must name a port", cfg.Advertise)
 	}
 	raw, err := net.Listen("tcp", cfg.Bind)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft port on %s: %w", cfg.Bind, err)
 	}
-	if advertise.Port == 0 {
-		advertise = &net.TCPAddr{IP: advertise.IP, Port: raw.Addr().(*net.TCPAddr).Port, Zone: advertise.Zone}
+	advertise, err := advertiseAddr(adv, raw.Addr()) // port 0: the port the kernel chose
+	if err != nil {
+		raw.Close()
+		return nil, err
 	}
 	p := &RaftPort{log: cfg.Logger, allow: cfg.Allow, refusals: &refusals{log: cfg.Logger}, advertise: advertise,
 		clientTLS: cfg.ClientTLS, raw: raw, started: make(chan struct{}), done: make(chan struct{}),

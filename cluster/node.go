@@ -328,18 +328,14 @@ func (n *Node) openStorage() error {
 	if adv == "" {
 		adv = cfg.RaftBind
 	}
-	addr, err := resolveTCP(adv)
-	if err != nil {
+	if err := checkAdvertise(cfg.RaftAdvertise); err != nil {
 		return err
-	}
-	if addr.Port == 0 && cfg.RaftAdvertise != "" {
-		return fmt.Errorf("cluster: raft advertise address %q must name a port", cfg.RaftAdvertise)
 	}
 	var sec *raftTLS
 	if cfg.RaftServerTLS != nil {
 		sec = &raftTLS{server: cfg.RaftServerTLS, client: cfg.RaftClientTLS}
 	}
-	t, stream, err := newTCPTransport(cfg.RaftBind, addr, filter, sec)
+	t, stream, err := newTCPTransport(cfg.RaftBind, adv, filter, sec)
 	if err != nil {
 		return err
 	}

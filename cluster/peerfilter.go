@@ -23,7 +23,9 @@ import (
 // its remote IP is
 //
 //  1. the IP of a server in raft's latest configuration (host names are
-//     resolved, and cached for hostTTL), or
+//     resolved, and cached for hostTTL; a connection none admits makes the
+//     names be looked up again, at most every reresolveEvery, so a member
+//     that came back at a new address under its name is admitted), or
 //  2. vouched for: the IP of a member that a trusted node listed in its
 //     RAFT.MEMBERS reply within vouchTTL. Trusted nodes are --join,
 //     --peers and this node's configured members (their RESP addresses,
@@ -60,6 +62,9 @@ type peerFilter struct {
 
 	*refusals // the port's: shared by the groups of a RaftPort (mux.go)
 
+	// lookup resolves a host name (net.DefaultResolver's; tests replace it).
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+
 	mu      sync.Mutex
 	vouched map[netip.Addr]time.Time // until when
 	hosts   map[string]resolved
@@ -78,14 +83,18 @@ type refusals struct {
 
 type resolved struct {
 	addrs []netip.Addr
+	at    time.Time // when it was looked up
 	until time.Time
 }
 
 const (
-	hostTTL  = 30 * time.Second
-	vouchTTL = 2 * time.Minute
-	logEvery = 10 * time.Second
-	askEvery = 2 * time.Second
+	hostTTL = 30 * time.Second
+	// reresolveEvery bounds how often a refused connection makes the
+	// filter look the members' host names up again before hostTTL.
+	reresolveEvery = time.Second
+	vouchTTL       = 2 * time.Minute
+	logEvery       = 10 * time.Second
+	askEvery       = 2 * time.Second
 )
 
 // parseAllow reads --raft-allow: IP addresses and CIDR prefixes, or "any".
@@ -116,7 +125,9 @@ func newPeerFilter(log *slog.Logger, allow []string, standby bool) (*peerFilter,
 	}
 	return &peerFilter{log: log, allowAll: all, nets: nets, standby: standby, armed: make(chan struct{}),
 		kick: make(chan struct{}, 1), refusals: &refusals{log: log}, vouched: map[netip.Addr]time.Time{},
-		hosts: map[string]resolved{}}, nil
+		hosts: map[string]resolved{}, lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		}}, nil
 }
 
 // arm gives the filter raft's configuration; until then nothing is
@@ -195,9 +206,22 @@ func (f *peerFilter) allowed(ip netip.Addr, now time.Time) bool {
 		}
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	until, ok := f.vouched[ip]
-	return ok && now.Before(until)
+	f.mu.Unlock()
+	if ok && now.Before(until) {
+		return true
+	}
+	// A member named by a host name may have come back at a new address (a
+	// rescheduled pod): look its name up again, at most every
+	// reresolveEvery, before refusing.
+	for _, s := range servers {
+		for _, a := range f.reresolve(string(s.Address), now) {
+			if a == ip {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resolve returns the IP addresses of a host:port's host, from the cache
@@ -218,14 +242,36 @@ func (f *peerFilter) resolve(hostport string, now time.Time) []netip.Addr {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	ips, _ := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	ips, _ := f.lookup(ctx, host)
 	for i := range ips {
 		ips[i] = ips[i].Unmap().WithZone("")
 	}
 	f.mu.Lock()
-	f.hosts[host] = resolved{addrs: ips, until: now.Add(hostTTL)}
+	f.hosts[host] = resolved{addrs: ips, at: now, until: now.Add(hostTTL)}
 	f.mu.Unlock()
 	return ips
+}
+
+// reresolve looks a host name's addresses up again if the cached lookup
+// is older than reresolveEvery (and returns nothing otherwise, nor for an
+// IP address, which resolve has already matched).
+func (f *peerFilter) reresolve(hostport string, now time.Time) []netip.Addr {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	f.mu.Lock()
+	r, ok := f.hosts[host]
+	if ok && now.Sub(r.at) < reresolveEvery {
+		f.mu.Unlock()
+		return nil
+	}
+	delete(f.hosts, host)
+	f.mu.Unlock()
+	return f.resolve(hostport, now)
 }
 
 // vouch admits the IPs of members's Raft addresses for vouchTTL.

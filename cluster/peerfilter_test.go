@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -210,5 +211,41 @@ func TestRaftAllowAny(t *testing.T) {
 		if _, err := newPeerFilter(quiet, []string{bad}, false); err == nil {
 			t.Errorf("--raft-allow %q was accepted", bad)
 		}
+	}
+}
+
+// TestMemberNamedByHostNameIsFollowedToANewAddress: a member whose Raft
+// address is a host name (--raft-advertise pod-1.peers:7000) and that
+// comes back at a new IP address under it (a rescheduled pod) is admitted
+// at the new address once the cached lookup is reresolveEvery old, not
+// hostTTL; between lookups a refused address does not look the name up
+// again.
+func TestMemberNamedByHostNameIsFollowedToANewAddress(t *testing.T) {
+	f, err := newPeerFilter(quiet, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, lookups := netip.MustParseAddr("10.1.0.7"), 0
+	f.lookup = func(context.Context, string) ([]netip.Addr, error) {
+		lookups++
+		return []netip.Addr{current}, nil
+	}
+	f.arm(configOf("pod-1.peers:7000"))
+	t0 := time.Now()
+	if !f.allowed(netip.MustParseAddr("10.1.0.7"), t0) {
+		t.Fatal("the member at its first address was refused")
+	}
+	current = netip.MustParseAddr("10.1.3.9") // the pod was rescheduled
+	if f.allowed(netip.MustParseAddr("10.1.3.9"), t0.Add(reresolveEvery/2)) || lookups != 1 {
+		t.Fatalf("looked the name up %d times within reresolveEvery; want 1 and a refusal", lookups)
+	}
+	if !f.allowed(netip.MustParseAddr("10.1.3.9"), t0.Add(reresolveEvery+time.Millisecond)) {
+		t.Fatal("the member at its new address was refused after reresolveEvery")
+	}
+	if f.allowed(netip.MustParseAddr("10.1.0.7"), t0.Add(reresolveEvery+2*time.Millisecond)) {
+		t.Fatal("the member's old address is still admitted")
+	}
+	if hostTTL <= reresolveEvery {
+		t.Fatal("the test shows nothing unless hostTTL is longer than reresolveEvery")
 	}
 }

@@ -46,7 +46,7 @@ func tlsPort(t *testing.T, r *certs.Reloader) (*streamLayer, *peerFilter, <-chan
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := newStreamLayer("127.0.0.1:0", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, f, tlsOf(r))
+	s, err := newStreamLayer("127.0.0.1:0", "127.0.0.1:0", f, tlsOf(r))
 	if err != nil {
 		t.Fatal(err)
 	}

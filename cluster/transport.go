@@ -37,16 +37,17 @@ type raftTLS struct {
 // advertise's port 0 (bind's port 0) the port it is bound to. With a filter, Accept waits until the
 // filter is armed and then returns only the connections it admits; with
 // sec, only those that then complete mutual TLS.
-func newStreamLayer(bind string, advertise *net.TCPAddr, filter *peerFilter, sec *raftTLS) (*streamLayer, error) {
+func newStreamLayer(bind string, advertise string, filter *peerFilter, sec *raftTLS) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", bind)
 	if err != nil {
 		return nil, err
 	}
-	s := &streamLayer{ln: ln, advertise: advertise}
-	if advertise.Port == 0 {
-		// bind had port 0: peers dial the port the kernel chose.
-		s.advertise = &net.TCPAddr{IP: advertise.IP, Port: ln.Addr().(*net.TCPAddr).Port, Zone: advertise.Zone}
+	adv, err := advertiseAddr(advertise, ln.Addr()) // port 0: the port the kernel chose
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
+	s := &streamLayer{ln: ln, advertise: adv}
 	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
 		s.dialer.LocalAddr = &net.TCPAddr{IP: ip}
 	}
@@ -86,7 +87,7 @@ func (s *streamLayer) bound() net.Addr { return s.ln.Addr() }
 
 // newTCPTransport returns raft's network transport over a streamLayer,
 // without pipelined replication (see unpipelined).
-func newTCPTransport(bind string, advertise *net.TCPAddr, filter *peerFilter, sec *raftTLS) (*unpipelined, *streamLayer, error) {
+func newTCPTransport(bind string, advertise string, filter *peerFilter, sec *raftTLS) (*unpipelined, *streamLayer, error) {
 	s, err := newStreamLayer(bind, advertise, filter, sec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", bind, err)
