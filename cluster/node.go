@@ -106,8 +106,8 @@ type Node struct {
 	batcher *batcher
 	fwd     *forwarder
 	proxies [4]*forwarder // --cluster-proxy's pools, by reply form (proxy.go)
-	filter  *peerFilter  // nil unless raft's TCP transport is in use
-	stream  *streamLayer // likewise
+	filter  *peerFilter   // nil unless raft's TCP transport is in use
+	stream  *streamLayer  // likewise
 	closers []io.Closer
 
 	fileStores bool // the log and snapshots are files in cfg.Dir

@@ -73,9 +73,9 @@ type Options struct {
 	commands commands.Config // requirepass, enable-debug-command, log-max-limit
 	cluster  cluster.Config  // node-id, raft-bind, bootstrap, peers, join, raft-fsync, cluster-group …
 
-	clusterSeed   string   // --cluster-seed: a cluster node to join the meta group through
-	clusterGroups int      // --cluster-groups
-	clusterProxy  bool     // --cluster-proxy
+	clusterSeed   string // --cluster-seed: a cluster node to join the meta group through
+	clusterGroups int    // --cluster-groups
+	clusterProxy  bool   // --cluster-proxy
 
 	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
 	policies       []string
