@@ -29,12 +29,13 @@ cli:
 	fi
 
 ## cluster: build and start a local 3-node replicated group on 127.0.0.1:6381-6383 (Ctrl-C stops it); with GROUPS=N, a
-## sharded cluster of N data groups of 3 nodes (deploy/local-cluster.sh: RESP on 7001.., Raft on 17001..; docs/cluster.md)
+## sharded cluster of N data groups of 3 nodes (deploy/local-cluster.sh: RESP on 7001.., Raft on 17001..; ARGS go to every
+## node, e.g. ARGS='--cluster-proxy yes'; docs/cluster.md)
 CLUSTER_DIR ?= data/cluster
 GROUPS ?=
 cluster: build cli
 ifneq ($(GROUPS),)
-	@deploy/local-cluster.sh -g $(GROUPS) -b $(BIN) -d $(CLUSTER_DIR)/sharded-$(GROUPS)
+	@deploy/local-cluster.sh -g $(GROUPS) -b $(BIN) -d $(CLUSTER_DIR)/sharded-$(GROUPS) -- $(ARGS)
 else
 	@mkdir -p $(CLUSTER_DIR)
 	@set -e; trap 'kill $$(jobs -p) 2>/dev/null; wait; echo; echo "cluster stopped (state kept in $(CLUSTER_DIR))"' INT TERM EXIT; \

@@ -3,8 +3,9 @@
 # groups of 3 nodes, each node one process with one RESP port and one Raft port,
 # and stops every node on Ctrl-C (or SIGTERM). `make cluster GROUPS=3` runs it.
 #
-#   deploy/local-cluster.sh [-g GROUPS] [-b BIN] [-d DIR] [-p PORT_BASE] [-w WAIT_SECONDS]
+#   deploy/local-cluster.sh [-g GROUPS] [-b BIN] [-d DIR] [-p PORT_BASE] [-w WAIT_SECONDS] [-- FLAGS…]
 #
+# FLAGS after -- go to every node (e.g. -- --cluster-proxy yes).
 # Node i (1 .. 3*GROUPS, group by group) listens for RESP on PORT_BASE+i and for
 # Raft on PORT_BASE+10000+i: with the default base 7000, group 1 is 7001-7003,
 # group 2 7004-7006, group 3 7007-7009, and their Raft ports 17001-17009. With
@@ -28,9 +29,11 @@ while getopts g:b:d:p:w: opt; do
 	d) dir=$OPTARG ;;
 	p) base=$OPTARG ;;
 	w) wait=$OPTARG ;;
-	*) echo "usage: $0 [-g GROUPS] [-b BIN] [-d DIR] [-p PORT_BASE|auto] [-w WAIT_SECONDS]" >&2; exit 2 ;;
+	*) echo "usage: $0 [-g GROUPS] [-b BIN] [-d DIR] [-p PORT_BASE|auto] [-w WAIT_SECONDS] [-- FLAGS…]" >&2; exit 2 ;;
 	esac
 done
+shift $((OPTIND - 1))
+extra=("$@")
 [[ $ngroups =~ ^[1-9][0-9]*$ ]] || { echo "GROUPS must be a positive number, not '$ngroups'" >&2; exit 2; }
 [[ $base == auto || $base =~ ^[0-9]+$ ]] || { echo "PORT_BASE must be a number or auto, not '$base'" >&2; exit 2; }
 
@@ -68,7 +71,7 @@ start() {
 	mkdir -p "$dir/$n"
 	rm -f "$dir/$n.ports"
 	"$bin" --bind 127.0.0.1 --port "$port" --ports-file "$dir/$n.ports" --node-id "$n" --raft-bind "$raft" \
-		--dir "$dir/$n" --cluster-group "$g" --cluster-groups "$ngroups" --loglevel warning "$@" \
+		--dir "$dir/$n" --cluster-group "$g" --cluster-groups "$ngroups" --loglevel warning "$@" ${extra[@]+"${extra[@]}"} \
 		>"$dir/$n.log" 2>&1 &
 	pid[$n]=$!
 	names+=("$n")

@@ -22,11 +22,12 @@ import (
 // on a process of its own, a cluster client decides through the seed it
 // prints, and SIGTERM stops every node. The test runs it with -p auto (the
 // kernel's ports) in a temporary directory; the make target's fixed ports
-// differ only in the numbers passed.
+// differ only in the numbers passed. The nodes run --cluster-proxy yes,
+// so a plain client on the seed decides on every group's keys.
 func TestLocalClusterScriptStartsThreeGroups(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join(repoRoot, "deploy/local-cluster.sh"),
-		"-g", "3", "-b", binPath, "-d", dir, "-p", "auto", "-w", "60")
+		"-g", "3", "-b", binPath, "-d", dir, "-p", "auto", "-w", "60", "--", "--cluster-proxy", "yes")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -113,6 +114,25 @@ func TestLocalClusterScriptStartsThreeGroups(t *testing.T) {
 	for _, key := range []string{"user:42", "user:43", "user:44", "user:45"} {
 		if v, err := cc.Do(ctx, "RL.TOKEN", key, "10/s", 20).Slice(); err != nil || v[0] != int64(1) {
 			t.Errorf("RL.TOKEN %s through the seed: %v %v", key, v, err)
+		}
+	}
+
+	plain := redis.NewClient(&redis.Options{Addr: seed, MaxRetries: -1})
+	defer plain.Close()
+	for k := 0; k < 30; k++ {
+		key := "plain:" + strconv.Itoa(k)
+		admitted := 0
+		for range 4 {
+			v, err := plain.Do(ctx, "RL.TOKEN", key, "1/h", 3).Slice()
+			if err != nil {
+				t.Fatalf("a plain client's RL.TOKEN %s at the seed: %v", key, err)
+			}
+			if v[0] == int64(1) {
+				admitted++
+			}
+		}
+		if admitted != 3 {
+			t.Errorf("%s: %d of 4 admitted at capacity 3", key, admitted)
 		}
 	}
 
