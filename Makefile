@@ -28,9 +28,15 @@ cli:
 		echo "could not install redis-tools: install redis-cli by hand to try the README's examples"; \
 	fi
 
-## cluster: build and start a local 3-node replicated group on 127.0.0.1:6381-6383 (Ctrl-C stops it)
+## cluster: build and start a local 3-node replicated group on 127.0.0.1:6381-6383 (Ctrl-C stops it); with GROUPS=N, a
+## sharded cluster of N data groups of 3 nodes (deploy/local-cluster.sh: RESP on 7001.., Raft on 17001..; ARGS go to every
+## node, e.g. ARGS='--cluster-proxy yes'; docs/cluster.md)
 CLUSTER_DIR ?= data/cluster
+GROUPS ?=
 cluster: build cli
+ifneq ($(GROUPS),)
+	@deploy/local-cluster.sh -g $(GROUPS) -b $(BIN) -d $(CLUSTER_DIR)/sharded-$(GROUPS) -- $(ARGS)
+else
 	@mkdir -p $(CLUSTER_DIR)
 	@set -e; trap 'kill $$(jobs -p) 2>/dev/null; wait; echo; echo "cluster stopped (state kept in $(CLUSTER_DIR))"' INT TERM EXIT; \
 	./$(BIN) --port 6382 --node-id n2 --raft-bind 127.0.0.1:7382 --dir $(CLUSTER_DIR)/n2 --join 127.0.0.1:6381 --loglevel warning & \
@@ -43,6 +49,7 @@ cluster: build cli
 	echo "  redis-cli -p 6381 RAFT.MEMBERS; redis-cli -p 6381 INFO replication"; \
 	echo "Ctrl-C stops all three."; \
 	wait
+endif
 
 ## deps: install what the tests need (redis-cli from redis-tools; redis-server for the comparison tests; python3-redis, nodejs and npm for docs/client.md's snippets; python3-limits for the limiter libraries' comparison; systemd for systemd-analyze)
 deps:

@@ -27,6 +27,8 @@ const (
 type forwarder struct {
 	password string
 	tls      *tls.Config // nil: plaintext
+	hello    [][][]byte  // commands each new connection sends after AUTH (a proxy's reply form)
+	raw      bool        // replies are returned raw, error replies included (proxy.go)
 
 	mu    sync.Mutex
 	peers map[string]*peer
@@ -71,7 +73,7 @@ func (f *forwarder) conn(addr string) (*pipeConn, error) {
 	if pc := p.conns[i]; pc != nil && !pc.isDead() {
 		return pc, nil
 	}
-	pc, err := dialPipe(addr, f.password, f.tls)
+	pc, err := dialPipe(addr, f.password, f.tls, f.hello, f.raw)
 	if err != nil {
 		return nil, err
 	}
@@ -101,8 +103,9 @@ type pending struct {
 
 // pipeConn is one connection to a peer, shared by concurrent callers.
 type pipeConn struct {
-	nc net.Conn
-	bw *bufio.Writer
+	nc  net.Conn
+	bw  *bufio.Writer
+	raw bool // replies raw, byte for byte (resp.ReadRaw), error replies included
 
 	wmu     sync.Mutex // serializes writes and the order of waiters
 	waiters chan *pending
@@ -111,31 +114,44 @@ type pipeConn struct {
 	dead error
 }
 
-// dialPipe connects to addr (under TLS with cfg, if not nil) and
-// authenticates with password, if set.
-func dialPipe(addr, password string, cfg *tls.Config) (*pipeConn, error) {
+// dialPipe connects to addr (under TLS with cfg, if not nil),
+// authenticates with password, if set, and sends the hello commands; raw
+// makes its replies raw.
+func dialPipe(addr, password string, cfg *tls.Config, hello [][][]byte, raw bool) (*pipeConn, error) {
 	nc, err := dialTLS(net.Dialer{}, addr, cfg, dialTimeout)
 	if err != nil {
 		return nil, err
 	}
-	pc := &pipeConn{nc: nc, bw: bufio.NewWriterSize(nc, 64<<10), waiters: make(chan *pending, 65536)}
+	pc := &pipeConn{nc: nc, bw: bufio.NewWriterSize(nc, 64<<10), raw: raw, waiters: make(chan *pending, 65536)}
 	br := bufio.NewReaderSize(nc, 64<<10)
+	setup := hello
 	if password != "" {
+		setup = append([][][]byte{{[]byte("AUTH"), []byte(password)}}, hello...)
+	}
+	if len(setup) > 0 {
 		nc.SetDeadline(time.Now().Add(dialTimeout))
-		pc.bw.Write(resp.AppendArgs(nil, [][]byte{[]byte("AUTH"), []byte(password)}))
+		for _, args := range setup {
+			pc.bw.Write(resp.AppendArgs(nil, args))
+		}
 		if err := pc.bw.Flush(); err != nil {
 			nc.Close()
 			return nil, err
 		}
-		if _, err := readReply(br, new(resp.Value)); err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("authenticating at %s: %w", addr, err)
+		for _, args := range setup {
+			if _, err := readReply(br, new(resp.Value)); err != nil && !isNonError(err) {
+				nc.Close()
+				return nil, fmt.Errorf("%s at %s: %w", args[0], addr, err)
+			}
 		}
 		nc.SetDeadline(time.Time{})
 	}
 	go pc.readLoop(br)
 	return pc, nil
 }
+
+// isNonError reports whether readReply's err is only a reply it does not
+// decode (HELLO's map): the command succeeded.
+func isNonError(err error) bool { return errors.Is(err, errUnexpectedReply) }
 
 func (pc *pipeConn) isDead() bool {
 	pc.dmu.Lock()
@@ -167,7 +183,13 @@ func (pc *pipeConn) call(args [][]byte) ([]byte, error) {
 func (pc *pipeConn) readLoop(br *bufio.Reader) {
 	var v resp.Value
 	for {
-		reply, err := readReply(br, &v)
+		var reply []byte
+		var err error
+		if pc.raw {
+			reply, err = resp.ReadRaw(br, nil)
+		} else {
+			reply, err = readReply(br, &v)
+		}
 		if err != nil && !isReplyError(err) {
 			pc.close(err)
 			return
@@ -219,8 +241,10 @@ func readReply(br *bufio.Reader, v *resp.Value) ([]byte, error) {
 	case v.IsInt():
 		return strconv.AppendInt(nil, v.Num, 10), nil
 	}
-	return nil, fmt.Errorf("cluster: unexpected reply %s", v)
+	return nil, fmt.Errorf("%w %s", errUnexpectedReply, v)
 }
+
+var errUnexpectedReply = errors.New("cluster: unexpected reply")
 
 func isReplyError(err error) bool {
 	var re replyError

@@ -105,8 +105,9 @@ type Node struct {
 	trans   raft.Transport
 	batcher *batcher
 	fwd     *forwarder
-	filter  *peerFilter  // nil unless raft's TCP transport is in use
-	stream  *streamLayer // likewise
+	proxies [4]*forwarder // --cluster-proxy's pools, by reply form (proxy.go)
+	filter  *peerFilter   // nil unless raft's TCP transport is in use
+	stream  *streamLayer  // likewise
 	closers []io.Closer
 
 	fileStores bool // the log and snapshots are files in cfg.Dir
@@ -153,6 +154,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL, cfg.Policies), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
 	if cfg.Shard > 0 {
 		n.fsm.fence = &slotSet{}
+		n.proxies = newProxies(cfg)
 	}
 	if cfg.Meta {
 		n.fsm.meta = newMetaState()
@@ -448,6 +450,11 @@ func (n *Node) Close() error {
 	}
 	n.stopped.Wait()
 	n.fwd.close()
+	for _, f := range n.proxies {
+		if f != nil {
+			f.close()
+		}
+	}
 	n.closeAll()
 	return err
 }

@@ -48,6 +48,13 @@ func (s shardedTopology) ClusterShards() []commands.Shard {
 
 func newShardedCluster(t *testing.T) []*shardProc {
 	t.Helper()
+	return newShardedClusterProxying(t, false)
+}
+
+// newShardedClusterProxying is newShardedCluster, its nodes proxying
+// (--cluster-proxy) if proxy is set.
+func newShardedClusterProxying(t *testing.T, proxy bool) []*shardProc {
+	t.Helper()
 	var procs []*shardProc
 	lns := map[string]net.Listener{}
 	for g := 1; g <= 2; g++ {
@@ -119,6 +126,9 @@ func newShardedCluster(t *testing.T) []*shardProc {
 	for _, p := range procs {
 		ccfg := commands.DefaultConfig()
 		ccfg.Cluster, ccfg.Meta, ccfg.Router, ccfg.Topology, ccfg.Logger = p.data, p.meta, p.data, shardedTopology{p.data}, quiet
+		if proxy {
+			ccfg.Proxy = p.data
+		}
 		h, err := commands.New(ccfg, p.data, commands.NewClock())
 		if err != nil {
 			t.Fatal(err)

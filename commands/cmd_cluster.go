@@ -62,7 +62,7 @@ func init() {
 			summary:    "Answers the Redis Cluster protocol: this node's shard, which owns all 16384 slots.",
 			complexity: "O(1); NODES, SLOTS, SHARDS O(nodes); COUNTKEYSINSLOT, GETKEYSINSLOT O(keys)",
 			subs: []string{"info", "slots", "shards", "nodes", "myid", "keyslot", "countkeysinslot",
-				"getkeysinslot", "help"}},
+				"getkeysinslot", "proxied", "help"}},
 		&command{name: "asking", arity: 1, flags: flagFast, run: cmdAsking, group: "cluster", since: "0.1.0",
 			summary: "Accepted for cluster clients; no slot is ever migrating, so it has no effect.", complexity: "O(1)"},
 	)
@@ -88,6 +88,8 @@ var clusterHelp = []string{
 	"    start, end, master and replicas IP addresses, ports and ids",
 	"SHARDS",
 	"    Return information about slot range mappings and the nodes associated with them.",
+	"PROXIED",
+	"    Mark this connection as a --cluster-proxy node's: its commands are never proxied again (MOVED instead).",
 	"HELP",
 	"    Print this help.",
 }
@@ -95,7 +97,7 @@ var clusterHelp = []string{
 // clusterArity is each CLUSTER subcommand's argument count, the name and
 // subcommand included.
 var clusterArity = map[string]int{"info": 2, "slots": 2, "shards": 2, "nodes": 2, "myid": 2, "keyslot": 3,
-	"countkeysinslot": 3, "getkeysinslot": 4, "help": 2}
+	"countkeysinslot": 3, "getkeysinslot": 4, "proxied": 2, "help": 2}
 
 func cmdCluster(s *session, args [][]byte) {
 	// arguments
@@ -118,6 +120,11 @@ func cmdCluster(s *session, args [][]byte) {
 	}
 	if sub == "keyslot" {
 		s.writeInt(int64(keyslot.Of(args[2])))
+		return
+	}
+	if sub == "proxied" {
+		s.proxied = true // route.go
+		s.writeOK()
 		return
 	}
 	topo := s.h.cfg.Topology

@@ -70,6 +70,10 @@ type Config struct {
 	// Router routes each keyed command of a sharded cluster to the data
 	// group that owns its slot (MOVED, CROSSSLOT), nil elsewhere.
 	Router Router
+	// Proxy, with Router, runs each command of another group's slot on
+	// that group's leader instead of answering MOVED (--cluster-proxy;
+	// route.go), nil: MOVED.
+	Proxy Proxy
 	// Topology is the shard the CLUSTER commands report (cmd_cluster.go):
 	// the single node's or the group's. nil: CLUSTER answers that cluster
 	// support is disabled, and INFO says cluster_enabled:0.

@@ -33,6 +33,7 @@ type session struct {
 	user     *acl.User               // the ACL user the connection runs as (acl_wiring.go); written under mu
 	readonly bool                    // READONLY: peeks answered from this node's own state
 	onMeta   bool                    // a META.* command runs: cluster() is the meta group's (cmd_meta.go)
+	proxied  bool                    // CLUSTER PROXIED: a --cluster-proxy node's connection, never proxied again (route.go)
 	prevCmd  *command                // the command run last, looked up first
 	ran      *command                // the statList entry of the command run last (its subcommand's)
 	shown    atomic.Pointer[command] // ran as of the last batch's end, for CLIENT LIST's cmd=
@@ -134,13 +135,19 @@ func (s *session) exec(args [][]byte) {
 	if reject == nil && cmd.flags&flagWrite != 0 && cmd.class != classDecision {
 		reject = s.h.writeRefusal() // a decision's refusal is the keyspace's, for its peeks to answer
 	}
+	proxySlot := -1
 	if reject == nil && s.h.cfg.Router != nil {
-		reject = s.route(cmd, args) // route.go
+		proxySlot, reject = s.route(cmd, args) // route.go
 	}
 	if reject != nil || s.queue.class != cmd.class {
 		s.runDeferred()
 	}
 	sl := s.slotFor(stat) // after runDeferred, which may flush the slots
+	if proxySlot >= 0 {
+		s.slots[sl].calls++
+		s.proxy(cmd, proxySlot, args)
+		return
+	}
 	if reject != nil {
 		s.slots[sl].rejected++
 		s.writeError(reject)

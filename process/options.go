@@ -75,6 +75,7 @@ type Options struct {
 
 	clusterSeed   string // --cluster-seed: a cluster node to join the meta group through
 	clusterGroups int    // --cluster-groups
+	clusterProxy  bool   // --cluster-proxy
 
 	// Rules files, and the Envoy RLS v3 gRPC front end (grpc-bind empty: off).
 	policies       []string
@@ -448,6 +449,10 @@ var options = []option{
 		doc: "the number of data groups a new sharded cluster splits the 16384 slots among, evenly",
 		set: func(c *Options, a []string) error { return intArg(a, 1, 1024, &c.clusterGroups) },
 		get: func(c *Options) string { return strconv.Itoa(c.clusterGroups) }},
+	{name: "cluster-proxy",
+		doc: "a sharded cluster node runs a command of another group's slot on that group's leader and relays the reply, instead of answering MOVED (for clients that cannot follow redirects)",
+		set: func(c *Options, a []string) error { return boolArg(a, &c.clusterProxy) },
+		get: func(c *Options) string { return yesNo(c.clusterProxy) }},
 	{name: "raft-fsync",
 		doc: "fsync the Raft log on every write",
 		set: func(c *Options, a []string) error { return boolArg(a, &c.cluster.Fsync) },

@@ -328,6 +328,9 @@ func (p *Process) openCommands() error {
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(p.node, p.meta), persisterOf(p.saver), p.stop
 	if p.meta != nil {
 		ccfg.Meta, ccfg.Router = p.meta, p.node
+		if cfg.clusterProxy {
+			ccfg.Proxy = p.node
+		}
 	}
 	if ccfg.Topology, err = p.topology(); err != nil {
 		return err

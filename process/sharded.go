@@ -74,6 +74,8 @@ func (c Options) checkSharded() error {
 	switch {
 	case c.cluster.Shard == 0 && c.clusterSeed != "":
 		return errors.New("--cluster-seed needs --cluster-group: it joins a sharded cluster's meta group")
+	case c.cluster.Shard == 0 && c.clusterProxy:
+		return errors.New("--cluster-proxy needs --cluster-group: only a sharded cluster's node has slots of other groups")
 	case c.cluster.Shard == 0:
 		return nil
 	case !c.replicated():

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -271,6 +272,95 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 		if bootstraps != 1 {
 			t.Errorf("%d pods bootstrap the group; want exactly 1", bootstraps)
+		}
+	})
+
+	t.Run("sharded", func(t *testing.T) {
+		docs := all["sharded.yaml"]
+		var sets []object
+		for _, d := range docs {
+			if str(d, "kind") == "StatefulSet" {
+				sets = append(sets, d)
+			}
+		}
+		if len(sets) != 3 {
+			t.Fatalf("%d StatefulSets; want one per data group, 3", len(sets))
+		}
+		svc := ""
+		seeds := map[string]bool{}
+		for g, sts := range sets {
+			group := strconv.Itoa(g + 1)
+			name := str(sts, "metadata", "name")
+			if svc == "" {
+				svc = str(sts, "spec", "serviceName")
+			} else if str(sts, "spec", "serviceName") != svc {
+				t.Errorf("%s: serviceName %s; want the one headless Service %s", name, str(sts, "spec", "serviceName"), svc)
+			}
+			labels := get(sts, "spec", "template", "metadata", "labels").(object)
+			pdbs := 0
+			for _, d := range docs {
+				if str(d, "kind") != "PodDisruptionBudget" {
+					continue
+				}
+				sel := get(d, "spec", "selector", "matchLabels").(object)
+				match := true
+				for k, v := range sel {
+					match = match && labels[k] == v
+				}
+				if match && len(sel) == len(labels) {
+					pdbs++
+					if get(d, "spec", "maxUnavailable") != 1 {
+						t.Errorf("%s: its PodDisruptionBudget allows %v down; want 1", name, get(d, "spec", "maxUnavailable"))
+					}
+				}
+			}
+			if pdbs != 1 {
+				t.Errorf("%s: %d PodDisruptionBudgets select exactly its pods; want 1", name, pdbs)
+			}
+			replicas := get(sts, "spec", "replicas").(int)
+			spec, cs := sluiceContainers(sts)
+			if replicas != 3 || len(cs) != 1 {
+				t.Fatalf("%s: %d replicas, %d sluice containers; want 3 and 1", name, replicas, len(cs))
+			}
+			bootstraps := 0
+			for i := range replicas {
+				pod := fmt.Sprintf("%s-%d", name, i)
+				argv := podArgs(t, docs, spec, cs[0], pod)
+				if out, code := run(t, binPath, append(argv, "--check-config")...); code != 0 {
+					t.Fatalf("%s: sluice %v --check-config: exit %d: %s", pod, argv, code, out)
+				}
+				checkProbes(t, cs[0], argv)
+				out, code := run(t, binPath, append(argv, "--print-config")...)
+				if code != 0 {
+					t.Fatalf("%s: --print-config: exit %d: %s", pod, code, out)
+				}
+				conf := map[string]string{}
+				for _, line := range strings.Split(out, "\n") {
+					if k, v, ok := strings.Cut(line, " "); ok && !strings.HasPrefix(line, "#") {
+						conf[k] = v
+					}
+				}
+				if conf["node-id"] != pod || conf["cluster-group"] != group || conf["cluster-groups"] != "3" || conf["cluster-proxy"] != "yes" {
+					t.Errorf("%s: node-id %s, cluster-group %s, cluster-groups %s, cluster-proxy %s; want %s, %s, 3, yes",
+						pod, conf["node-id"], conf["cluster-group"], conf["cluster-groups"], conf["cluster-proxy"], pod, group)
+				}
+				if conf["bootstrap"] == "yes" {
+					bootstraps++
+				} else if want := name + "-0." + svc + ":6380"; conf["join"] != want {
+					t.Errorf("%s: join %s; want its group's first pod, %s", pod, conf["join"], want)
+				}
+				if seed := conf["cluster-seed"]; seed != `""` {
+					seeds[seed] = true
+				} else if pod != "sluice-g1-0" {
+					t.Errorf("%s has no --cluster-seed; only group 1's bootstrapping pod starts the meta group", pod)
+				}
+			}
+			if bootstraps != 1 {
+				t.Errorf("%s: %d pods bootstrap the group; want 1", name, bootstraps)
+			}
+		}
+		if !seeds["sluice-g1-0."+svc+":6380"] || len(seeds) != 1 {
+			t.Errorf("seeds %v; want every pod to join through sluice-g1-0", seeds)
 		}
 	})
 

@@ -263,3 +263,72 @@ func appendHeader(b []byte, kind byte, n int) []byte {
 	b = strconv.AppendInt(b, int64(n), 10)
 	return append(b, '\r', '\n')
 }
+
+// ReadRaw appends one complete reply, exactly as it arrived, to dst: a
+// proxy relays it byte for byte. It checks the framing with Read's bounds,
+// not the contents.
+func ReadRaw(r *bufio.Reader, dst []byte) ([]byte, error) {
+	return readRaw(r, dst, 0)
+}
+
+func readRaw(r *bufio.Reader, dst []byte, depth int) ([]byte, error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		if err == bufio.ErrBufferFull {
+			return dst, fmt.Errorf("%w: header line longer than %d bytes", ErrProtocol, r.Size())
+		}
+		return dst, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return dst, fmt.Errorf("%w: bad line %q", ErrProtocol, clip(string(line), 60))
+	}
+	kind, body := line[0], line[1:len(line)-2]
+	dst = append(dst, line...)
+	switch kind {
+	case '+', '-', ',', '(', '#', '_', ':':
+		return dst, nil
+	case '$', '=', '!':
+		n, ok := atoi(body)
+		if !ok || n < -1 || n > maxBulk {
+			return dst, fmt.Errorf("%w: bad bulk length %q", ErrProtocol, clip(string(body), 40))
+		}
+		if n < 0 {
+			return dst, nil
+		}
+		start, need := len(dst), int(n)+2
+		for len(dst)-start < need { // in steps of at most 1 MB, as readBulk
+			at := len(dst)
+			step := min(need-(at-start), 1<<20)
+			dst = slices.Grow(dst, step)[:at+step]
+			if _, err := io.ReadFull(r, dst[at:]); err != nil {
+				return dst, err
+			}
+		}
+		if dst[len(dst)-2] != '\r' || dst[len(dst)-1] != '\n' {
+			return dst, fmt.Errorf("%w: bulk not followed by CRLF", ErrProtocol)
+		}
+		return dst, nil
+	case '*', '%', '~', '>', '|':
+		n, ok := atoi(body)
+		if !ok || n < -1 || n > maxElems {
+			return dst, fmt.Errorf("%w: bad aggregate length %q", ErrProtocol, clip(string(body), 40))
+		}
+		if depth >= maxDepth {
+			return dst, fmt.Errorf("%w: replies nested deeper than %d", ErrProtocol, maxDepth)
+		}
+		count := int(n)
+		if kind == '%' || kind == '|' {
+			count *= 2
+		}
+		for i := 0; i < count; i++ {
+			if dst, err = readRaw(r, dst, depth+1); err != nil {
+				return dst, err
+			}
+		}
+		if kind == '|' { // attributes precede the real reply
+			return readRaw(r, dst, depth)
+		}
+		return dst, nil
+	}
+	return dst, fmt.Errorf("%w: unknown reply type %q", ErrProtocol, kind)
+}

@@ -124,3 +124,31 @@ func FuzzAtoi(f *testing.F) {
 	}
 	f.Fuzz(checkAtoi)
 }
+
+func TestReadRawRelaysEachReplyWhole(t *testing.T) {
+	replies := []string{
+		"+PONG\r\n", "-MOVED 3999 127.0.0.1:7002\r\n", ":-12\r\n", "$3\r\nabc\r\n", "$-1\r\n", "*-1\r\n", "_\r\n",
+		"*5\r\n:1\r\n:20\r\n:19\r\n:-1\r\n:0\r\n",
+		"%2\r\n+allowed\r\n#t\r\n+remaining\r\n,1.5\r\n",
+		"|1\r\n+ttl\r\n:3600\r\n*1\r\n$4\r\n\r\n\r\n\r\n", // attributes, then a bulk holding CRLFs
+		"=15\r\ntxt:Some string\r\n", "!21\r\nSYNTAX invalid syntax\r\n", ">2\r\n+a\r\n~1\r\n(12345678901234567890\r\n",
+	}
+	stream := strings.Join(replies, "")
+	br := bufio.NewReader(strings.NewReader(stream))
+	var buf []byte
+	for i, want := range replies {
+		got, err := ReadRaw(br, buf[:0])
+		if err != nil || string(got) != want {
+			t.Fatalf("reply %d: ReadRaw = %q, %v; want %q", i, got, err, want)
+		}
+		buf = got
+	}
+	if _, err := ReadRaw(br, nil); err == nil {
+		t.Fatal("ReadRaw past the stream's end: no error")
+	}
+	for _, bad := range []string{"$5\r\nabc\r\n", "$3\r\nabcde", "?1\r\n", "*2\r\n:1\r\n"} {
+		if _, err := ReadRaw(bufio.NewReader(strings.NewReader(bad)), nil); err == nil {
+			t.Errorf("ReadRaw(%q): no error", bad)
+		}
+	}
+}
