@@ -454,3 +454,97 @@ func TestProcessShardedGroupLeaderKill9(t *testing.T) {
 		t.Fatalf("the restarted %s routes group 1's slots to %q; want %s", ld.id, got, want)
 	}
 }
+
+// TestProcessShardedMetaLeaderKill9 kills the meta group's leader, on a
+// process that leads no data group, while every group takes decisions:
+// the decisions never need the meta group, so every group answers every
+// request on its live processes throughout; a new meta leader takes
+// over and records a data group's new leader; the killed process,
+// restarted, rejoins both groups.
+func TestProcessShardedMetaLeaderKill9(t *testing.T) {
+	c := startShardedProcs(t, 2, nil)
+	// The meta voters are group 1's processes (the first to join); move
+	// the meta leadership to one that does not lead group 1.
+	g1 := c.groups[0]
+	d1 := c.groupLeader(1)
+	target := othersThan(g1, d1)[0]
+	waitFor(t, 15*time.Second, func() bool {
+		if c.metaLeader(d1) == target {
+			return true
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: target.addr(), Protocol: 2, MaxRetries: -1})
+		defer rdb.Close()
+		rdb.Do(context.Background(), "META.TRANSFER", target.id)
+		return false
+	})
+
+	const capacity = 3000
+	stop := make(chan struct{})
+	loads, wg := c.loadGroups(capacity, stop)
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			wg.Wait()
+		}
+	}()
+	time.Sleep(time.Second)
+	if leaderOf(g1) == target {
+		t.Fatalf("%s leads both group 1 and the meta group", target.id)
+	}
+	killedAt := time.Now()
+	target.kill()
+	var ml *proc
+	waitFor(t, 20*time.Second, func() bool { ml = c.metaLeader(d1); return ml != nil && ml != target })
+	elected := time.Now()
+	t.Logf("meta leader %s killed: %s leads the meta group %v later", target.id, ml.id, elected.Sub(killedAt).Round(time.Millisecond))
+	time.Sleep(500 * time.Millisecond)
+	for _, gl := range loads {
+		lat, gap := gl.window(killedAt, elected)
+		t.Logf("group %d meanwhile: %d decisions, p99 %v, longest gap %v", gl.group, len(lat),
+			p99(lat).Round(time.Microsecond), gap.Round(time.Millisecond))
+		if len(lat) == 0 {
+			t.Fatalf("group %d decided nothing while the meta group elected a leader", gl.group)
+		}
+		if errs := gl.errorsFrom(target.addr()); len(errs) > 0 {
+			t.Fatalf("group %d's clients on live processes saw %d errors, e.g. %v", gl.group, len(errs), errs[0])
+		}
+	}
+
+	// The new meta leader records a data group's leadership change: hand
+	// group 2's leadership over, and group 1's processes route to it.
+	d2 := c.groupLeader(2)
+	rdb := redis.NewClient(&redis.Options{Addr: d2.addr(), Protocol: 2, MaxRetries: -1})
+	if err := rdb.Do(context.Background(), "RAFT.TRANSFER").Err(); err != nil {
+		t.Fatalf("RAFT.TRANSFER on %s: %v", d2.id, err)
+	}
+	rdb.Close()
+	nl := c.groupLeader(2)
+	if nl == d2 {
+		t.Fatalf("%s still leads group 2 after RAFT.TRANSFER", d2.id)
+	}
+	waitFor(t, 15*time.Second, func() bool {
+		for _, p := range othersThan(g1, target) {
+			if c.movedTarget(p, 2) != nl.addr() {
+				return false
+			}
+		}
+		return true
+	})
+
+	c.restart(target)
+	caughtUp(t, g1, target)
+	waitFor(t, 15*time.Second, func() bool {
+		m, err := metaMembers(ml)
+		return err == nil && m[target.id] == "follower" && c.movedTarget(target, 2) == nl.addr()
+	})
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	if errs := loads[0].errorsFrom(target.addr()); len(errs) > 0 {
+		t.Fatalf("group 1's clients on live processes saw %d errors, e.g. %v", len(errs), errs[0])
+	}
+	c.checkGroups(loads, capacity)
+}
