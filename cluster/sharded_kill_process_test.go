@@ -213,13 +213,13 @@ type groupLoad struct {
 
 // loadGroups drives every group's key from one client per process until
 // stop closes.
-func (c *shardedProcs) loadGroups(capacity int, stop <-chan struct{}) ([]*groupLoad, *sync.WaitGroup) {
+func (c *shardedProcs) loadGroups(prefix string, capacity int, stop <-chan struct{}) ([]*groupLoad, *sync.WaitGroup) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	var loads []*groupLoad
 	client := 0
 	for g, ps := range c.groups {
-		gl := &groupLoad{group: g + 1, key: c.keyIn(g+1, "load"), h: &history{start: start}, errs: map[string][]string{}}
+		gl := &groupLoad{group: g + 1, key: c.keyIn(g+1, prefix), h: &history{start: start}, errs: map[string][]string{}}
 		loads = append(loads, gl)
 		for _, p := range ps {
 			wg.Add(1)
@@ -354,6 +354,30 @@ func (c *shardedProcs) metaLeader(p *proc) *proc {
 	return nil
 }
 
+// transferMeta hands the meta group's leadership to the voter to, or
+// away from its leader if to is nil, and waits until it has moved.
+func (c *shardedProcs) transferMeta(to *proc) {
+	c.t.Helper()
+	from := c.metaLeader(c.groups[0][0])
+	if from == nil || from == to {
+		if from == nil {
+			c.t.Fatal("no meta leader")
+		}
+		return
+	}
+	args := []any{"META.TRANSFER"}
+	if to != nil {
+		args = append(args, to.id)
+	}
+	if _, err := from.doOn(args...); err != nil {
+		c.t.Fatalf("%v on %s: %v", args, from.id, err)
+	}
+	waitFor(c.t, 15*time.Second, func() bool {
+		now := c.metaLeader(c.groups[0][0])
+		return now != nil && now != from && (to == nil || now == to)
+	})
+}
+
 // caughtUp waits until p, restarted, follows its data group's leader and
 // has applied what that leader had committed when asked.
 func caughtUp(t *testing.T, ps []*proc, p *proc) {
@@ -385,12 +409,23 @@ func (c *shardedProcs) checkGroups(loads []*groupLoad, capacity int) {
 // pauses, through its election; the other groups answer every request
 // throughout; MOVED then names the new leader everywhere; the killed
 // process, restarted on its --dir, catches up; and no group's history
-// over-admits or breaks linearizability.
+// over-admits or breaks linearizability. Group 3's leader leads only its
+// data group; group 1's first leader, the process that started the meta
+// group, leads the meta group too.
 func TestProcessShardedGroupLeaderKill9(t *testing.T) {
-	c := startShardedProcs(t, 3, nil)
+	t.Run("group 3", func(t *testing.T) { groupLeaderKill9(t, 3, false) })
+	t.Run("group 1 and the meta group", func(t *testing.T) { groupLeaderKill9(t, 1, true) })
+}
+
+func groupLeaderKill9(t *testing.T, victim int, leadsMeta bool) {
+	killGroupLeader(t, startShardedProcs(t, 3, nil), victim, leadsMeta, "load")
+}
+
+// killGroupLeader runs one kill -9 cycle on c with keys of prefix.
+func killGroupLeader(t *testing.T, c *shardedProcs, victim int, leadsMeta bool, prefix string) {
 	const capacity = 3000
 	stop := make(chan struct{})
-	loads, wg := c.loadGroups(capacity, stop)
+	loads, wg := c.loadGroups(prefix, capacity, stop)
 	defer func() {
 		select {
 		case <-stop:
@@ -401,10 +436,11 @@ func TestProcessShardedGroupLeaderKill9(t *testing.T) {
 	}()
 	time.Sleep(time.Second)
 
-	victim := len(c.groups) // a data group whose members are not meta voters
 	ld := c.groupLeader(victim)
-	if ml := c.metaLeader(c.groups[0][0]); ml == ld {
-		t.Fatalf("the meta leader %s leads group %d too", ml.id, victim)
+	if leadsMeta {
+		c.transferMeta(ld)
+	} else if c.metaLeader(c.groups[1][0]) == ld {
+		c.transferMeta(nil)
 	}
 	killedAt := time.Now()
 	ld.kill()
@@ -427,8 +463,8 @@ func TestProcessShardedGroupLeaderKill9(t *testing.T) {
 	// leader (from the meta group's record of the group).
 	nl := c.groupLeader(victim)
 	waitFor(t, 15*time.Second, func() bool {
-		for _, ps := range c.groups[:victim-1] {
-			for _, p := range ps {
+		for _, p := range c.all() {
+			if !slices.Contains(c.groups[victim-1], p) {
 				if got := c.movedTarget(p, victim); got != nl.addr() {
 					return false
 				}
@@ -456,8 +492,9 @@ func TestProcessShardedGroupLeaderKill9(t *testing.T) {
 	c.checkGroups(loads, capacity)
 	// The restarted process is a meta replica again: it routes another
 	// group's key to that group's leader.
-	if got, want := c.movedTarget(ld, 1), c.groupLeader(1).addr(); got != want {
-		t.Fatalf("the restarted %s routes group 1's slots to %q; want %s", ld.id, got, want)
+	other := 1 + victim%len(c.groups)
+	if got, want := c.movedTarget(ld, other), c.groupLeader(other).addr(); got != want {
+		t.Fatalf("the restarted %s routes group %d's slots to %q; want %s", ld.id, other, got, want)
 	}
 }
 
@@ -473,20 +510,21 @@ func TestProcessShardedMetaLeaderKill9(t *testing.T) {
 	// the meta leadership to one that does not lead group 1.
 	g1 := c.groups[0]
 	d1 := c.groupLeader(1)
-	target := othersThan(g1, d1)[0]
-	waitFor(t, 15*time.Second, func() bool {
-		if c.metaLeader(d1) == target {
-			return true
+	var target *proc
+	members, err := metaMembers(d1)
+	for _, p := range othersThan(g1, d1) {
+		if members[p.id] == "leader" || members[p.id] == "follower" {
+			target = p
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: target.addr(), Protocol: 2, MaxRetries: -1})
-		defer rdb.Close()
-		rdb.Do(context.Background(), "META.TRANSFER", target.id)
-		return false
-	})
+	}
+	if target == nil {
+		t.Fatalf("no meta voter in group 1 but its leader %s: %v %v", d1.id, members, err)
+	}
+	c.transferMeta(target)
 
 	const capacity = 3000
 	stop := make(chan struct{})
-	loads, wg := c.loadGroups(capacity, stop)
+	loads, wg := c.loadGroups("load", capacity, stop)
 	defer func() {
 		select {
 		case <-stop:
@@ -620,5 +658,24 @@ func TestProcessShardedRestartFromSnapshots(t *testing.T) {
 	members, err := metaMembers(c.groups[1][0])
 	if err != nil || len(members) != 6 {
 		t.Fatalf("META.MEMBERS after the restart: %v %v", members, err)
+	}
+}
+
+// TestProcessShardedSoak repeats the kill -9 of a data group's leader on
+// one 3x3 cluster until -soak has passed, each cycle on the next group
+// with fresh keys (every third cycle the meta leader's group, with the
+// meta leadership on the victim). Skipped unless -soak is given:
+//
+//	go test ./cluster -run TestProcessShardedSoak -soak 10m -timeout 30m
+func TestProcessShardedSoak(t *testing.T) {
+	if *soak == 0 {
+		t.Skip("a long run: go test ./cluster -run TestProcessShardedSoak -soak 10m")
+	}
+	c := startShardedProcs(t, 3, nil)
+	end := time.Now().Add(*soak)
+	for cycle := 0; time.Now().Before(end); cycle++ {
+		victim := 1 + cycle%len(c.groups)
+		t.Logf("cycle %d: group %d", cycle, victim)
+		killGroupLeader(t, c, victim, victim == 1, fmt.Sprintf("soak%d", cycle))
 	}
 }
