@@ -101,6 +101,12 @@ func TestProcessShardedUnderMutualTLS(t *testing.T) {
 	d2 := c.groupLeader(2)
 	ml := c.metaLeader(d2)
 	term2 := d2.info("term")
+	var metaFollower *proc // a voter: a non-voter starts no election
+	for _, p := range c.all() {
+		if r := members[p.id]; (r == "follower" || r == "leader") && p != ml {
+			metaFollower = p
+		}
+	}
 	// A TimeoutNow, which makes its receiver start an election at once,
 	// from a member's own address (the address filter admits it), to a
 	// follower of group 2 (group 0 of its port) and to a meta voter that
@@ -111,7 +117,7 @@ func TestProcessShardedUnderMutualTLS(t *testing.T) {
 		to    *proc
 	}{
 		{"data group 2", 0, othersThan(c.groups[1], d2)[0]},
-		{"the meta group", 1 /* process/sharded.go's metaGroup */, othersThan(c.groups[0], ml)[0]},
+		{"the meta group", 1 /* process/sharded.go's metaGroup */, metaFollower},
 	}
 	attacks := []struct {
 		name string
@@ -136,6 +142,18 @@ func TestProcessShardedUnderMutualTLS(t *testing.T) {
 			trans.Close()
 		}
 	}
+	// The peer filter stands before TLS: a valid certificate from an
+	// address that is no member of either group is refused too.
+	for _, tg := range targets {
+		stream := newOutsiderStream(t, "127.0.0.29")
+		stream.tls = pki(t, ca, ca).ClientConfig()
+		trans := raft.NewNetworkTransport(groupStream{stream, tg.group}, 1, time.Second, io.Discard)
+		if err := sendTimeoutNow(trans, tg.to.id, tg.to.raftAddr()); err == nil {
+			t.Fatalf("a TimeoutNow with a valid certificate from a stranger's address to %s's %s was answered", tg.to.id, tg.name)
+		}
+		sent++
+		trans.Close()
+	}
 	time.Sleep(time.Second) // time for an election to run, had one started
 	if now := leaderOf(c.groups[1]); now != d2 || d2.info("term") != term2 {
 		t.Fatalf("group 2: leader %s term %s; before the attacks %s term %s", idOf(now), d2.info("term"), d2.id, term2)
@@ -158,6 +176,6 @@ func TestProcessShardedUnderMutualTLS(t *testing.T) {
 		t.Fatalf("TimeoutNow to the meta group with a valid certificate: %v", err)
 	}
 	waitFor(t, 15*time.Second, func() bool { l := c.metaLeader(d2); return l != nil && l != ml })
-	t.Logf("%d TimeoutNow RPCs without a valid certificate changed nothing (%d refused); one with a valid certificate "+
+	t.Logf("%d TimeoutNow RPCs without a valid certificate or from a stranger's address changed nothing (%d refused); one with a valid certificate "+
 		"moved the meta leadership from %s to %s", sent, refused()-before, ml.id, c.metaLeader(d2).id)
 }
