@@ -173,6 +173,13 @@ func (c *shardedProcs) groupLeader(g int) *proc {
 	return waited
 }
 
+// doOn sends one command to p.
+func (p *proc) doOn(args ...any) (any, error) {
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, PoolSize: 1, MaxRetries: -1, ReadTimeout: 5 * time.Second})
+	defer rdb.Close()
+	return rdb.Do(context.Background(), args...).Result()
+}
+
 // metaMembers is META.MEMBERS as p answers it: each member's id and role.
 func metaMembers(p *proc) (map[string]string, error) {
 	rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, PoolSize: 1, MaxRetries: -1,
@@ -591,74 +598,6 @@ func TestProcessShardedMetaLeaderKill9(t *testing.T) {
 		t.Fatalf("group 1's clients on live processes saw %d errors, e.g. %v", len(errs), errs[0])
 	}
 	c.checkGroups(loads, capacity)
-}
-
-// do sends one command to p.
-func (p *proc) doOn(args ...any) (any, error) {
-	rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, PoolSize: 1, MaxRetries: -1, ReadTimeout: 5 * time.Second})
-	defer rdb.Close()
-	return rdb.Do(context.Background(), args...).Result()
-}
-
-// TestProcessShardedRestartFromSnapshots snapshots both groups of every
-// process (RAFT.SNAPSHOT, META.SNAPSHOT), kills every process and starts
-// them again on their --dir with their first flags: each data group
-// serves its slots again from its restored fence, the meta group its
-// table and records, and every key keeps its count.
-func TestProcessShardedRestartFromSnapshots(t *testing.T) {
-	c := startShardedProcs(t, 2, nil)
-	ctx := context.Background()
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{c.groups[1][2].addr()}, Protocol: 2})
-	defer cc.Close()
-	take := func(key string) (bool, int64) {
-		t.Helper()
-		v, err := cc.Do(ctx, "RL.TOKEN", key, "1/h", 10).Slice()
-		if err != nil {
-			t.Fatalf("RL.TOKEN %s: %v", key, err)
-		}
-		return v[0] == int64(1), v[2].(int64)
-	}
-	keys := []string{c.keyIn(1, "snap"), c.keyIn(2, "snap")}
-	for _, k := range keys {
-		for i := 0; i < 6; i++ {
-			take(k)
-		}
-	}
-	for _, p := range c.all() {
-		for _, cmd := range []string{"RAFT.SNAPSHOT", "META.SNAPSHOT"} {
-			if _, err := p.doOn(cmd); err != nil {
-				t.Fatalf("%s on %s: %v", cmd, p.id, err)
-			}
-		}
-	}
-	slotsBefore := fmt.Sprint(cc.ClusterSlots(ctx).Val())
-	for _, p := range c.all() {
-		p.kill()
-	}
-	for _, p := range c.all() {
-		c.restart(p)
-	}
-	c.waitRouted()
-	cc.ReloadState(ctx)
-	for _, k := range keys {
-		// A retry on a redirect is the client's; a refusal by the fence
-		// would come back as TRYAGAIN until the client gives up.
-		if ok, left := take(k); !ok || left != 3 {
-			t.Fatalf("the 7th take on %s after the restart: allowed=%v remaining=%d; want true 3", k, ok, left)
-		}
-	}
-	for _, p := range c.all() {
-		rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2})
-		got := fmt.Sprint(rdb.ClusterSlots(ctx).Val())
-		rdb.Close()
-		if len(got) == 0 || strings.Count(got, "{") != strings.Count(slotsBefore, "{") {
-			t.Fatalf("%s: CLUSTER SLOTS %s; before the restart %s", p.id, got, slotsBefore)
-		}
-	}
-	members, err := metaMembers(c.groups[1][0])
-	if err != nil || len(members) != 6 {
-		t.Fatalf("META.MEMBERS after the restart: %v %v", members, err)
-	}
 }
 
 // TestProcessShardedSoak repeats the kill -9 of a data group's leader on
