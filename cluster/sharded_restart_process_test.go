@@ -11,9 +11,10 @@ import (
 
 // TestProcessShardedRestartFromSnapshots snapshots both groups of every
 // process (RAFT.SNAPSHOT, META.SNAPSHOT), kills every process and starts
-// them again on their --dir with their first flags: each data group
-// serves its slots again from its restored fence, the meta group its
-// table and records, and every key keeps its count.
+// them again on their --dir with their first flags (--bootstrap, --join
+// and --cluster-seed are then ignored): every process routes every
+// group's slots again and every key keeps its count. The shard section's
+// own round trip is TestShardStateSurvivesSnapshotAndRestore's.
 func TestProcessShardedRestartFromSnapshots(t *testing.T) {
 	c := startShardedProcs(t, 2, nil)
 	ctx := context.Background()
