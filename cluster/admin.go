@@ -76,6 +76,11 @@ func (n *Node) Join(id, raftAddr, respAddr string, nonvoter bool) error {
 		}
 		return n.askLeader(n.command("JOIN"), id, raftAddr, respAddr)
 	}
+	// The voter count read here decides the suffrage of the server added
+	// below: two joins that both read it before either adds would both add
+	// a voter.
+	n.membership.Lock()
+	defer n.membership.Unlock()
 	f := n.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return err

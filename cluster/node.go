@@ -112,9 +112,13 @@ type Node struct {
 
 	fileStores bool // the log and snapshots are files in cfg.Dir
 
-	ready   atomic.Bool // leader, and its first barrier has applied
-	stop    chan struct{}
-	stopped sync.WaitGroup
+	ready atomic.Bool // leader, and its first barrier has applied
+	// membership serializes Join's read of the configuration with the
+	// change it makes (raft commits one change at a time, but the read is
+	// ours).
+	membership sync.Mutex
+	stop       chan struct{}
+	stopped    sync.WaitGroup
 }
 
 // DefaultConfig returns the defaults: the log fsynced on every write, no

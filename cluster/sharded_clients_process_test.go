@@ -154,7 +154,7 @@ func leaders(t *testing.T, ps [][]*proc) []*proc {
 }
 
 func TestProcessShardedClients(t *testing.T) {
-	ps := startShardedProcs(t, shardedGroups, 3)
+	ps := startShardedProcs(t, shardedGroups)
 	all := flat(ps)
 	ld := leaders(t, ps)
 	ctx := context.Background()
