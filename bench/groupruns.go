@@ -50,6 +50,7 @@ func (t *target) openGroup(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	leader := m
 	if t.grp.follower {
 		fs := g.followers(m)
 		if len(fs) == 0 {
@@ -58,18 +59,15 @@ func (t *target) openGroup(ctx context.Context) (*server, error) {
 		}
 		m = fs[0]
 	}
-	return &server{kind: "sluice", addr: m.resp, pid: m.srv.pid, group: g}, nil
+	return &server{kind: "sluice", addr: m.resp, pid: m.srv.pid, group: g, leader: leader}, nil
 }
 
 // cpu returns the user+system CPU time of the server, or of every node of
-// its group.
+// its group or cluster.
 func (s *server) cpu() (time.Duration, error) {
-	if s.group == nil {
-		return proc.CPU(s.pid)
-	}
 	var sum time.Duration
-	for _, pid := range s.group.pids() {
-		c, err := proc.CPU(pid)
+	for _, r := range s.roles() {
+		c, err := proc.CPU(r.pid)
 		if err != nil {
 			return 0, err
 		}

@@ -52,6 +52,9 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	case spec.procs > 0 && tg.addr != "":
 		res.skipped = "GOMAXPROCS can only be set on a server bench starts"
 		return res, nil
+	case spec.offered > 0 && tg.kind == "cluster":
+		res.skipped = "a cluster run is closed-loop only (a paced connection reaches one node)"
+		return res, nil
 	}
 	srv, err := tg.open(ctx, spec.procs)
 	if err != nil {
@@ -98,6 +101,7 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	var cpu0, gen0 time.Duration
 	var cpuErr error
 	var rw *replWatch
+	var sw *shareWatch
 	mark := func() {
 		if srv.pid > 0 {
 			cpu0, cpuErr = srv.cpu()
@@ -105,6 +109,9 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 		gen0, _ = selfCPU()
 		if srv.group != nil {
 			rw = watchRepl(srv.group)
+		}
+		if srv.group != nil || srv.cluster != nil {
+			sw = watchShares(srv)
 		}
 	}
 	if spec.offered > 0 {
@@ -119,6 +126,9 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	}
 	if rw != nil {
 		res.repl = rw.finish(res.elapsed)
+	}
+	if sw != nil {
+		res.shares = sw.finish()
 	}
 	gen1, _ := selfCPU()
 	res.genCPU = gen1 - gen0
