@@ -154,6 +154,23 @@ func (w *replWatch) finish(elapsed time.Duration) *replStats {
 	return st
 }
 
+// add returns the statistics of r's leaders and o's together: a cluster's
+// groups over the same part. A nil r is none.
+func (r *replStats) add(o *replStats) *replStats {
+	if r == nil {
+		return o
+	}
+	out := *r
+	if out.problem == "" {
+		out.problem = o.problem
+	}
+	out.entries += o.entries
+	out.ops += o.ops
+	out.maxBatch = max(out.maxBatch, o.maxBatch)
+	out.elections += o.elections
+	return &out
+}
+
 // combineRepl takes the median of the rounds' rates and the largest batch.
 func combineRepl(rs []*result) *replStats {
 	var per, eps []float64
@@ -217,7 +234,7 @@ const replNote = "`decisions/s` is what the clients got; `log entries/s` and `op
 	"`INFO replication` counters (log_entries_written, batch_ops_avg) read at the start and the end of the measured part; " +
 	"`largest entry` is batch_ops_max since the leader started (warmup included); `elections` counts term changes " +
 	"during the measured parts of all rounds (0: no leader change under load). `srv CPU s/M` of a group run is the " +
-	"CPU of all its nodes."
+	"CPU of all its nodes. A cluster's row sums its groups' leaders: `log entries/s` of all, `ops/entry` over all."
 
 func (rep *report) printRepl(w io.Writer) {
 	rs := rep.replResults()

@@ -100,7 +100,7 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	defer cancel()
 	var cpu0, gen0 time.Duration
 	var cpuErr error
-	var rw *replWatch
+	var rws []*replWatch
 	var sw *shareWatch
 	mark := func() {
 		if srv.pid > 0 {
@@ -108,7 +108,12 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 		}
 		gen0, _ = selfCPU()
 		if srv.group != nil {
-			rw = watchRepl(srv.group)
+			rws = []*replWatch{watchRepl(srv.group)}
+		}
+		if srv.cluster != nil {
+			for _, g := range srv.cluster.groups {
+				rws = append(rws, watchRepl(g))
+			}
 		}
 		if srv.group != nil || srv.cluster != nil {
 			sw = watchShares(srv)
@@ -124,8 +129,8 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 			res.srvCPU, res.cpuKnown = cpu1-cpu0, true
 		}
 	}
-	if rw != nil {
-		res.repl = rw.finish(res.elapsed)
+	for _, rw := range rws {
+		res.repl = res.repl.add(rw.finish(res.elapsed))
 	}
 	if sw != nil {
 		res.shares = sw.finish()

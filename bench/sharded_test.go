@@ -184,5 +184,9 @@ func TestClusterRun(t *testing.T) {
 	if sh == nil || sh.leaders != 3 || sh.followers != 6 || sh.leader <= 0 || !res.cpuKnown || res.srvCPU < sh.leader+sh.follower {
 		t.Fatalf("shares %+v, all processes %v (known %v); want 3 leaders and 6 followers within the total", sh, res.srvCPU, res.cpuKnown)
 	}
-	t.Logf("%s; leader %.1f s/M, follower %.1f s/M", res.summary(), res.figs().leaderPerM, res.figs().followerPerM)
+	if r := res.repl; r == nil || r.problem != "" || r.entries <= 0 || r.ops < float64(res.t.ok)*0.5 || r.elections != 0 {
+		t.Fatalf("the leaders' replication stats %+v for %d decisions; want all 3 leaders' entries, no election", r, res.t.ok)
+	}
+	t.Logf("%s; leader %.1f s/M, follower %.1f s/M; %s", res.summary(), res.figs().leaderPerM, res.figs().followerPerM,
+		strings.Join(res.replRow(), "|"))
 }

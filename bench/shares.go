@@ -287,6 +287,20 @@ func (rep *report) shardedMarkdown() string {
 		}
 	}
 	b.WriteString("\n")
+	var repl []*result
+	for _, r := range rep.replResults() {
+		if r.spec.group == groupSharded {
+			repl = append(repl, r)
+		}
+	}
+	if len(repl) > 0 {
+		fmt.Fprintf(&b, "%s\n\n", replNote)
+		table(&b, replColumns)
+		for _, r := range repl {
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(r.replRow(), " | "))
+		}
+		b.WriteString("\n")
+	}
 	if ms := rep.clusterModel(); len(ms) > 0 {
 		fmt.Fprintf(&b, "%s\n\n", modelNote)
 		table(&b, modelColumns)
