@@ -312,11 +312,12 @@ func (rep *report) shardedMarkdown() string {
 	return b.String()
 }
 
-// table writes a markdown table's header.
+// table writes a markdown table's header: the first column to the left,
+// the figures to the right.
 func table(b *strings.Builder, columns []string) {
-	b.WriteString("| " + strings.Join(columns, " | ") + " |\n|")
-	for range columns {
-		b.WriteString("---|")
+	b.WriteString("| " + strings.Join(columns, " | ") + " |\n|---|")
+	for range columns[1:] {
+		b.WriteString("---:|")
 	}
 	b.WriteString("\n")
 }
