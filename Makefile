@@ -5,7 +5,7 @@ BIN     := bin/sluice
 PORT    ?= 6380
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build run cli cluster test deps vet race fuzz soak bench bench-rls bench-cores clean
+.PHONY: all build run cli cluster test deps vet race fuzz soak bench bench-rls bench-cores bench-cluster clean
 
 all: build
 
@@ -117,6 +117,12 @@ bench:
 ## bench-rls: only the Envoy RLS v3 comparison, into its section of bench/RESULTS.md
 bench-rls:
 	cd bench && $(GO) run . -rls only -md RESULTS.md
+
+## bench-cluster: RL.TOKEN on one node, through a 3-node group's leader and through a sharded cluster of 3 groups of 3 processes
+## (a cluster client: each key to its slot's leader) at P1, P16, P64, with the CPU of leaders and followers; into its section of
+## bench/RESULTS.md
+bench-cluster:
+	cd bench && $(GO) run . -plan cluster -md RESULTS.md
 
 ## bench-cores: sluice on CORES (default 1,2,4,8) cores of its own against Redis on one thread and with io-threads (RL.TOKEN vs
 ## INCR, and the five libraries' scripts, at P16), the load generator on GEN_CPUS CPUs of its own (0: half of them); counts the

@@ -25,6 +25,7 @@ type result struct {
 	dbsize         int64 // server keys at the end, -1 unknown
 	version        string
 	repl           *replStats // a group's leader during the measured part
+	shares         *shares    // the CPU of a group's or cluster's processes by role
 
 	rounds   int      // how many rounds were combined; 0 or 1: one
 	combined *figures // the medians, when rounds were combined
@@ -36,13 +37,16 @@ type figures struct {
 	p50, p99, p999, max time.Duration
 	srvPerM, genPerM    float64 // CPU seconds per million successful requests
 	rssPerKey           float64 // VmRSS growth per distinct key used
+	// leaderPerM and followerPerM are the CPU seconds of one leader and of
+	// one follower per million decisions of its group (shares.perM).
+	leaderPerM, followerPerM float64
 }
 
 func (r *result) figs() figures {
 	if r.combined != nil {
 		return *r.combined
 	}
-	f := figures{srvPerM: math.NaN(), genPerM: math.NaN(), rssPerKey: math.NaN()}
+	f := figures{srvPerM: math.NaN(), genPerM: math.NaN(), rssPerKey: math.NaN(), leaderPerM: math.NaN(), followerPerM: math.NaN()}
 	if r.t == nil || r.t.ok == 0 || r.elapsed <= 0 {
 		f.ops = 0
 		return f
@@ -56,6 +60,9 @@ func (r *result) figs() figures {
 	f.genPerM = r.genCPU.Seconds() / million
 	if r.cpuKnown {
 		f.srvPerM = r.srvCPU.Seconds() / million
+	}
+	if r.shares != nil {
+		f.leaderPerM, f.followerPerM = r.shares.perM(r.t.ok)
 	}
 	if r.rssKnown && r.spec.sc.keysPer > 0 && r.touched > 0 {
 		f.rssPerKey = float64(r.rssGrowth) / float64(r.touched)
@@ -109,13 +116,15 @@ func combine(rs []*result) *result {
 		return median(v)
 	}
 	c := &figures{
-		ops:       pick(func(f figures) float64 { return f.ops }),
-		p50:       time.Duration(pick(func(f figures) float64 { return float64(f.p50) })),
-		p99:       time.Duration(pick(func(f figures) float64 { return float64(f.p99) })),
-		p999:      time.Duration(pick(func(f figures) float64 { return float64(f.p999) })),
-		srvPerM:   pick(func(f figures) float64 { return f.srvPerM }),
-		genPerM:   pick(func(f figures) float64 { return f.genPerM }),
-		rssPerKey: pick(func(f figures) float64 { return f.rssPerKey }),
+		ops:          pick(func(f figures) float64 { return f.ops }),
+		p50:          time.Duration(pick(func(f figures) float64 { return float64(f.p50) })),
+		p99:          time.Duration(pick(func(f figures) float64 { return float64(f.p99) })),
+		p999:         time.Duration(pick(func(f figures) float64 { return float64(f.p999) })),
+		srvPerM:      pick(func(f figures) float64 { return f.srvPerM }),
+		genPerM:      pick(func(f figures) float64 { return f.genPerM }),
+		rssPerKey:    pick(func(f figures) float64 { return f.rssPerKey }),
+		leaderPerM:   pick(func(f figures) float64 { return f.leaderPerM }),
+		followerPerM: pick(func(f figures) float64 { return f.followerPerM }),
 	}
 	for _, f := range fs {
 		c.max = max(c.max, f.max)

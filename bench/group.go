@@ -289,6 +289,12 @@ func (g *group) crash(m *member) {
 
 // stop stops every member, at once, and removes the group's directory.
 func (g *group) stop() {
+	g.stopMembers()
+	os.RemoveAll(g.cfg.dir)
+}
+
+// stopMembers stops every member, at once.
+func (g *group) stopMembers() {
 	var wg sync.WaitGroup
 	for _, m := range g.members {
 		if s := m.srv; s != nil {
@@ -298,5 +304,4 @@ func (g *group) stop() {
 		}
 	}
 	wg.Wait()
-	os.RemoveAll(g.cfg.dir)
 }

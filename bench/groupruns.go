@@ -50,6 +50,7 @@ func (t *target) openGroup(ctx context.Context) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	leader := m
 	if t.grp.follower {
 		fs := g.followers(m)
 		if len(fs) == 0 {
@@ -58,18 +59,15 @@ func (t *target) openGroup(ctx context.Context) (*server, error) {
 		}
 		m = fs[0]
 	}
-	return &server{kind: "sluice", addr: m.resp, pid: m.srv.pid, group: g}, nil
+	return &server{kind: "sluice", addr: m.resp, pid: m.srv.pid, group: g, leader: leader}, nil
 }
 
 // cpu returns the user+system CPU time of the server, or of every node of
-// its group.
+// its group or cluster.
 func (s *server) cpu() (time.Duration, error) {
-	if s.group == nil {
-		return proc.CPU(s.pid)
-	}
 	var sum time.Duration
-	for _, pid := range s.group.pids() {
-		c, err := proc.CPU(pid)
+	for _, r := range s.roles() {
+		c, err := proc.CPU(r.pid)
 		if err != nil {
 			return 0, err
 		}
@@ -156,6 +154,23 @@ func (w *replWatch) finish(elapsed time.Duration) *replStats {
 	return st
 }
 
+// add returns the statistics of r's leaders and o's together: a cluster's
+// groups over the same part. A nil r is none.
+func (r *replStats) add(o *replStats) *replStats {
+	if r == nil {
+		return o
+	}
+	out := *r
+	if out.problem == "" {
+		out.problem = o.problem
+	}
+	out.entries += o.entries
+	out.ops += o.ops
+	out.maxBatch = max(out.maxBatch, o.maxBatch)
+	out.elections += o.elections
+	return &out
+}
+
 // combineRepl takes the median of the rounds' rates and the largest batch.
 func combineRepl(rs []*result) *replStats {
 	var per, eps []float64
@@ -219,7 +234,7 @@ const replNote = "`decisions/s` is what the clients got; `log entries/s` and `op
 	"`INFO replication` counters (log_entries_written, batch_ops_avg) read at the start and the end of the measured part; " +
 	"`largest entry` is batch_ops_max since the leader started (warmup included); `elections` counts term changes " +
 	"during the measured parts of all rounds (0: no leader change under load). `srv CPU s/M` of a group run is the " +
-	"CPU of all its nodes."
+	"CPU of all its nodes. A cluster's row sums its groups' leaders: `log entries/s` of all, `ops/entry` over all."
 
 func (rep *report) printRepl(w io.Writer) {
 	rs := rep.replResults()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/sluice-rl/sluice/internal/resp"
+	"github.com/sluice-rl/sluice/keyslot"
 )
 
 // The load itself: closed-loop connections, each writing a batch of depth
@@ -122,6 +123,29 @@ type worker struct {
 	t       tally
 	sha     string
 	scratch []byte
+	// legs, for a sharded cluster, are one connection to each group's
+	// leader (legs[0].conn is conn) and route the slot table that picks
+	// one; nil for a single server.
+	legs  []*leg
+	route *slotMap
+}
+
+// leg is a worker's connection to one group of a sharded cluster, with the
+// part of the current batch routed to it.
+type leg struct {
+	conn net.Conn
+	cc   countingConn
+	r    *bufio.Reader
+	out  []byte
+	n    int
+}
+
+// close closes the worker's connections.
+func (w *worker) close() {
+	w.conn.Close()
+	for _, lg := range w.legs[min(1, len(w.legs)):] {
+		lg.conn.Close()
+	}
 }
 
 func newWorker(l *load, conn net.Conn, seed uint64, sha string) *worker {
@@ -147,23 +171,38 @@ func (w *worker) nextKey() uint64 {
 	}
 }
 
+// batch returns the size of the next batch in phase ph, 0 when the count
+// mode's budget is spent.
+func (w *worker) batch(ph int32) int {
+	l := w.l
+	n := l.depth
+	if ph == phaseMeasure && l.counted {
+		left := l.budget.Add(-int64(n))
+		if left+int64(n) <= 0 {
+			return 0
+		}
+		if left < 0 {
+			n += int(left)
+		}
+	}
+	return n
+}
+
 // run sends batches until the load stops.
 func (w *worker) run() {
+	if w.legs != nil {
+		w.runSharded()
+		return
+	}
 	l := w.l
 	for {
 		ph := l.phase.Load()
 		if ph == phaseStop {
 			return
 		}
-		n := l.depth
-		if ph == phaseMeasure && l.counted {
-			left := l.budget.Add(-int64(n))
-			if left+int64(n) <= 0 {
-				return
-			}
-			if left < 0 {
-				n += int(left)
-			}
+		n := w.batch(ph)
+		if n == 0 {
+			return
 		}
 		w.now = strconv.AppendInt(w.now[:0], time.Now().Unix(), 10)
 		w.out = w.out[:0]
@@ -193,29 +232,97 @@ func (w *worker) run() {
 			if w.cc.reads != reads || arrived.IsZero() {
 				reads, arrived = w.cc.reads, time.Now()
 			}
-			lat := arrived.Sub(t0)
-			allowed, bad := l.sc.check(l.w, &w.v) // warmup replies are checked too
-			switch {
-			case bad == "" && !record:
-			case bad == "":
-				w.t.ok++
-				w.t.hist.RecordValue(int64(lat))
-				if allowed == 1 {
-					w.t.allowed++
-				} else if allowed == 0 {
-					w.t.denied++
-				}
-			case w.sha != "" && w.v.IsError() && hasPrefix(w.v.Text, "NOSCRIPT"):
-				w.t.nosc++ // not a decision: the script is loaded again below
+			if w.account(record, arrived.Sub(t0)) {
 				reload = true
-			default:
-				w.t.fail(1, fmt.Sprintf("reply to %s: %s", l.sc.label, bad))
 			}
 		}
 		if reload {
 			if err := w.loadScript(); err != nil {
 				w.t.fail(1, "SCRIPT LOAD after NOSCRIPT: "+err.Error())
 				return
+			}
+		}
+	}
+}
+
+// account checks the reply in w.v and counts it, with its latency if record.
+// It reports whether the reply was NOSCRIPT (the script is to be loaded
+// again).
+func (w *worker) account(record bool, lat time.Duration) (noscript bool) {
+	l := w.l
+	allowed, bad := l.sc.check(l.w, &w.v) // warmup replies are checked too
+	switch {
+	case bad == "" && !record:
+	case bad == "":
+		w.t.ok++
+		w.t.hist.RecordValue(int64(lat))
+		if allowed == 1 {
+			w.t.allowed++
+		} else if allowed == 0 {
+			w.t.denied++
+		}
+	case w.sha != "" && w.v.IsError() && hasPrefix(w.v.Text, "NOSCRIPT"):
+		w.t.nosc++ // not a decision: the script is loaded again
+		return true
+	default:
+		w.t.fail(1, fmt.Sprintf("reply to %s: %s", l.sc.label, bad))
+	}
+	return false
+}
+
+// runSharded sends batches to a sharded cluster as a cluster client's
+// pipeline does: each request goes to the leader of the group whose slots
+// hold its key (keyslot.Of, the slot table from CLUSTER SLOTS), every
+// group's part in one write, and the replies are read group by group. A
+// request's latency runs from the first write of its batch to the read
+// that brought its reply. A redirection (MOVED, TRYAGAIN) fails its check:
+// the run counts it as an error.
+func (w *worker) runSharded() {
+	l := w.l
+	for {
+		ph := l.phase.Load()
+		if ph == phaseStop {
+			return
+		}
+		n := w.batch(ph)
+		if n == 0 {
+			return
+		}
+		w.now = strconv.AppendInt(w.now[:0], time.Now().Unix(), 10)
+		for _, lg := range w.legs {
+			lg.out, lg.n = lg.out[:0], 0
+		}
+		for i := 0; i < n; i++ {
+			k := w.nextKey()
+			l.touched.add(k)
+			w.key = appendKey(w.key[:0], l.sc.prefix, k)
+			lg := w.legs[w.route.owner[keyslot.Of(w.key)]]
+			lg.out = l.tmpl.encode(lg.out, w.key, w.now)
+			lg.n++
+		}
+		record := ph == phaseMeasure
+		t0 := time.Now()
+		for _, lg := range w.legs {
+			if lg.n == 0 {
+				continue
+			}
+			if _, err := lg.conn.Write(lg.out); err != nil {
+				w.lost(n, "connection: write: "+err.Error())
+				return
+			}
+		}
+		for _, lg := range w.legs {
+			var arrived time.Time
+			reads := lg.cc.reads
+			for i := 0; i < lg.n; i++ {
+				if err := resp.Read(lg.r, &w.v); err != nil {
+					w.lost(lg.n-i, "connection: read: "+err.Error())
+					return
+				}
+				if lg.cc.reads != reads || arrived.IsZero() {
+					reads, arrived = lg.cc.reads, time.Now()
+				}
+				w.account(record, arrived.Sub(t0))
 			}
 		}
 	}
@@ -288,18 +395,42 @@ func popcount(x uint64) int {
 	return n
 }
 
-// dialWorkers opens conns connections to addr.
+// dialWorkers opens conns connections to addr; to a sharded cluster, conns
+// workers of one connection to each group's leader.
 func dialWorkers(l *load, srv *server, conns int, sha string) ([]*worker, error) {
 	var ws []*worker
-	for i := 0; i < conns; i++ {
-		c, err := srv.dial(5*time.Second, true)
-		if err != nil {
-			for _, w := range ws {
-				w.conn.Close()
-			}
-			return nil, fmt.Errorf("connect %s: %w", srv.addr, err)
+	fail := func(addr string, err error) ([]*worker, error) {
+		for _, w := range ws {
+			w.close()
 		}
-		ws = append(ws, newWorker(l, c, uint64(i)+1, sha))
+		return nil, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	for i := 0; i < conns; i++ {
+		if srv.shards == nil {
+			c, err := srv.dial(5*time.Second, true)
+			if err != nil {
+				return fail(srv.addr, err)
+			}
+			ws = append(ws, newWorker(l, c, uint64(i)+1, sha))
+			continue
+		}
+		var legs []*leg
+		for _, addr := range srv.shards.addrs {
+			c, err := (&server{addr: addr}).dial(5*time.Second, false)
+			if err != nil {
+				for _, lg := range legs {
+					lg.conn.Close()
+				}
+				return fail(addr, err)
+			}
+			lg := &leg{conn: c}
+			lg.cc.Conn = c
+			lg.r = bufio.NewReaderSize(&lg.cc, 64<<10)
+			legs = append(legs, lg)
+		}
+		w := newWorker(l, legs[0].conn, uint64(i)+1, sha)
+		w.legs, w.route = legs, srv.shards
+		ws = append(ws, w)
 	}
 	return ws, nil
 }
@@ -320,7 +451,7 @@ func drive(l *load, ws []*worker, warmup, d time.Duration, hardStop <-chan struc
 		l.aborted.Store(true)
 		l.phase.Store(phaseStop)
 		for _, w := range ws {
-			w.conn.Close()
+			w.close()
 		}
 	}
 	if !wait(warmup, finished, hardStop) {
@@ -348,7 +479,7 @@ func drive(l *load, ws []*worker, warmup, d time.Duration, hardStop <-chan struc
 	elapsed := time.Since(start)
 	total := &tally{hist: newHistogram(), problems: map[string]*problem{}}
 	for _, w := range ws {
-		w.conn.Close()
+		w.close()
 		total.merge(&w.t)
 	}
 	return total, elapsed

@@ -15,6 +15,8 @@
 //	go run . -md RESULTS.md              # also write the report and the chart
 //	go run . -redis off -scenarios sluice-token,group-token,group-token-follower -P 16,1
 //	                                     # a fresh 3-node group (-cluster 3) per round vs one node
+//	go run . -plan cluster -md RESULTS.md   # one node, one group and a sharded cluster of 3 groups of 3 (-cluster-groups,
+//	                                     # -cluster) at P1, P16, P64, CPU by role; into its own section
 //	go run . -failover 7                 # kill -9 the leader of a fresh group, 7 times
 //	go run . -recovery 5                 # restart a follower of a group of 100,000 keys, 5 times
 //	go run . -rls only                   # Envoy RLS v3: sluice vs envoyproxy/ratelimit + Redis, over gRPC
@@ -68,6 +70,7 @@ type options struct {
 	md                string
 	crossCheck        bool
 	cluster           int // nodes of the groups the group scenarios and trials start
+	clusterGroups     int // data groups of the cluster scenario's cluster
 	trials            trialOptions
 	rls               rlsOptions
 	cores             coresOptions
@@ -172,7 +175,7 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.sluice, "sluice", "", "address of a running sluice (default: build ./cmd/sluice and start a fresh one per run)")
 	fs.StringVar(&o.sluiceBin, "sluice-bin", "", "a sluice binary to start instead of building ./cmd/sluice (to compare two builds with the same plan)")
 	fs.StringVar(&o.redis, "redis", "", `address of a running Redis (default: start redis-server per run if on PATH; "off" to skip Redis)`)
-	fs.StringVar(&o.plan, "plan", "", "quick, full, sidecar (only the paced runs at partial load and 1000 connections) or custom (default: $BENCH, else quick; -scenarios or -P alone mean custom)")
+	fs.StringVar(&o.plan, "plan", "", "quick, full, sidecar (only the paced runs at partial load and 1000 connections), cluster (only one node, one group and a sharded cluster at P1, P16, P64) or custom (default: $BENCH, else quick; -scenarios or -P alone mean custom)")
 	fs.StringVar(&o.scenarios, "scenarios", "sluice-ping,sluice-token,redis-lua-token,redis-incr", "custom plan: scenarios, of "+scenarioNames())
 	fs.StringVar(&o.depths, "P", "1,16", "custom plan: pipeline depths, comma-separated")
 	fs.IntVar(&o.conns, "c", 50, "connections")
@@ -192,7 +195,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.pin, "pin", "auto", "auto, on or off: run the load generator on the first CPU and the servers bench starts on the others (auto: with 2 or more CPUs and a server to start)")
 	fs.StringVar(&o.md, "md", "", "write the report into this markdown file (its generated section only) and the chart into results/ beside it")
 	fs.BoolVar(&o.crossCheck, "redis-benchmark", true, "quick and full plans: also run redis-benchmark on the same servers, if installed")
-	fs.IntVar(&o.cluster, "cluster", 3, "nodes of the replicated group bench starts on loopback for every round of a group-* scenario, and for -failover and -recovery")
+	fs.IntVar(&o.cluster, "cluster", 3, "nodes of the replicated group bench starts on loopback for every round of a group-* scenario, and for -failover and -recovery; nodes of each group of the cluster scenario")
+	fs.IntVar(&o.clusterGroups, "cluster-groups", 3, "data groups of the sharded cluster bench starts (--cluster-groups) for every round of the cluster-token scenario")
 	o.trials.flags(fs)
 	o.rls.flags(fs)
 	o.cores.flags(fs)
@@ -226,8 +230,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	switch {
-	case o.plan != "quick" && o.plan != "full" && o.plan != "custom" && o.plan != "sidecar":
-		return nil, fmt.Errorf("-plan %q: want quick, full, sidecar or custom", o.plan)
+	case o.plan != "quick" && o.plan != "full" && o.plan != "custom" && o.plan != "sidecar" && o.plan != "cluster":
+		return nil, fmt.Errorf("-plan %q: want quick, full, sidecar, cluster or custom", o.plan)
 	case o.rounds < 1 || o.rounds > 15:
 		return nil, fmt.Errorf("-rounds %d: want 1 to 15", o.rounds)
 	case o.conns < 1 || o.conns > maxConns:
@@ -256,6 +260,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-gomaxprocs %d: want 0 or more", o.procs)
 	case o.cluster < 1 || o.cluster > maxGroupSize:
 		return nil, fmt.Errorf("-cluster %d: want 1 to %d nodes", o.cluster, maxGroupSize)
+	case o.clusterGroups < 1 || o.clusterGroups > maxClusterGroups:
+		return nil, fmt.Errorf("-cluster-groups %d: want 1 to %d groups", o.clusterGroups, maxClusterGroups)
 	case o.sluiceBin != "" && o.sluice != "":
 		return nil, fmt.Errorf("-sluice-bin and -sluice: give a binary to start or a running server, not both")
 	}
@@ -275,7 +281,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 // and returns the report.
 func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 	b := base{conns: o.conns, keys: o.keys, zipf: o.zipf, procs: o.procs, dur: o.dur, warmup: o.warmup,
-		count: o.count, algo: o.algo, w: workload{rate: o.rate, capacity: o.capacity, window: o.window, cost: o.cost}}
+		count: o.count, algo: o.algo, w: workload{rate: o.rate, capacity: o.capacity, window: o.window, cost: o.cost},
+		nodes: o.cluster, groups: o.clusterGroups}
 	var runs []runSpec
 	switch o.plan {
 	case "quick":
@@ -284,6 +291,8 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 		runs = fullPlan(b)
 	case "sidecar":
 		runs = sidecarRuns(b)
+	case "cluster":
+		runs = clusterRuns(b)
 	default:
 		names, err := parseScenarios(o.scenarios)
 		if err != nil {
@@ -338,7 +347,7 @@ func bench(ctx context.Context, o *options, log io.Writer) (*report, error) {
 		rep.results = append(rep.results, combine(rs))
 	}
 	rep.rounds = o.rounds
-	if o.crossCheck && o.plan != "custom" && o.plan != "sidecar" {
+	if o.crossCheck && o.plan != "custom" && o.plan != "sidecar" && o.plan != "cluster" {
 		rep.cross = crossCheck(ctx, targets, log)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -390,6 +399,8 @@ func setupTargets(ctx context.Context, o *options, tmp string, log io.Writer) (m
 		for name, t := range groupTargets(bin, tmp, o.cluster) {
 			targets[name] = t
 		}
+		targets["cluster"] = &target{kind: "cluster", bin: bin, dir: tmp,
+			cl: clusterTarget{groups: o.clusterGroups, size: o.cluster, fsync: true}}
 	}
 	switch {
 	case o.redis == "off":

@@ -37,11 +37,14 @@ func (rep *report) writeMarkdown(path string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if !rep.onlySidecar() {
+	if !rep.onlySidecar() && !rep.onlySharded() {
 		doc = spliceSection(doc, rep.markdown(chartRel))
 	}
 	if rep.hasSidecar() {
 		doc = spliceBlock(doc, sidecarBegin, sidecarEnd, rep.sidecarMarkdown())
+	}
+	if rep.hasSharded() {
+		doc = spliceBlock(doc, shardedBegin, shardedEnd, rep.shardedMarkdown())
 	}
 	return os.WriteFile(path, doc, 0o644)
 }

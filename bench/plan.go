@@ -11,27 +11,29 @@ import (
 
 // Groups of runs; each is one table of the report.
 const (
-	groupDepth  = "depth"    // the base settings at several pipeline depths: ratios and the chart
-	groupKeys   = "keys"     // key cardinality at pipeline 16
-	groupZipf   = "zipf"     // skewed keys at pipeline 16
-	groupCores  = "cores"    // sluice with GOMAXPROCS 1 and 2
-	groupAOF    = "aof"      // RL.TOKEN with the append-only log off, everysec, always
-	groupCheck  = "check"    // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
-	groupScrape = "metrics"  // RL.TOKEN with /metrics scraped every second beside without the endpoint
-	groupSec    = "security" // RL.TOKEN in plaintext as the default user, over TLS, and as a restricted ACL user
-	groupOwn    = "custom"
+	groupDepth   = "depth"    // the base settings at several pipeline depths: ratios and the chart
+	groupKeys    = "keys"     // key cardinality at pipeline 16
+	groupZipf    = "zipf"     // skewed keys at pipeline 16
+	groupCores   = "cores"    // sluice with GOMAXPROCS 1 and 2
+	groupAOF     = "aof"      // RL.TOKEN with the append-only log off, everysec, always
+	groupCheck   = "check"    // RL.CHECK under a TOKEN policy beside RL.TOKEN with its parameters
+	groupScrape  = "metrics"  // RL.TOKEN with /metrics scraped every second beside without the endpoint
+	groupSec     = "security" // RL.TOKEN in plaintext as the default user, over TLS, and as a restricted ACL user
+	groupSharded = "sharded"  // one node, one group, a sharded cluster: -plan cluster, its own section
+	groupOwn     = "custom"
 )
 
 var groupTitles = map[string]string{
-	groupDepth:  "Pipeline depth",
-	groupKeys:   "Key cardinality (pipeline 16)",
-	groupZipf:   "Zipfian keys (pipeline 16)",
-	groupCores:  "sluice on 1 and 2 cores (GOMAXPROCS of the server, one event loop per core; `own`: cores the generator does not use, `shared`: every core, the generator's too; Redis is single-threaded)",
-	groupOwn:    "Runs",
-	groupCheck:  "sluice RL.CHECK under a TOKEN policy (from a `--policies` file) beside RL.TOKEN with the same parameters",
-	groupScrape: "sluice RL.TOKEN with `--metrics-bind` and /metrics fetched every second beside without the endpoint (the per-command figures are counted in both: INFO commandstats needs them)",
-	groupSec:    "sluice RL.TOKEN in plaintext as the default user, over TLS (`--port 0 --tls-port`, P-256, `--tls-auth-clients no`), and as an ACL user held to `~ac:*` with `+@limiter` (plaintext)",
-	groupAOF:    "sluice RL.TOKEN with the append-only log off, `--appendonly yes --appendfsync everysec`, and `always` (a fresh --dir on the machine's disk per run)",
+	groupDepth:   "Pipeline depth",
+	groupKeys:    "Key cardinality (pipeline 16)",
+	groupZipf:    "Zipfian keys (pipeline 16)",
+	groupCores:   "sluice on 1 and 2 cores (GOMAXPROCS of the server, one event loop per core; `own`: cores the generator does not use, `shared`: every core, the generator's too; Redis is single-threaded)",
+	groupOwn:     "Runs",
+	groupCheck:   "sluice RL.CHECK under a TOKEN policy (from a `--policies` file) beside RL.TOKEN with the same parameters",
+	groupScrape:  "sluice RL.TOKEN with `--metrics-bind` and /metrics fetched every second beside without the endpoint (the per-command figures are counted in both: INFO commandstats needs them)",
+	groupSec:     "sluice RL.TOKEN in plaintext as the default user, over TLS (`--port 0 --tls-port`, P-256, `--tls-auth-clients no`), and as an ACL user held to `~ac:*` with `+@limiter` (plaintext)",
+	groupSharded: "sluice RL.TOKEN on one node, through a group's leader, and through a sharded cluster's leaders (a fresh group and cluster every round)",
+	groupAOF:     "sluice RL.TOKEN with the append-only log off, `--appendonly yes --appendfsync everysec`, and `always` (a fresh --dir on the machine's disk per run)",
 }
 
 // The scenarios the ratios and the chart compare.
@@ -52,6 +54,8 @@ type base struct {
 	count  int64
 	w      workload
 	algo   string // "all", "token" or "fixed"
+	nodes  int    // -cluster: nodes of every group
+	groups int    // -cluster-groups: data groups of the cluster scenario
 }
 
 // spec makes a run of the base settings.
@@ -153,6 +157,22 @@ func coreRuns(b base, depths []int, names []string) []runSpec {
 					runs = append(runs, s)
 				}
 			}
+		}
+	}
+	return runs
+}
+
+// clusterDepths are the pipeline depths of the cluster plan.
+var clusterDepths = []int{1, 16, 64}
+
+// clusterRuns: RL.TOKEN on one node, through a group's leader and through
+// a sharded cluster, at each of clusterDepths, one after the other so that
+// they are close in time.
+func clusterRuns(b base) []runSpec {
+	var runs []runSpec
+	for _, depth := range clusterDepths {
+		for _, name := range []string{"sluice-token", "group-token", "cluster-token"} {
+			runs = append(runs, b.spec(groupSharded, name, depth))
 		}
 	}
 	return runs

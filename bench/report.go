@@ -315,6 +315,7 @@ func (rep *report) printText(w io.Writer) {
 	}
 	rep.printRepl(w)
 	rep.printSidecar(w)
+	rep.printSharded(w)
 	rep.printSkipped(w, "")
 	rep.printProblems(w, "")
 	for _, c := range rep.cross {

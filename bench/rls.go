@@ -62,7 +62,7 @@ func (r *rlsOptions) check() error {
 
 // wanted reports whether the comparison runs after a plan.
 func (r *rlsOptions) wanted(plan string) bool {
-	return r.mode == "on" || r.mode == "only" || r.mode == "auto" && plan != "custom" && plan != "sidecar"
+	return r.mode == "on" || r.mode == "only" || r.mode == "auto" && plan != "custom" && plan != "sidecar" && plan != "cluster"
 }
 
 // The two services compared.

@@ -52,6 +52,9 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	case spec.procs > 0 && tg.addr != "":
 		res.skipped = "GOMAXPROCS can only be set on a server bench starts"
 		return res, nil
+	case spec.offered > 0 && tg.kind == "cluster":
+		res.skipped = "a cluster run is closed-loop only (a paced connection reaches one node)"
+		return res, nil
 	}
 	srv, err := tg.open(ctx, spec.procs)
 	if err != nil {
@@ -97,14 +100,23 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	defer cancel()
 	var cpu0, gen0 time.Duration
 	var cpuErr error
-	var rw *replWatch
+	var rws []*replWatch
+	var sw *shareWatch
 	mark := func() {
 		if srv.pid > 0 {
 			cpu0, cpuErr = srv.cpu()
 		}
 		gen0, _ = selfCPU()
 		if srv.group != nil {
-			rw = watchRepl(srv.group)
+			rws = []*replWatch{watchRepl(srv.group)}
+		}
+		if srv.cluster != nil {
+			for _, g := range srv.cluster.groups {
+				rws = append(rws, watchRepl(g))
+			}
+		}
+		if srv.group != nil || srv.cluster != nil {
+			sw = watchShares(srv)
 		}
 	}
 	if spec.offered > 0 {
@@ -117,8 +129,11 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 			res.srvCPU, res.cpuKnown = cpu1-cpu0, true
 		}
 	}
-	if rw != nil {
-		res.repl = rw.finish(res.elapsed)
+	for _, rw := range rws {
+		res.repl = res.repl.add(rw.finish(res.elapsed))
+	}
+	if sw != nil {
+		res.shares = sw.finish()
 	}
 	gen1, _ := selfCPU()
 	res.genCPU = gen1 - gen0

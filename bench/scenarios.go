@@ -128,6 +128,10 @@ var scenarios = []*scenario{
 	groupToken("group-token-nofsync", "group RL.TOKEN → leader, no fsync", "group-nofsync"),
 	groupToken("group-token-follower-nofsync", "group RL.TOKEN → follower, no fsync", "group-follower-nofsync"),
 	groupToken("group-token-bolt", "group RL.TOKEN → leader, bolt log", "group-bolt"),
+	// The same decisions through a sharded cluster of -cluster-groups
+	// groups of -cluster nodes that bench starts for every round, each key
+	// sent to its slot's leader (see sharded.go).
+	groupToken("cluster-token", "cluster RL.TOKEN → each slot's leader", "cluster"),
 	{
 		name: "redis-ping", label: "Redis PING", server: "redis", prefix: "pg:",
 		args:  func(workload, string) []string { return []string{"PING"} },

@@ -28,11 +28,12 @@ import (
 // target says how to reach one kind of server: at a fixed address given by
 // the user, or by starting a fresh process for every run.
 type target struct {
-	kind string // "sluice", "redis" or "group"
+	kind string // "sluice", "redis", "group" or "cluster"
 	addr string // a running server; empty to start one
 	bin  string // the binary to start when addr is empty
 	dir  string // where logs of started servers go
 	grp  groupTarget
+	cl   clusterTarget
 	// extra are more flags for a started sluice; with any, each server
 	// gets a fresh --dir of its own under dir (its append-only log).
 	extra []string
@@ -60,8 +61,15 @@ type server struct {
 	done chan struct{} // closed when a started process has exited
 	log  string
 	// group is the replicated group this address belongs to, when bench
-	// started one for the run: stopping the server stops the group.
-	group *group
+	// started one for the run: stopping the server stops the group. leader
+	// is its leader when the run began.
+	group  *group
+	leader *member
+	// cluster is the sharded cluster bench started for the run, and shards
+	// its slot table: the load sends each key to its slot's leader, and
+	// stopping the server stops the cluster.
+	cluster *cluster
+	shards  *slotMap
 	// tls, user and pass are the target's (security.go's dial).
 	tls        *tls.Config
 	user, pass string
@@ -93,8 +101,11 @@ func (t *target) open(ctx context.Context, procs int) (*server, error) {
 		s.pid = localPID(t.addr)
 		return s, nil
 	}
-	if t.kind == "group" {
+	switch t.kind {
+	case "group":
 		return t.openGroup(ctx)
+	case "cluster":
+		return t.openCluster(ctx)
 	}
 	var lastErr error
 	for attempt := 0; attempt < 20; attempt++ { // a drawn port may be taken: draw another
@@ -276,6 +287,10 @@ func (s *server) answersItself() bool {
 func (s *server) stop() {
 	if s.group != nil {
 		s.group.stop()
+		return
+	}
+	if s.cluster != nil {
+		s.cluster.stop()
 		return
 	}
 	if s.cmd == nil {
