@@ -35,7 +35,10 @@ func TestFiguresGolden(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), Protocol: 2, DisableIndentity: true})
 	defer rdb.Close()
 	ctx := context.Background()
-	rdb.Do(ctx, "RL.TOKEN", "k", "10/s", 10, 1)
+	// A bucket that refills in an hour: it stays until INFO, which lists
+	// db0 only while a key exists (at 10/s it was full again, and gone,
+	// after 100 ms on a loaded machine).
+	rdb.Do(ctx, "RL.TOKEN", "k", "1/h", 10, 1)
 	rdb.Do(ctx, "RL.TOKEN", "k", "bad", 10, 1)
 	info, err := rdb.Info(ctx, "all").Result()
 	if err != nil {
