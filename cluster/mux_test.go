@@ -169,7 +169,6 @@ func twoGroupsOnThreePorts(t *testing.T, ports []*RaftPort) {
 		}
 	}
 	// The same key in each group: its state is the group's own.
-	l1, l2 := muxLeader(t, g1), muxLeader(t, g2)
 	for i := 0; i < 3; i++ {
 		decide(t, g1, "k", 1)
 	}
@@ -189,7 +188,7 @@ func twoGroupsOnThreePorts(t *testing.T, ports []*RaftPort) {
 		}
 		down[i].close()
 	}
-	l1, l2 = muxLeader(t, g1), muxLeader(t, g2)
+	l1, l2 := muxLeader(t, g1), muxLeader(t, g2)
 	if r := decide(t, g1, "k", 10); r.Remaining != 100-13 {
 		t.Fatalf("group 1: %d remaining; want %d", r.Remaining, 100-13)
 	}
