@@ -20,6 +20,7 @@ var (
 	errPeerInGroup = errors.New("cluster: refusing to bootstrap")
 	errPeersSilent = errors.New("cluster: refusing to bootstrap")
 	errStillMember = errors.New("cluster: not joining")
+	errWrongGroup  = errors.New("cluster: refusing to start")
 	errNoIdentity  = errors.New("cluster: a node needs --node-id and a RESP address")
 	errNoRaftBind  = errors.New("cluster: a node needs --raft-bind")
 

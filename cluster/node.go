@@ -164,10 +164,19 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		n.closeAll()
 		return nil, err
 	}
+	if n.fileStores {
+		if err := checkGroupDir(cfg.Dir, cfg.groupWord()); err != nil {
+			n.closeAll()
+			return nil, err
+		}
+	}
 	existing, err := raft.HasExistingState(n.cfg.Logs, n.cfg.Stable, n.cfg.Snapshots)
 	if err != nil {
 		n.closeAll()
 		return nil, fmt.Errorf("cluster: reading %s: %w", cfg.Dir, err)
+	}
+	if existing {
+		n.writeGroupFile()
 	}
 	if !existing && cfg.Bootstrap != NoBootstrap {
 		if err := n.mayBootstrap(); err != nil {
