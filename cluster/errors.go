@@ -21,8 +21,11 @@ var (
 	errPeersSilent = errors.New("cluster: refusing to bootstrap")
 	errStillMember = errors.New("cluster: not joining")
 	errWrongGroup  = errors.New("cluster: refusing to start")
-	errNoIdentity  = errors.New("cluster: a node needs --node-id and a RESP address")
-	errNoRaftBind  = errors.New("cluster: a node needs --raft-bind")
+	// errGroupClaimed: the meta group records another group of this
+	// data group's number; this one serves nothing (shard.go).
+	errGroupClaimed = errors.New("cluster: another group holds this data group's number")
+	errNoIdentity   = errors.New("cluster: a node needs --node-id and a RESP address")
+	errNoRaftBind   = errors.New("cluster: a node needs --raft-bind")
 
 	errMembersReply = errors.New("cluster: malformed RAFT.MEMBERS reply") // a peer's unreadable reply
 	errCorrupt      = errors.New("cluster: corrupt batch encoding")

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluice-rl/sluice/internal/replyerr"
@@ -37,6 +39,7 @@ func (n *Node) startShardDuties() {
 		defer n.stopped.Done()
 		t := time.NewTicker(shardDutyPeriod)
 		defer t.Stop()
+		var warned time.Time // when a claimed group number was last logged
 		for {
 			select {
 			case <-n.stop:
@@ -49,8 +52,14 @@ func (n *Node) startShardDuties() {
 			var err error
 			if n.cfg.Meta {
 				err = n.seedSlots()
+			} else if err = n.reportGroup(); errors.Is(err, errGroupClaimed) {
+				if time.Since(warned) > 10*time.Second {
+					n.log.Error("cluster: not serving any slot", "err", err)
+					warned = time.Now()
+				}
+				continue
 			} else {
-				err = errors.Join(n.reportGroup(), n.takeSlots())
+				err = errors.Join(err, n.takeSlots())
 			}
 			if err != nil {
 				n.log.Debug("cluster: shard duties", "err", err)
@@ -92,7 +101,10 @@ func (n *Node) groupRecord() (op, error) {
 }
 
 // reportGroup submits this group's record to the meta group when the meta
-// group's differs.
+// group's differs. It refuses (errGroupClaimed) when the meta group's
+// record of this group's number names none of this group's members:
+// another group of that number holds it, and this one must neither take
+// its record (every MOVED would lead here) nor serve its slots.
 func (n *Node) reportGroup() error {
 	o, err := n.groupRecord()
 	if err != nil {
@@ -101,12 +113,42 @@ func (n *Node) reportGroup() error {
 	meta := n.cfg.MetaNode
 	_, _, groups, _ := meta.SlotTable()
 	for _, g := range groups {
-		if g.Group == o.group && g.Term == o.term && g.Leader == o.id && sameNodes(g.Nodes, o.nodes) {
+		if g.Group != o.group {
+			continue
+		}
+		if g.Term == o.term && g.Leader == o.id && sameNodes(g.Nodes, o.nodes) {
 			return nil
+		}
+		if len(g.Nodes) > 0 && !shareNode(g.Nodes, o.nodes) {
+			return fmt.Errorf("%w: the meta group records data group %d as the nodes %s, none of which is a member of this "+
+				"node's group (%s): this group was started as a second group %d (--bootstrap yes instead of --join "+
+				"on a later node?); stop its nodes and start them with --join <a node of %s>, after removing their --dir",
+				errGroupClaimed, o.group, nodeIDs(g.Nodes), nodeIDs(o.nodes), o.group, g.Leader)
 		}
 	}
 	_, err = meta.submit(time.Now().UnixNano(), []op{o})
 	return err
+}
+
+// shareNode reports whether a and b name a node id in common: a group's
+// members change one at a time, so its successive records always do.
+func shareNode(a, b []GroupNode) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.ID == y.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func nodeIDs(nodes []GroupNode) string {
+	ids := make([]string, len(nodes))
+	for i, nd := range nodes {
+		ids[i] = nd.ID
+	}
+	return strings.Join(ids, ", ")
 }
 
 func sameNodes(a, b []GroupNode) bool {
