@@ -172,4 +172,3 @@ func metaLeaderOf(ps []*proc) *proc {
 	}
 	return nil
 }
-
