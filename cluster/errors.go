@@ -24,8 +24,11 @@ var (
 	// errGroupClaimed: the meta group records another group of this
 	// data group's number; this one serves nothing (shard.go).
 	errGroupClaimed = errors.New("cluster: another group holds this data group's number")
-	errNoIdentity   = errors.New("cluster: a node needs --node-id and a RESP address")
-	errNoRaftBind   = errors.New("cluster: a node needs --raft-bind")
+	// errNoSlots: neither the slot table nor this group's log gives it a
+	// slot (a --cluster-group above the cluster's groups; shard.go).
+	errNoSlots    = errors.New("cluster: this data group owns no slot")
+	errNoIdentity = errors.New("cluster: a node needs --node-id and a RESP address")
+	errNoRaftBind = errors.New("cluster: a node needs --raft-bind")
 
 	errMembersReply = errors.New("cluster: malformed RAFT.MEMBERS reply") // a peer's unreadable reply
 	errCorrupt      = errors.New("cluster: corrupt batch encoding")

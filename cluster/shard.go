@@ -39,7 +39,8 @@ func (n *Node) startShardDuties() {
 		defer n.stopped.Done()
 		t := time.NewTicker(shardDutyPeriod)
 		defer t.Stop()
-		var warned time.Time // when a claimed group number was last logged
+		var warned time.Time   // when a claimed group number was last logged
+		var warnedEmpty uint64 // the table's epoch when a group without slots was last logged
 		for {
 			select {
 			case <-n.stop:
@@ -58,8 +59,13 @@ func (n *Node) startShardDuties() {
 					warned = time.Now()
 				}
 				continue
+			} else if terr := n.takeSlots(); errors.Is(terr, errNoSlots) {
+				if epoch, _, _, _ := n.cfg.MetaNode.SlotTable(); epoch != warnedEmpty {
+					n.log.Warn("cluster: serving no slot", "err", terr)
+					warnedEmpty = epoch
+				}
 			} else {
-				err = errors.Join(err, n.takeSlots())
+				err = errors.Join(err, terr)
 			}
 			if err != nil {
 				n.log.Debug("cluster: shard duties", "err", err)
@@ -168,7 +174,7 @@ func sameNodes(a, b []GroupNode) bool {
 }
 
 // takeSlots appends an own entry when the meta group's table gives this
-// group slots its log does not own yet. It never drops a slot (see the
+// group slots its log does not own yet; errNoSlots if neither gives it any. It never drops a slot (see the
 // comment at the top of the file).
 func (n *Node) takeSlots() error {
 	epoch, owners, _, ok := n.cfg.MetaNode.SlotTable()
@@ -181,10 +187,17 @@ func (n *Node) takeSlots() error {
 		set.add(r)
 	}
 	before := set.count()
+	var top uint16
 	for _, o := range owners {
 		if o.Group == n.cfg.Shard {
 			set.add(slotRange{lo: uint16(o.Lo), hi: uint16(o.Hi)})
 		}
+		top = max(top, o.Group)
+	}
+	if set.count() == 0 {
+		return fmt.Errorf("%w: the slot table (epoch %d) gives data group %d no slot, and its groups go up to %d: a new "+
+			"cluster splits the slots among the --cluster-groups of group 1's first node; this group serves nothing until "+
+			"slots move to it", errNoSlots, epoch, n.cfg.Shard, top)
 	}
 	if set.count() == before {
 		return nil
