@@ -222,6 +222,14 @@ func checkOpen(cfg *Config) error {
 	if cfg.RaftServerTLS != nil && cfg.Transport != nil {
 		return errors.New("cluster: the Raft port's TLS applies to the TCP transport, not to Config.Transport")
 	}
+	if cfg.Join != "" && sameNode(cfg.Join, cfg.RESPAddr) {
+		flag := "--join"
+		if cfg.Meta {
+			flag = "--cluster-seed"
+		}
+		return fmt.Errorf("cluster: %s %s is this node's own RESP address (%s): name another member to join through",
+			flag, cfg.Join, cfg.RESPAddr)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
