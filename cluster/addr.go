@@ -69,3 +69,23 @@ func (n *Node) RaftAddrs() (bound, advertised string) {
 	}
 	return n.stream.bound().String(), n.stream.Addr().String()
 }
+
+// sameNode reports whether the RESP addresses a and b name the same
+// listener on this host: equal, or the same port on hosts that are both
+// loopback or unspecified (127.0.0.1, ::1, localhost, 0.0.0.0).
+func sameNode(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	return errA == nil && errB == nil && pa == pb && local(ha) && local(hb)
+}
+
+func local(host string) bool {
+	if host == "localhost" || host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && (ip.IsLoopback() || ip.IsUnspecified())
+}

@@ -63,7 +63,8 @@ func (n *Node) MemberFields() ([][][2]string, error) {
 
 // Join adds a voter, or with nonvoter a member that receives the log and
 // never votes. On a follower it asks the leader. Joining again with
-// the same addresses is a no-op, so a restarted joiner can retry safely.
+// the same addresses is a no-op, so a restarted joiner can retry safely;
+// an id that is a member at another Raft address is refused.
 // Under mutual TLS the leader first checks that the joiner's Raft port
 // completes it (tlsport.go).
 func (n *Node) Join(id, raftAddr, respAddr string, nonvoter bool) error {
@@ -87,8 +88,14 @@ func (n *Node) Join(id, raftAddr, respAddr string, nonvoter bool) error {
 	}
 	known := false
 	for _, s := range f.Configuration().Servers {
-		if string(s.ID) == id && string(s.Address) == raftAddr {
+		switch {
+		case string(s.ID) == id && string(s.Address) == raftAddr:
 			known = true
+		case string(s.ID) == id:
+			// raft would move the member to raftAddr: a second process
+			// with the same --node-id would take its place.
+			return fmt.Errorf("%w %s: %s is already a member at %s (two nodes with one --node-id?); if it moved, "+
+				"run %s %s first", errNotAdding, id, id, s.Address, n.command("REMOVE"), id)
 		}
 	}
 	if !known && n.stream != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -45,13 +46,15 @@ func (n *Node) markerPath() string {
 	return filepath.Join(n.cfg.Dir, markerFile)
 }
 
-// writeMarker records that this node is a member of a group. Failing to
-// write it is logged: it is a safeguard, not state.
+// writeMarker records that this node is a member of a group, and which
+// group its directory holds (groupFile). Failing to write them is logged:
+// they are safeguards, not state.
 func (n *Node) writeMarker() {
 	path := n.markerPath()
 	if path == "" {
 		return
 	}
+	n.writeGroupFile()
 	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == n.cfg.ID {
 		return
 	}
@@ -71,6 +74,74 @@ func (n *Node) formerMember() string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// groupFile, in Config.Dir, names the group whose Raft state the
+// directory holds: a data group's number (--cluster-group), "meta" for a
+// sharded cluster's meta group, or "unsharded". A node started on it as
+// another group would report that group's members and slots to the meta
+// group as its own and append them to its log (shard.go), so that two
+// groups would serve the same slots: Open refuses it (checkGroupDir).
+// It is written with the membership marker, and at a start on existing
+// Raft state (a directory from before the file existed).
+const groupFile = "cluster-group"
+
+// groupWord is what groupFile holds for a node of cfg.
+func (c *Config) groupWord() string {
+	switch {
+	case c.Meta:
+		return "meta"
+	case c.Shard > 0:
+		return strconv.Itoa(int(c.Shard))
+	}
+	return "unsharded"
+}
+
+// describeGroup says in words which group a groupFile's word names.
+func describeGroup(word string) string {
+	switch word {
+	case "meta":
+		return "the meta group of a sharded cluster"
+	case "unsharded":
+		return "an unsharded group (no --cluster-group)"
+	}
+	return "data group " + word + " of a sharded cluster (--cluster-group " + word + ")"
+}
+
+// CheckGroupDir refuses to start a data node of shard (0: an unsharded
+// group's node) on dir when dir's groupFile names another group. A
+// sharded process checks its data directory with it before it opens its
+// meta replica; Open checks every node's.
+func CheckGroupDir(dir string, shard uint16) error {
+	return checkGroupDir(dir, (&Config{Shard: shard}).groupWord())
+}
+
+func checkGroupDir(dir, want string) error {
+	b, err := os.ReadFile(filepath.Join(dir, groupFile))
+	if err != nil {
+		return nil // none yet: a new directory, or one from before the file
+	}
+	have := strings.TrimSpace(string(b))
+	if have == want {
+		return nil
+	}
+	return fmt.Errorf("%w: %s says that --dir %s holds the Raft state of %s, but this node was started as %s; "+
+		"start it as the group its --dir belongs to, or give it another --dir", errWrongGroup,
+		filepath.Join(dir, groupFile), dir, describeGroup(have), describeGroup(want))
+}
+
+// writeGroupFile records which group this node's directory holds.
+func (n *Node) writeGroupFile() {
+	if !n.fileStores {
+		return
+	}
+	path, word := filepath.Join(n.cfg.Dir, groupFile), n.cfg.groupWord()
+	if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) == word {
+		return
+	}
+	if err := os.WriteFile(path, []byte(word+"\n"), 0o644); err != nil {
+		n.log.Warn("raft: could not record the directory's group", "path", path, "err", err)
+	}
 }
 
 // recovery is the procedure for a member that lost its Raft state.

@@ -20,8 +20,15 @@ var (
 	errPeerInGroup = errors.New("cluster: refusing to bootstrap")
 	errPeersSilent = errors.New("cluster: refusing to bootstrap")
 	errStillMember = errors.New("cluster: not joining")
-	errNoIdentity  = errors.New("cluster: a node needs --node-id and a RESP address")
-	errNoRaftBind  = errors.New("cluster: a node needs --raft-bind")
+	errWrongGroup  = errors.New("cluster: refusing to start")
+	// errGroupClaimed: the meta group records another group of this
+	// data group's number; this one serves nothing (shard.go).
+	errGroupClaimed = errors.New("cluster: another group holds this data group's number")
+	// errNoSlots: neither the slot table nor this group's log gives it a
+	// slot (a --cluster-group above the cluster's groups; shard.go).
+	errNoSlots    = errors.New("cluster: this data group owns no slot")
+	errNoIdentity = errors.New("cluster: a node needs --node-id and a RESP address")
+	errNoRaftBind = errors.New("cluster: a node needs --raft-bind")
 
 	errMembersReply = errors.New("cluster: malformed RAFT.MEMBERS reply") // a peer's unreadable reply
 	errCorrupt      = errors.New("cluster: corrupt batch encoding")
@@ -31,22 +38,23 @@ var (
 	// safe.
 	errNotApplied = errors.New("not applied: this node is not the leader")
 
-	errNoLeader        = replyerr.New(replyerr.CLUSTERDOWN, "no leader: the group has no quorum right now; nothing was applied")
-	errNotReady        = replyerr.New(replyerr.CLUSTERDOWN, "the leader is still applying its predecessor's entries; nothing was applied")
-	errNotLeader       = replyerr.New(replyerr.CLUSTERDOWN, "this node is not the leader; nothing was applied")
-	errReadonlyWrite   = replyerr.New(replyerr.READONLY, "You can't write against a read only replica.")
-	errSlotUnserved    = replyerr.New(replyerr.CLUSTERDOWN, "Hash slot not served")
-	errCorruptForward  = replyerr.Generic("RAFT.FORWARD: corrupt submission")
-	errJoinArgs        = replyerr.Generic("RAFT.JOIN needs an id, a raft address and a RESP address")
-	errNoMember        = replyerr.Generic("no member")  // "no member \"n4\""
-	errAdding          = replyerr.Generic("adding")     // "adding n4: " and raft's reason
-	errNotAdding       = replyerr.Generic("not adding") // "not adding n4: " and the probe's reason
-	errRemoving        = replyerr.Generic("removing")
-	errTransfer        = replyerr.Generic("leadership transfer")
-	errSnapshot        = replyerr.Generic("snapshot")
-	errNoACL           = replyerr.Generic("this node replicates no ACL users")
-	errNoPolicies      = replyerr.Generic("this node replicates no policies")
-	errCorruptOverride = replyerr.Generic("a malformed override entry")
+	errNoLeader          = replyerr.New(replyerr.CLUSTERDOWN, "no leader: the group has no quorum right now; nothing was applied")
+	errNotReady          = replyerr.New(replyerr.CLUSTERDOWN, "the leader is still applying its predecessor's entries; nothing was applied")
+	errNotLeader         = replyerr.New(replyerr.CLUSTERDOWN, "this node is not the leader; nothing was applied")
+	errReadonlyWrite     = replyerr.New(replyerr.READONLY, "You can't write against a read only replica.")
+	errSlotUnserved      = replyerr.New(replyerr.CLUSTERDOWN, "Hash slot not served")
+	errCorruptForward    = replyerr.Generic("RAFT.FORWARD: corrupt submission")
+	errLeaderOnlyForward = replyerr.Generic("a forwarded submission may not carry a leader's own entries (its members, its slots)")
+	errJoinArgs          = replyerr.Generic("RAFT.JOIN needs an id, a raft address and a RESP address")
+	errNoMember          = replyerr.Generic("no member")  // "no member \"n4\""
+	errAdding            = replyerr.Generic("adding")     // "adding n4: " and raft's reason
+	errNotAdding         = replyerr.Generic("not adding") // "not adding n4: " and the probe's reason
+	errRemoving          = replyerr.Generic("removing")
+	errTransfer          = replyerr.Generic("leadership transfer")
+	errSnapshot          = replyerr.Generic("snapshot")
+	errNoACL             = replyerr.Generic("this node replicates no ACL users")
+	errNoPolicies        = replyerr.Generic("this node replicates no policies")
+	errCorruptOverride   = replyerr.Generic("a malformed override entry")
 )
 
 // errUnknown is the reply when a decision may or may not have been

@@ -278,6 +278,8 @@ func (n *Node) Forward(now int64, blobs [][]byte) ([][]byte, []error) {
 		switch {
 		case err != nil:
 			errs[i] = errCorruptForward
+		case !n.forwardable(ops):
+			errs[i] = errLeaderOnlyForward
 		case !n.ready.Load():
 			errs[i] = errNotLeader
 		default:
@@ -299,6 +301,28 @@ func (n *Node) Forward(now int64, blobs [][]byte) ([][]byte, []error) {
 		}
 	}
 	return replies, errs
+}
+
+// forwardable reports whether a follower may forward ops. The entries
+// that say where the group's members are (opMember) and which slots a
+// data group serves (opOwn) are appended only by a leader for itself
+// (admin.go, node.go, shard.go); the slot table and the data groups'
+// records (opSlots, opGroup) are the meta group's, which data leaders
+// forward to. A forwarded submission carrying any other is refused, not
+// applied: crafted by a client, an opOwn of every slot would make its
+// group serve the other groups' slots too.
+func (n *Node) forwardable(ops []op) bool {
+	for i := range ops {
+		switch ops[i].code {
+		case opMember, opOwn:
+			return false
+		case opSlots, opGroup:
+			if !n.cfg.Meta {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // LocalDecide answers peeks from this node's own state at its applied time

@@ -168,10 +168,19 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		n.closeAll()
 		return nil, err
 	}
+	if n.fileStores {
+		if err := checkGroupDir(cfg.Dir, cfg.groupWord()); err != nil {
+			n.closeAll()
+			return nil, err
+		}
+	}
 	existing, err := raft.HasExistingState(n.cfg.Logs, n.cfg.Stable, n.cfg.Snapshots)
 	if err != nil {
 		n.closeAll()
 		return nil, fmt.Errorf("cluster: reading %s: %w", cfg.Dir, err)
+	}
+	if existing {
+		n.writeGroupFile()
 	}
 	if !existing && cfg.Bootstrap != NoBootstrap {
 		if err := n.mayBootstrap(); err != nil {
@@ -216,6 +225,14 @@ func checkOpen(cfg *Config) error {
 	}
 	if cfg.RaftServerTLS != nil && cfg.Transport != nil {
 		return errors.New("cluster: the Raft port's TLS applies to the TCP transport, not to Config.Transport")
+	}
+	if cfg.Join != "" && sameNode(cfg.Join, cfg.RESPAddr) {
+		flag := "--join"
+		if cfg.Meta {
+			flag = "--cluster-seed"
+		}
+		return fmt.Errorf("cluster: %s %s is this node's own RESP address (%s): name another member to join through",
+			flag, cfg.Join, cfg.RESPAddr)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

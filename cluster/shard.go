@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluice-rl/sluice/internal/replyerr"
@@ -37,6 +39,8 @@ func (n *Node) startShardDuties() {
 		defer n.stopped.Done()
 		t := time.NewTicker(shardDutyPeriod)
 		defer t.Stop()
+		var warned time.Time   // when a claimed group number was last logged
+		var warnedEmpty uint64 // the table's epoch when a group without slots was last logged
 		for {
 			select {
 			case <-n.stop:
@@ -49,8 +53,19 @@ func (n *Node) startShardDuties() {
 			var err error
 			if n.cfg.Meta {
 				err = n.seedSlots()
+			} else if err = n.reportGroup(); errors.Is(err, errGroupClaimed) {
+				if time.Since(warned) > 10*time.Second {
+					n.log.Error("cluster: not serving any slot", "err", err)
+					warned = time.Now()
+				}
+				continue
+			} else if terr := n.takeSlots(); errors.Is(terr, errNoSlots) {
+				if epoch, _, _, _ := n.cfg.MetaNode.SlotTable(); epoch != warnedEmpty {
+					n.log.Warn("cluster: serving no slot", "err", terr)
+					warnedEmpty = epoch
+				}
 			} else {
-				err = errors.Join(n.reportGroup(), n.takeSlots())
+				err = errors.Join(err, terr)
 			}
 			if err != nil {
 				n.log.Debug("cluster: shard duties", "err", err)
@@ -92,7 +107,10 @@ func (n *Node) groupRecord() (op, error) {
 }
 
 // reportGroup submits this group's record to the meta group when the meta
-// group's differs.
+// group's differs. It refuses (errGroupClaimed) when the meta group's
+// record of this group's number names none of this group's members:
+// another group of that number holds it, and this one must neither take
+// its record (every MOVED would lead here) nor serve its slots.
 func (n *Node) reportGroup() error {
 	o, err := n.groupRecord()
 	if err != nil {
@@ -101,12 +119,42 @@ func (n *Node) reportGroup() error {
 	meta := n.cfg.MetaNode
 	_, _, groups, _ := meta.SlotTable()
 	for _, g := range groups {
-		if g.Group == o.group && g.Term == o.term && g.Leader == o.id && sameNodes(g.Nodes, o.nodes) {
+		if g.Group != o.group {
+			continue
+		}
+		if g.Term == o.term && g.Leader == o.id && sameNodes(g.Nodes, o.nodes) {
 			return nil
+		}
+		if len(g.Nodes) > 0 && !shareNode(g.Nodes, o.nodes) {
+			return fmt.Errorf("%w: the meta group records data group %d as the nodes %s, none of which is a member of this "+
+				"node's group (%s): this group was started as a second group %d (--bootstrap yes instead of --join "+
+				"on a later node?); stop its nodes and start them with --join <a node of %s>, after removing their --dir",
+				errGroupClaimed, o.group, nodeIDs(g.Nodes), nodeIDs(o.nodes), o.group, g.Leader)
 		}
 	}
 	_, err = meta.submit(time.Now().UnixNano(), []op{o})
 	return err
+}
+
+// shareNode reports whether a and b name a node id in common: a group's
+// members change one at a time, so its successive records always do.
+func shareNode(a, b []GroupNode) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.ID == y.ID {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func nodeIDs(nodes []GroupNode) string {
+	ids := make([]string, len(nodes))
+	for i, nd := range nodes {
+		ids[i] = nd.ID
+	}
+	return strings.Join(ids, ", ")
 }
 
 func sameNodes(a, b []GroupNode) bool {
@@ -126,7 +174,7 @@ func sameNodes(a, b []GroupNode) bool {
 }
 
 // takeSlots appends an own entry when the meta group's table gives this
-// group slots its log does not own yet. It never drops a slot (see the
+// group slots its log does not own yet; errNoSlots if neither gives it any. It never drops a slot (see the
 // comment at the top of the file).
 func (n *Node) takeSlots() error {
 	epoch, owners, _, ok := n.cfg.MetaNode.SlotTable()
@@ -139,10 +187,17 @@ func (n *Node) takeSlots() error {
 		set.add(r)
 	}
 	before := set.count()
+	var top uint16
 	for _, o := range owners {
 		if o.Group == n.cfg.Shard {
 			set.add(slotRange{lo: uint16(o.Lo), hi: uint16(o.Hi)})
 		}
+		top = max(top, o.Group)
+	}
+	if set.count() == 0 {
+		return fmt.Errorf("%w: the slot table (epoch %d) gives data group %d no slot, and its groups go up to %d: a new "+
+			"cluster splits the slots among the --cluster-groups of group 1's first node; this group serves nothing until "+
+			"slots move to it", errNoSlots, epoch, n.cfg.Shard, top)
 	}
 	if set.count() == before {
 		return nil

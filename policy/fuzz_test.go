@@ -24,6 +24,8 @@ func FuzzLoad(f *testing.F) {
 	}
 	f.Add([]byte(matchRules))
 	f.Add([]byte("policies:\n  - {name: free, algorithm: token, rate: 10/s, capacity: 20}\n"))
+	f.Add([]byte(slottedRules))
+	f.Add([]byte("domain: a\nslot_by: [x]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		opts := Options{LogMaxLimit: 1 << 20}
 		rs, err := Parse([]File{{Name: "f.yaml", Data: data}}, opts)
@@ -44,6 +46,14 @@ func FuzzLoad(f *testing.F) {
 		}
 		if string(back.Encode(nil)) != string(enc) || back.Hash() != rs.Hash() {
 			t.Fatalf("round trip changed the set")
+		}
+		for _, dom := range rs.Domains() {
+			if back.SlotBy(dom) != rs.SlotBy(dom) {
+				t.Fatalf("domain %q: slot_by %q after a round trip; want %q", dom, back.SlotBy(dom), rs.SlotBy(dom))
+			}
+		}
+		if err := rs.CheckSlotted(); err != nil && !errors.Is(err, ErrNotSlotted) {
+			t.Fatalf("CheckSlotted: %v", err)
 		}
 		var p Plan
 		for _, dom := range rs.Domains() {

@@ -28,6 +28,9 @@ const metaGroup = 1
 // replica; ccfg is the data node's configuration as openReplicated made it.
 func (p *Process) openSharded(ccfg cluster.Config) error {
 	cfg := &p.cfg
+	if err := cluster.CheckGroupDir(ccfg.Dir, ccfg.Shard); err != nil {
+		return err // before the meta replica starts in a --dir that is not this group's
+	}
 	port, err := cluster.OpenRaftPort(cluster.PortConfig{Bind: ccfg.RaftBind, Advertise: ccfg.RaftAdvertise,
 		Allow: ccfg.RaftAllow, ServerTLS: ccfg.RaftServerTLS, ClientTLS: ccfg.RaftClientTLS, Logger: p.log})
 	if err != nil {

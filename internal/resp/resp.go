@@ -300,8 +300,8 @@ func readRaw(r *bufio.Reader, dst []byte, depth int) ([]byte, error) {
 			at := len(dst)
 			step := min(need-(at-start), 1<<20)
 			dst = slices.Grow(dst, step)[:at+step]
-			if _, err := io.ReadFull(r, dst[at:]); err != nil {
-				return dst, err
+			if n, err := io.ReadFull(r, dst[at:]); err != nil {
+				return dst[:at+n], err // what arrived, never the bytes grown for the rest
 			}
 		}
 		if dst[len(dst)-2] != '\r' || dst[len(dst)-1] != '\n' {

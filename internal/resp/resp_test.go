@@ -152,3 +152,37 @@ func TestReadRawRelaysEachReplyWhole(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadRaw: ReadRaw, which a --cluster-proxy relays replies with, never
+// panics, returns only bytes of its input, and frames every reply Read
+// reads exactly as Read does: the same bytes, in a row.
+func FuzzReadRaw(f *testing.F) {
+	for _, s := range []string{"+OK\r\n", "*2\r\n:1\r\n$1\r\nx\r\n", "%1\r\n+a\r\n_\r\n", "$-1\r\n", "|1\r\n+a\r\n+b\r\n+c\r\n",
+		"-MOVED 1 127.0.0.1:7001\r\n", ">2\r\n+a\r\n=5\r\ntxt:x\r\n", "~1\r\n,1.5\r\n", "$3\r\nabcX\r\n", "*-1\r\n#t\r\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		raw := bufio.NewReader(bytes.NewReader(b))
+		src := bytes.NewReader(b)
+		cooked := bufio.NewReader(src)
+		var got []byte
+		v := new(Value)
+		for i := 0; i < 4; i++ {
+			before := len(got)
+			var err error
+			got, err = ReadRaw(raw, got)
+			if !bytes.HasPrefix(b, got) {
+				t.Fatalf("ReadRaw returned %q, not a prefix of its input %q", got, b)
+			}
+			if rerr := Read(cooked, v); rerr != nil {
+				return // Read checks the contents too: ReadRaw may accept more
+			}
+			if err != nil {
+				t.Fatalf("ReadRaw refused reply %d (%q) that Read reads: %v", i, b[before:], err)
+			}
+			if read := len(b) - src.Len() - cooked.Buffered(); read != len(got) {
+				t.Fatalf("reply %d: ReadRaw framed %d bytes, Read %d", i, len(got), read)
+			}
+		}
+	})
+}
