@@ -32,12 +32,14 @@ const (
 	BootstrapForce
 )
 
-// markerFile, in Config.Dir, holds the id of the node that was once a
+// MarkerFile, in Config.Dir, holds the id of the node that was once a
 // member of a group with this directory: written when the node bootstraps,
 // joins through Config.Join, or restarts in a configuration that names it.
 // It survives the loss of Dir/raft alone (removed by hand, or a disk that
 // held only it), not a wipe of Dir.
-const markerFile = "raft-member"
+const MarkerFile = "raft-member"
+
+const markerFile = MarkerFile
 
 func (n *Node) markerPath() string {
 	if !n.fileStores {

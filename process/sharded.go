@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 
 	"github.com/sluice-rl/sluice/cluster"
@@ -83,9 +84,9 @@ func (c Options) checkSharded() error {
 		return nil
 	case !c.replicated():
 		return errors.New("--cluster-group needs --node-id and --raft-bind: a data group is a replicated group")
-	case c.clusterSeed == "" && (c.cluster.Shard != 1 || c.cluster.Bootstrap == cluster.NoBootstrap):
+	case c.clusterSeed == "" && (c.cluster.Shard != 1 || c.cluster.Bootstrap == cluster.NoBootstrap) && !metaMember(c.dir):
 		return errors.New("--cluster-group needs --cluster-seed, a cluster node's RESP address, on every node but group 1's " +
-			"bootstrapping one, which starts the meta group")
+			"bootstrapping one, which starts the meta group (a node that is a member already restarts without it)")
 	case int(c.cluster.Shard) > c.clusterGroups:
 		return fmt.Errorf("--cluster-group %d is above --cluster-groups %d", c.cluster.Shard, c.clusterGroups)
 	}
@@ -95,6 +96,14 @@ func (c Options) checkSharded() error {
 		}
 	}
 	return nil
+}
+
+// metaMember reports whether dir's meta replica was a member of a meta
+// group (its marker, cluster/bootstrap.go): such a node restarts on its
+// state, and needs no seed to join through.
+func metaMember(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "meta", cluster.MarkerFile))
+	return err == nil
 }
 
 // shardedCluster is a sharded node as the commands see it: the data
