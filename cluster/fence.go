@@ -179,3 +179,21 @@ func (f *stateMachine) restoreShardState(ops []op) {
 		}
 	}
 }
+
+// ownsAll reports whether the group's log owns every slot of rs (a group
+// that is not sharded owns them all).
+func (f *stateMachine) ownsAll(rs []SlotOwner) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.fence == nil {
+		return true
+	}
+	for _, r := range rs {
+		for s := r.Lo; s <= r.Hi; s++ {
+			if !f.fence.has(s) {
+				return false
+			}
+		}
+	}
+	return true
+}

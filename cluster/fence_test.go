@@ -137,3 +137,26 @@ func TestSnapshotCarriesTheShardState(t *testing.T) {
 		t.Fatalf("owner %d, leader %s", g, meta.meta.groups[2].Leader)
 	}
 }
+
+// TestOwnsAllFollowsTheOwnEntry: a sharded group serves the table's
+// slots only once its own log's entry names them all (CLUSTER INFO says
+// fail until then, Node.ClusterShards); an unsharded group serves all.
+func TestOwnsAllFollowsTheOwnEntry(t *testing.T) {
+	f := newStateMachine(store.New(1), nil, nil)
+	table := []SlotOwner{{Lo: 0, Hi: 99, Group: 1}, {Lo: 200, Hi: 200, Group: 1}}
+	if !f.ownsAll(table) {
+		t.Fatal("an unsharded group does not serve every slot")
+	}
+	f.fence = &slotSet{}
+	if f.ownsAll(table) {
+		t.Fatal("a group with no own entry serves slots")
+	}
+	applyOps(t, f, 1, op{code: opOwn, epoch: 1, ranges: []slotRange{{lo: 0, hi: 99}}})
+	if f.ownsAll(table) {
+		t.Fatal("slot 200 served before the own entry names it")
+	}
+	applyOps(t, f, 2, op{code: opOwn, epoch: 1, ranges: []slotRange{{lo: 0, hi: 99}, {lo: 200, hi: 200}}})
+	if !f.ownsAll(table) {
+		t.Fatal("the table's slots are not all served after the own entry names them")
+	}
+}

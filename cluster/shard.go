@@ -255,6 +255,12 @@ func (n *Node) ClusterShards() []Shard {
 	}
 	_, owners, groups, _ := meta.SlotTable()
 	own.Slots = slotsOf(owners, n.cfg.Shard)
+	if !n.fsm.ownsAll(own.Slots) {
+		// Its own log does not serve them all yet (a new cluster, before
+		// its own entry): CLUSTER INFO says fail, as Redis's does while a
+		// slot is not served, so that nobody waiting for ok sends first.
+		own.Down = true
+	}
 	out := []Shard{own}
 	for _, g := range groups {
 		if g.Group == n.cfg.Shard {
