@@ -206,12 +206,10 @@ func (s *session) logDenial(reason acl.Reason, ctx acl.Context, object string) {
 // HELLO AUTH) and, on success, makes the session that user. A failure is
 // logged in the ACL LOG with the command that tried.
 func (s *session) authenticate(cmdName string, user, pass []byte, defaultOnly bool) error {
-	var u *acl.User
-	var err error
-	if defaultOnly {
-		u, err = s.h.acl.users.AuthDefault(string(pass))
-	} else {
-		u, err = s.h.acl.users.Authenticate(string(user), string(pass))
+	u, err := s.checkPassword(user, pass, defaultOnly)
+	if err != nil && err != acl.ErrNoDefaultPass && s.syncMeta() {
+		// A user or password another node of a sharded cluster just set.
+		u, err = s.checkPassword(user, pass, defaultOnly)
 	}
 	switch {
 	case err == acl.ErrNoDefaultPass:
@@ -226,6 +224,15 @@ func (s *session) authenticate(cmdName string, user, pass []byte, defaultOnly bo
 	s.authed = true
 	s.conn.SetUnauthenticated(false)
 	return nil
+}
+
+// checkPassword returns the user whose password pass is: user's, or the
+// default user's with defaultOnly.
+func (s *session) checkPassword(user, pass []byte, defaultOnly bool) (*acl.User, error) {
+	if defaultOnly {
+		return s.h.acl.users.AuthDefault(string(pass))
+	}
+	return s.h.acl.users.Authenticate(string(user), string(pass))
 }
 
 func (s *session) logDenialAs(user, cmdName string) {

@@ -77,7 +77,7 @@ func cmdCheck(s *session, args [][]byte) {
 	}
 	// In a transaction the arguments are checked as the command is queued,
 	// and its policy is the one of that moment.
-	p, err := s.checkPolicy(s.h.cfg.Policies.Policy(args[1]), args[1])
+	p, err := s.checkPolicy(s.policyNamed(args[1]), args[1])
 	if err != nil {
 		s.rejectDecision(err)
 		return
@@ -128,6 +128,7 @@ func (s *session) resolveChecks() (failed bool) {
 	snap := s.h.cfg.Policies.Load()
 	var names [16][]byte
 	var found [16]*policy.Policy
+	synced := false // a miss has caught the meta replica up (syncMeta)
 	for start := 0; start < len(c.pending); start += len(names) {
 		batch := c.pending[start:min(start+len(names), len(c.pending))]
 		for k := range batch {
@@ -136,6 +137,16 @@ func (s *session) resolveChecks() (failed bool) {
 		snap.Policies(names[:len(batch)], found[:len(batch)])
 		for k := range batch {
 			pc := &batch[k]
+			if found[k] == nil && !synced {
+				// Once a queue: a sharded node's meta replica catches up,
+				// and the misses that follow look in the fresh snapshot.
+				if synced = true; s.syncMeta() {
+					snap = s.h.cfg.Policies.Load()
+				}
+			}
+			if found[k] == nil && synced {
+				found[k] = snap.Policy(pc.name)
+			}
 			p, err := s.checkPolicy(found[k], pc.name)
 			if err == nil {
 				err = s.checkUnder(p, pc.subject, &q.reqs[pc.at], &c.items[pc.item])
@@ -369,7 +380,7 @@ func (s *session) inspectedKey(args [][]byte, cmd string) ([]byte, error) {
 // NOPERM if the session's user may not reach one with access. The keys are
 // new memory: these commands are not on the hot path.
 func (s *session) policyKeys(name []byte, subjects [][]byte, access acl.Access) ([][]byte, error) {
-	p := s.h.cfg.Policies.Policy(name)
+	p := s.policyNamed(name)
 	if p == nil {
 		return nil, policy.NoSuchPolicy(string(name))
 	}

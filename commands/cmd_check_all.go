@@ -26,8 +26,18 @@ func (s *session) checkAll(pairs [][]byte, n int64) {
 	// of the policies.
 	snap := s.h.cfg.Policies.Load()
 	logs := int64(0)
+	synced := false
 	for i := 0; i < len(pairs); i += 2 {
-		p, err := s.checkPolicy(snap.Policy(pairs[i]), pairs[i])
+		pol := snap.Policy(pairs[i])
+		if pol == nil && !synced {
+			if synced = true; s.syncMeta() {
+				// A sharded node's meta replica caught up: every pair
+				// again, in the fresh snapshot.
+				snap, logs, i = s.h.cfg.Policies.Load(), 0, -2
+				continue
+			}
+		}
+		p, err := s.checkPolicy(pol, pairs[i])
 		if err != nil {
 			s.rejectDecision(err)
 			return

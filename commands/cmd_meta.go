@@ -5,7 +5,9 @@ package commands
 // holds the slot table, the data groups' members, the command-defined
 // policies and the ACL users (docs/cluster.md). META.MEMBERS, META.JOIN,
 // META.REMOVE, META.TRANSFER and META.SNAPSHOT are RAFT.MEMBERS … on that
-// group; META.FORWARD is its followers' internal forward.
+// group; META.FORWARD is its followers' internal forward, and META.INDEX
+// the leader's confirmed commit index, which a replica catches up to
+// before it answers that a policy or a user does not exist (MetaSync).
 
 func init() {
 	register(
@@ -24,6 +26,8 @@ func init() {
 			summary: "Takes a snapshot of the meta group now and compacts its log.", complexity: "O(N)"},
 		&command{name: "meta.forward", arity: 2, flags: flagAdmin, run: cmdMetaForward, group: "cluster", since: "0.2.0",
 			summary: "Internal: a meta group follower's forwarded operations.", complexity: "O(N)"},
+		&command{name: "meta.index", arity: 1, flags: flagAdmin, run: cmdMetaIndex, group: "cluster", since: "0.2.0",
+			summary: "Internal: the meta group leader's commit index, once a quorum has confirmed its leadership.", complexity: "O(1)"},
 	)
 }
 
@@ -50,4 +54,21 @@ func cmdMetaForward(s *session, args [][]byte) {
 		return
 	}
 	s.writeBulk(replies[0])
+}
+
+// cmdMetaIndex replies the meta group's commit index if this node is its
+// ready leader, confirmed by a quorum (Cluster.ReadIndex), else
+// CLUSTERDOWN.
+func cmdMetaIndex(s *session, _ [][]byte) {
+	cl := s.h.cfg.Meta
+	if cl == nil {
+		s.writeError(errNoMeta)
+		return
+	}
+	index, err := cl.ReadIndex()
+	if err != nil {
+		s.writeError(err)
+		return
+	}
+	s.writeInt(int64(index))
 }

@@ -116,7 +116,7 @@ func (s *session) overrideSet(name, subject []byte, spec [][]byte) {
 		s.writeError(err)
 		return
 	}
-	p := s.h.cfg.Policies.Policy(name)
+	p := s.policyNamed(name)
 	if p == nil {
 		s.writeError(policy.NoSuchPolicy(string(name)))
 		return

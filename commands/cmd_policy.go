@@ -158,7 +158,7 @@ func (s *session) parseNamedLimit(algoArg, p1, p2 []byte) (algorithms.Limit, err
 // policyGet replies a policy's fields as a map (RESP3) or a flat array of
 // field-value pairs (RESP2), or a null for an unknown name.
 func (s *session) policyGet(name []byte) {
-	p := s.h.cfg.Policies.Policy(name)
+	p := s.policyNamed(name)
 	if p == nil {
 		s.writeNull()
 		return

@@ -27,6 +27,10 @@ type Cluster interface {
 	LocalDecide(reqs []algorithms.Request, out []algorithms.Outcome)
 	// LocalInfo answers RL.INFO from this node's own state (READONLY).
 	LocalInfo(key []byte) (algorithms.KeyInfo, error)
+	// ReadIndex returns the group's commit index if this node is its
+	// ready leader, once a quorum has confirmed its leadership
+	// (META.INDEX).
+	ReadIndex() (uint64, error)
 
 	PolicyReplicator
 	RulesPublisher

@@ -67,6 +67,13 @@ type Config struct {
 	// Meta is this process's replica of a sharded cluster's meta group
 	// (META.* commands), nil elsewhere.
 	Meta Cluster
+	// MetaSync, on a sharded node, catches the meta replica up with the
+	// meta group's leader, within a bounded wait, or returns why it did
+	// not: a node calls it before it answers that a command-defined policy
+	// or a user does not exist (or a password does not match), then looks
+	// again, so that a change another node acknowledged is found here. nil
+	// elsewhere. Safe for concurrent use; it blocks its caller only.
+	MetaSync func() error
 	// Router routes each keyed command of a sharded cluster to the data
 	// group that owns its slot (MOVED, CROSSSLOT), nil elsewhere.
 	Router Router

@@ -328,6 +328,8 @@ func (p *Process) openCommands() error {
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(p.node, p.meta), persisterOf(p.saver), p.stop
 	if p.meta != nil {
 		ccfg.Meta, ccfg.Router = p.meta, p.node
+		meta := p.meta
+		ccfg.MetaSync = func() error { return meta.CatchUp(metaSyncWait) }
 		if cfg.clusterProxy {
 			ccfg.Proxy = p.node
 		}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sluice-rl/sluice/cluster"
 	"github.com/sluice-rl/sluice/commands"
@@ -20,6 +21,11 @@ import (
 // starts the meta group; every other node joins it through --cluster-seed,
 // the first ones as voters (cluster.MetaVoters), the rest as non-voters,
 // so that every node answers CLUSTER SLOTS and routes from its own replica.
+
+// metaSyncWait bounds how long a command that found no such policy or
+// user waits for the meta replica to catch up before it answers so
+// (commands.Config.MetaSync).
+const metaSyncWait = time.Second
 
 // metaGroup is the meta group's group number on the shared Raft port (the
 // data group's is 0, the wire format of an unsharded group's port).
