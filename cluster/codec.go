@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/keyslot"
 )
 
 // A log entry is one batch: a header with the leader's timestamp, then the
@@ -108,12 +109,14 @@ const (
 	opTx
 	opACL
 	opPolicy
-	opCheck    // on the wire only: an opDecide whose request names an override key (RL.CHECK)
-	opOverride // RL.OVERRIDE SET: argv = key, the 24 bytes of the packed words
-	opTake     // on the wire only: an opDecide with Request.Min > 0 (RL.TAKE)
-	opOwn      // a data group's slots (fence.go)
-	opSlots    // the meta group's slot table (meta.go)
-	opGroup    // the meta group's record of a data group (meta.go)
+	opCheck     // on the wire only: an opDecide whose request names an override key (RL.CHECK)
+	opOverride  // RL.OVERRIDE SET: argv = key, the 24 bytes of the packed words
+	opTake      // on the wire only: an opDecide with Request.Min > 0 (RL.TAKE)
+	opOwn       // a data group's slots (fence.go)
+	opSlots     // the meta group's slot table (meta.go)
+	opGroup     // the meta group's record of a data group (meta.go)
+	opMigration // the meta group's record of a slot migration (migrate.go)
+	opFence     // a data group's step of a slot migration (reshard.go)
 )
 
 // op is one operation of a batch.
@@ -134,6 +137,12 @@ type op struct {
 	group  uint16      // opGroup
 	term   uint64      // opGroup
 	nodes  []GroupNode // opGroup; its leader's id is id
+
+	mig     Migration // opMigration
+	fence   fenceKind // opFence, with epoch and ranges[0] (kinds 1-5)
+	applied int64     // opFence install: the source's applied instant
+	image   []byte    // opFence install: the range's entries (store.Export)
+	runs    []slotRun // opFence state
 }
 
 // result is one operation's answer: an outcome for decisions, a number for
@@ -221,6 +230,38 @@ func appendOp(b []byte, o *op) []byte {
 			if o.code == opSlots {
 				b = binary.AppendUvarint(b, uint64(r.group))
 			}
+		}
+	case opMigration:
+		m := &o.mig
+		for _, v := range []uint64{m.Epoch, uint64(m.Lo), uint64(m.Hi), uint64(m.From), uint64(m.To)} {
+			b = binary.AppendUvarint(b, v)
+		}
+		b = append(b, byte(m.State))
+		b = binary.AppendVarint(b, m.Started)
+		b = binary.AppendVarint(b, m.Deadline)
+		b = binary.AppendVarint(b, m.Finished)
+	case opFence:
+		b = append(b, byte(o.fence))
+		if o.fence == fenceState {
+			b = binary.AppendUvarint(b, uint64(len(o.runs)))
+			for _, r := range o.runs {
+				b = binary.AppendUvarint(b, uint64(r.lo))
+				b = binary.AppendUvarint(b, uint64(r.hi))
+				b = binary.AppendUvarint(b, r.epoch)
+				b = append(b, byte(r.state))
+			}
+			break
+		}
+		var r slotRange
+		if len(o.ranges) > 0 {
+			r = o.ranges[0]
+		}
+		b = binary.AppendUvarint(b, o.epoch)
+		b = binary.AppendUvarint(b, uint64(r.lo))
+		b = binary.AppendUvarint(b, uint64(r.hi))
+		if o.fence == fenceInstall {
+			b = binary.AppendVarint(b, o.applied)
+			b = appendBytes(b, o.image)
 		}
 	case opGroup:
 		b = binary.AppendUvarint(b, uint64(o.group))
@@ -459,6 +500,51 @@ func (d *decoder) op(count uint64) op {
 	case opOwn, opSlots:
 		o.epoch = d.uvarint()
 		o.ranges = d.ranges(o.code == opSlots)
+	case opMigration:
+		m := &o.mig
+		m.Epoch = d.uvarint()
+		lo, hi, from, to := d.uvarint(), d.uvarint(), d.uvarint(), d.uvarint()
+		m.State = MigrationState(d.byte())
+		m.Started, m.Deadline, m.Finished = d.varint(), d.varint(), d.varint()
+		if lo > hi || hi >= keyslot.Slots || from > math.MaxUint16 || to == 0 || to > math.MaxUint16 ||
+			m.State < MigrationPlanned || m.State > MigrationAborted {
+			d.fail()
+		}
+		m.Lo, m.Hi, m.From, m.To = int(lo), int(hi), uint16(from), uint16(to)
+	case opFence:
+		o.fence = fenceKind(d.byte())
+		switch o.fence {
+		case fenceSeal, fenceInstall, fenceRefuse, fenceDrop, fenceUnseal:
+			o.epoch = d.uvarint()
+			lo, hi := d.uvarint(), d.uvarint()
+			if lo > hi || hi >= keyslot.Slots || o.epoch == 0 {
+				d.fail()
+			}
+			o.ranges = []slotRange{{lo: uint16(lo), hi: uint16(hi)}}
+			if o.fence == fenceInstall {
+				o.applied = d.varint()
+				o.image = d.bytes()
+			}
+		case fenceState:
+			n := d.uvarint()
+			if n > uint64(len(d.b)) {
+				d.fail()
+				break
+			}
+			next := uint64(0)
+			for j := uint64(0); j < n && d.err == nil; j++ {
+				lo, hi, e := d.uvarint(), d.uvarint(), d.uvarint()
+				st := slotState(d.byte())
+				if lo < next || lo > hi || hi >= keyslot.Slots || st > slotSealed {
+					d.fail()
+					break
+				}
+				next = hi + 1
+				o.runs = append(o.runs, slotRun{lo: uint16(lo), hi: uint16(hi), epoch: e, state: st})
+			}
+		default:
+			d.fail()
+		}
 	case opGroup:
 		g := d.uvarint()
 		if g == 0 || g > math.MaxUint16 {

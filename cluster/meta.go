@@ -44,9 +44,14 @@ type metaState struct {
 	epoch  uint64
 	owner  [keyslot.Slots]uint16 // 0: no owner
 	groups map[uint16]*GroupRecord
+	// migrations are the slot migrations by epoch (migrate.go): every
+	// unfinished one and the latest finished ones.
+	migrations map[uint64]*Migration
 }
 
-func newMetaState() *metaState { return &metaState{groups: map[uint16]*GroupRecord{}} }
+func newMetaState() *metaState {
+	return &metaState{groups: map[uint16]*GroupRecord{}, migrations: map[uint64]*Migration{}}
+}
 
 // applySlots replaces the slot table with an op's at a later epoch; n is
 // 1 if it was applied.
@@ -87,7 +92,8 @@ func (f *stateMachine) applyGroup(o *op, r *result) {
 }
 
 // metaOps is the meta state as the ops that rebuild it, for a snapshot:
-// the slot table, then each group's record in group order.
+// the slot table, then each group's record in group order, then each
+// migration's record by epoch.
 func (m *metaState) ops() []op {
 	out := []op{{code: opSlots, epoch: m.epoch, ranges: m.table()}}
 	ids := make([]int, 0, len(m.groups))
@@ -99,7 +105,7 @@ func (m *metaState) ops() []op {
 		rec := m.groups[uint16(g)]
 		out = append(out, op{code: opGroup, group: rec.Group, term: rec.Term, id: rec.Leader, nodes: rec.Nodes})
 	}
-	return out
+	return append(out, m.migrationOps()...)
 }
 
 // table returns the slot table as maximal ranges of one owner, leaving

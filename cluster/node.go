@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/sluice-rl/sluice/keyslot"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -111,9 +112,11 @@ type Node struct {
 
 	fileStores bool // the log and snapshots are files in cfg.Dir
 
-	ready   atomic.Bool // leader, and its first barrier has applied
-	stop    chan struct{}
-	stopped sync.WaitGroup
+	ready atomic.Bool // leader, and its first barrier has applied
+	// moveHook, in tests, stops a migration step of moveOut (mover.go).
+	moveHook atomic.Pointer[func(step string) bool]
+	stop     chan struct{}
+	stopped  sync.WaitGroup
 }
 
 // DefaultConfig returns the defaults: the log fsynced on every write, no
@@ -152,7 +155,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL, cfg.Policies), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
 	if cfg.Shard > 0 {
-		n.fsm.fence = &slotSet{}
+		n.fsm.fence, n.fsm.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 	}
 	if cfg.Meta {
 		n.fsm.meta = newMetaState()

@@ -27,6 +27,7 @@ type shardProc struct {
 	data, meta *Node
 	srv        *server.Server
 	served     chan error
+	closed     bool // its data node was closed (a leader killed)
 }
 
 type shardedTopology struct{ n *Node }
@@ -119,6 +120,7 @@ func newShardedCluster(t *testing.T) []*shardProc {
 	for _, p := range procs {
 		ccfg := commands.DefaultConfig()
 		ccfg.Cluster, ccfg.Meta, ccfg.Router, ccfg.Topology, ccfg.Logger = p.data, p.meta, p.data, shardedTopology{p.data}, quiet
+		ccfg.Resharder = testResharder{p.data}
 		h, err := commands.New(ccfg, p.data, commands.NewClock())
 		if err != nil {
 			t.Fatal(err)

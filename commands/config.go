@@ -70,6 +70,9 @@ type Config struct {
 	// Router routes each keyed command of a sharded cluster to the data
 	// group that owns its slot (MOVED, CROSSSLOT), nil elsewhere.
 	Router Router
+	// Resharder moves slots between a sharded cluster's data groups
+	// (SLUICE.MIGRATE, SLUICE.MIGRATIONS), nil elsewhere.
+	Resharder Resharder
 	// Topology is the shard the CLUSTER commands report (cmd_cluster.go):
 	// the single node's or the group's. nil: CLUSTER answers that cluster
 	// support is disabled, and INFO says cluster_enabled:0.

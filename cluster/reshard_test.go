@@ -1,0 +1,307 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sluice-rl/sluice/commands"
+	"github.com/sluice-rl/sluice/keyslot"
+)
+
+// Resharding in the in-process sharded cluster (shard_test.go): slots move
+// between the two groups under load from go-redis's ClusterClient, with
+// leaders closed at each step of a migration.
+
+type testResharder struct{ n *Node }
+
+func (r testResharder) Migrate(lo, hi int, to uint16, timeout time.Duration) (uint64, error) {
+	return r.n.Migrate(lo, hi, to, timeout)
+}
+
+func (r testResharder) MigrationList() []commands.Migration {
+	var out []commands.Migration
+	for _, m := range r.n.MigrationsOf() {
+		out = append(out, commands.Migration{Epoch: m.Epoch, Lo: m.Lo, Hi: m.Hi, From: int(m.From), To: int(m.To),
+			State: m.State.String(), Started: time.Unix(0, m.Started), Deadline: time.Unix(0, m.Deadline)})
+	}
+	return out
+}
+
+// loadKey is one key of the load and what its client saw.
+type loadKey struct {
+	key      string
+	capacity int64
+	calls    int64 // decisions with a definite answer
+	admitted int64
+	unknown  int64 // decisions whose outcome the client could not learn
+}
+
+// load drives RL.TOKEN on keys from workers goroutines, each key on one
+// worker, until stop is closed. tolerate says which errors may end a
+// call with an unknown outcome (a closed leader); any other error is a
+// failure.
+type load struct {
+	keys     []*loadKey
+	failures atomic.Int64
+	firstErr atomic.Value
+	wg       sync.WaitGroup
+	stop     chan struct{}
+}
+
+// movingKeys returns count keys whose slots are in lo-hi: every third
+// with a capacity no test reaches (a key the client never sees denied,
+// whose remaining tokens tell exactly how many were taken), the others
+// with capacity 30 (a key that runs dry, which must never admit more).
+func movingKeys(lo, hi, count int) []*loadKey {
+	var keys []*loadKey
+	for i := 0; len(keys) < count; i++ {
+		k := fmt.Sprintf("mv:%d", i)
+		if s := keyslot.Of([]byte(k)); s < lo || s > hi {
+			continue
+		}
+		c := int64(30)
+		if len(keys)%3 == 0 {
+			c = 100000
+		}
+		keys = append(keys, &loadKey{key: k, capacity: c})
+	}
+	return keys
+}
+
+func startLoad(cc *redis.ClusterClient, keys []*loadKey, workers int, tolerate func(error) bool) *load {
+	l := &load{keys: keys, stop: make(chan struct{})}
+	for w := 0; w < workers; w++ {
+		l.wg.Add(1)
+		go func(w int) {
+			defer l.wg.Done()
+			ctx := context.Background()
+			for {
+				for i := w; i < len(keys); i += workers {
+					select {
+					case <-l.stop:
+						return
+					default:
+					}
+					k := keys[i]
+					v, err := cc.Do(ctx, "RL.TOKEN", k.key, "1/h", k.capacity).Slice()
+					switch {
+					case err == nil:
+						k.calls++
+						if v[0] == int64(1) {
+							k.admitted++
+						}
+					case tolerate != nil && tolerate(err):
+						k.unknown++
+					default:
+						l.failures.Add(1)
+						l.firstErr.CompareAndSwap(nil, fmt.Sprintf("%s: %v", k.key, err))
+					}
+				}
+			}
+		}(w)
+	}
+	return l
+}
+
+// finish stops the load and checks every key against its model: never
+// more admitted than the capacity; a key that never ran dry admitted
+// every definite call; and the tokens left account for every admission
+// exactly, give or take the calls of unknown outcome.
+func (l *load) finish(t *testing.T, cc *redis.ClusterClient) {
+	t.Helper()
+	close(l.stop)
+	l.wg.Wait()
+	if n := l.failures.Load(); n > 0 {
+		t.Errorf("%d calls failed with errors a client does not retry; first: %v", n, l.firstErr.Load())
+	}
+	ctx := context.Background()
+	var calls int64
+	for _, k := range l.keys {
+		calls += k.calls
+		v, err := cc.Do(ctx, "RL.TOKEN", k.key, "1/h", k.capacity, 0).Slice()
+		if err != nil {
+			t.Fatalf("%s: peek: %v", k.key, err)
+		}
+		remaining := v[2].(int64)
+		if k.admitted > k.capacity {
+			t.Errorf("%s admitted %d at capacity %d", k.key, k.admitted, k.capacity)
+		}
+		if k.unknown == 0 && k.admitted != min(k.calls, k.capacity) {
+			t.Errorf("%s admitted %d of %d calls at capacity %d", k.key, k.admitted, k.calls, k.capacity)
+		}
+		if hi, lo := k.capacity-k.admitted, k.capacity-k.admitted-k.unknown; remaining > hi || remaining < lo {
+			t.Errorf("%s: %d tokens left after %d admitted (%d unknown) at capacity %d; want %d to %d",
+				k.key, remaining, k.admitted, k.unknown, k.capacity, lo, hi)
+		}
+	}
+	t.Logf("%d keys, %d decisions with a definite answer", len(l.keys), calls)
+}
+
+// waitMigration waits until every process's meta replica records epoch
+// as finished, and returns its state.
+func waitMigration(t *testing.T, procs []*shardProc, epoch uint64, within time.Duration) MigrationState {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var st MigrationState
+		done := true
+		for _, p := range procs {
+			m, ok := p.meta.migration(epoch)
+			done = done && ok && m.State != MigrationPlanned
+			st = m.State
+		}
+		if done {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("migration %d not finished after %v: %+v", epoch, within, procs[0].meta.Migrations())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// checkSettled waits until every slot is owned by exactly one group's
+// log on every live replica, that group being the meta table's owner,
+// and no slot is left sealed.
+func checkSettled(t *testing.T, procs []*shardProc) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := settled(procs)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func settled(procs []*shardProc) error {
+	var table [keyslot.Slots]uint16
+	_, owners, _, _ := procs[0].meta.SlotTable()
+	for _, o := range owners {
+		for s := o.Lo; s <= o.Hi; s++ {
+			table[s] = o.Group
+		}
+	}
+	for _, p := range procs {
+		if p.closed {
+			continue
+		}
+		_, other, _, _ := p.meta.SlotTable()
+		if fmt.Sprint(other) != fmt.Sprint(owners) {
+			return fmt.Errorf("%s: slot table %v, %s's %v", p.id, other, procs[0].id, owners)
+		}
+		v, _ := p.data.fsm.fenceView()
+		for s := 0; s < keyslot.Slots; s++ {
+			if owns := v.owned.has(s); owns != (table[s] == p.group) {
+				return fmt.Errorf("%s (group %d): owns slot %d %v; the table gives it to %d", p.id, p.group, s, owns, table[s])
+			}
+			if v.mig[s].state == slotSealed {
+				return fmt.Errorf("%s: slot %d still sealed at epoch %d", p.id, s, v.mig[s].epoch)
+			}
+		}
+	}
+	return nil
+}
+
+func migrate(t *testing.T, cc *redis.ClusterClient, slots string, group int, extra ...any) uint64 {
+	t.Helper()
+	args := append([]any{"SLUICE.MIGRATE", slots, group}, extra...)
+	epoch, err := cc.Do(context.Background(), args...).Int64()
+	if err != nil {
+		t.Fatalf("SLUICE.MIGRATE %s %d: %v", slots, group, err)
+	}
+	return uint64(epoch)
+}
+
+func newLoadClient(procs []*shardProc) *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{procs[0].addr, procs[3].addr}, Protocol: 2,
+		MaxRedirects: 40, MinRetryBackoff: 2 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond})
+}
+
+func TestMigrateSlotsThereAndBackUnderLoad(t *testing.T) {
+	procs := newShardedCluster(t)
+	cc := newLoadClient(procs)
+	defer cc.Close()
+	keys := movingKeys(0, 999, 120)
+	l := startLoad(cc, keys, 6, nil)
+	time.Sleep(300 * time.Millisecond)
+
+	e1 := migrate(t, cc, "0-999", 2)
+	if st := waitMigration(t, procs, e1, 20*time.Second); st != MigrationCommitted {
+		t.Fatalf("migration %d to group 2: %v", e1, st)
+	}
+	checkSettled(t, procs)
+	time.Sleep(300 * time.Millisecond)
+	e2 := migrate(t, cc, "0-999", 1, "TIMEOUT", 20000)
+	if st := waitMigration(t, procs, e2, 20*time.Second); st != MigrationCommitted {
+		t.Fatalf("migration %d back to group 1: %v", e2, st)
+	}
+	checkSettled(t, procs)
+	time.Sleep(300 * time.Millisecond)
+	l.finish(t, cc)
+
+	// SLUICE.MIGRATIONS lists both; CLUSTER SLOTS names the owners.
+	list, err := cc.Do(context.Background(), "SLUICE.MIGRATIONS").Slice()
+	if err != nil || len(list) != 2 {
+		t.Fatalf("SLUICE.MIGRATIONS = %v, %v", list, err)
+	}
+	m := map[any]any{}
+	for i, kv := 0, list[1].([]any); i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	if m["state"] != "committed" || m["slots"] != "0-999" || m["from"] != int64(2) || m["to"] != int64(1) {
+		t.Fatalf("SLUICE.MIGRATIONS[1] = %v", m)
+	}
+	// The moving keys' slots hold no keys at group 2 any more.
+	for _, p := range procs {
+		if p.group != 2 {
+			continue
+		}
+		if img, n := p.data.st.Export(p.data.fsm.AppliedTime(), func(k []byte) bool { return keyslot.Of(k) < 1000 }); n != 0 {
+			t.Fatalf("%s holds %d keys (%d bytes) of slots it gave back", p.id, n, len(img))
+		}
+	}
+}
+
+func TestMigrateRefusals(t *testing.T) {
+	procs := newShardedCluster(t)
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: procs[1].addr, Protocol: 2})
+	defer rdb.Close()
+	for _, c := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"SLUICE.MIGRATE", "0-9000", 2}, "more than one owner"},
+		{[]any{"SLUICE.MIGRATE", "0-10", 1}, "owns the slots already"},
+		{[]any{"SLUICE.MIGRATE", "0-10", 7}, "no such data group"},
+		{[]any{"SLUICE.MIGRATE", "10-0", 2}, "slots must be"},
+		{[]any{"SLUICE.MIGRATE", "16384", 2}, "slots must be"},
+		{[]any{"SLUICE.MIGRATE", "1", 2, "TIMEOUT", 0}, "not an integer"},
+	} {
+		err := rdb.Do(ctx, c.args...).Err()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error with %q", c.args, err, c.want)
+		}
+	}
+}
+
+// isUnknown reports whether err leaves a decision's outcome unknown: the
+// connection or the leader went away after the request left.
+func isUnknown(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "UNKNOWN") || strings.Contains(s, "EOF") || strings.Contains(s, "connection reset") ||
+		strings.Contains(s, "closed") || strings.Contains(s, "shutdown") || strings.Contains(s, "TRYAGAIN") ||
+		strings.Contains(s, "CLUSTERDOWN") || errors.Is(err, context.DeadlineExceeded)
+}
