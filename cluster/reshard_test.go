@@ -125,7 +125,13 @@ func (l *load) finish(t *testing.T, cc *redis.ClusterClient) {
 	var calls int64
 	for _, k := range l.keys {
 		calls += k.calls
+		// A peek (cost 0) changes nothing, so it may be retried when a
+		// closed node's answer leaves it unknown.
 		v, err := cc.Do(ctx, "RL.TOKEN", k.key, "1/h", k.capacity, 0).Slice()
+		for try := 0; err != nil && try < 100; try++ {
+			time.Sleep(20 * time.Millisecond)
+			v, err = cc.Do(ctx, "RL.TOKEN", k.key, "1/h", k.capacity, 0).Slice()
+		}
 		if err != nil {
 			t.Fatalf("%s: peek: %v", k.key, err)
 		}
@@ -153,6 +159,9 @@ func waitMigration(t *testing.T, procs []*shardProc, epoch uint64, within time.D
 		var st MigrationState
 		done := true
 		for _, p := range procs {
+			if p.closed {
+				continue
+			}
 			m, ok := p.meta.migration(epoch)
 			done = done && ok && m.State != MigrationPlanned
 			st = m.State
@@ -187,7 +196,14 @@ func checkSettled(t *testing.T, procs []*shardProc) {
 
 func settled(procs []*shardProc) error {
 	var table [keyslot.Slots]uint16
-	_, owners, _, _ := procs[0].meta.SlotTable()
+	ref := procs[0]
+	for _, p := range procs {
+		if !p.closed {
+			ref = p
+			break
+		}
+	}
+	_, owners, _, _ := ref.meta.SlotTable()
 	for _, o := range owners {
 		for s := o.Lo; s <= o.Hi; s++ {
 			table[s] = o.Group
@@ -199,7 +215,7 @@ func settled(procs []*shardProc) error {
 		}
 		_, other, _, _ := p.meta.SlotTable()
 		if fmt.Sprint(other) != fmt.Sprint(owners) {
-			return fmt.Errorf("%s: slot table %v, %s's %v", p.id, other, procs[0].id, owners)
+			return fmt.Errorf("%s: slot table %v, %s's %v", p.id, other, ref.id, owners)
 		}
 		v, _ := p.data.fsm.fenceView()
 		for s := 0; s < keyslot.Slots; s++ {
@@ -301,7 +317,106 @@ func TestMigrateRefusals(t *testing.T) {
 // connection or the leader went away after the request left.
 func isUnknown(err error) bool {
 	s := err.Error()
-	return strings.HasPrefix(s, "UNKNOWN") || strings.Contains(s, "EOF") || strings.Contains(s, "connection reset") ||
+	return strings.HasPrefix(s, "UNKNOWN") || strings.Contains(s, "EOF") || strings.Contains(s, "connection reset") || strings.Contains(s, "connection refused") ||
 		strings.Contains(s, "closed") || strings.Contains(s, "shutdown") || strings.Contains(s, "TRYAGAIN") ||
 		strings.Contains(s, "CLUSTERDOWN") || errors.Is(err, context.DeadlineExceeded)
+}
+
+// killProc stops a process as kill -9 would, without its data: its
+// RESP server, its data node and its meta replica.
+func killProc(p *shardProc) {
+	p.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	p.srv.Shutdown(ctx)
+	cancel()
+	<-p.served
+	p.data.Close()
+	p.meta.Close()
+}
+
+// hookSource makes every node of group hold a migration's source steps
+// to fn.
+func hookSource(procs []*shardProc, group uint16, fn func(step string) bool) {
+	for _, p := range procs {
+		if p.group == group {
+			p.data.moveHook.Store(&fn)
+		}
+	}
+}
+
+func TestMigrateAbortsPastItsDeadlineAndUnseals(t *testing.T) {
+	procs := newShardedCluster(t)
+	cc := newLoadClient(procs)
+	defer cc.Close()
+	keys := movingKeys(0, 999, 60)
+	l := startLoad(cc, keys, 4, nil)
+	time.Sleep(200 * time.Millisecond)
+	// The source stops after its seal until the deadline has passed.
+	var once sync.Once
+	hookSource(procs, 1, func(step string) bool {
+		stop := false
+		if step == "sealed" {
+			once.Do(func() { time.Sleep(600 * time.Millisecond); stop = true })
+		}
+		return stop
+	})
+	e := migrate(t, cc, "0-999", 2, "TIMEOUT", 300)
+	if st := waitMigration(t, procs, e, 20*time.Second); st != MigrationAborted {
+		t.Fatalf("migration %d: %v; want aborted", e, st)
+	}
+	checkSettled(t, procs)
+	for _, p := range procs {
+		if v, _ := p.data.fsm.fenceView(); p.group == 2 && !v.rangeAt(0, 999, e, slotNone) {
+			t.Fatalf("%s has not refused epoch %d: %+v", p.id, e, v.mig[0])
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	l.finish(t, cc)
+}
+
+// TestMigrateFinishesAfterLeaderKills closes the source's or the
+// target's leader at each step of a migration: the migration finishes or
+// aborts, every slot ends with one owner, and no key over-admits or
+// loses an acknowledged decision.
+func TestMigrateFinishesAfterLeaderKills(t *testing.T) {
+	for _, step := range []string{"planned", "sealed", "shipped", "recorded"} {
+		for _, victim := range []uint16{1, 2} {
+			t.Run(fmt.Sprintf("%s/group%d", step, victim), func(t *testing.T) {
+				procs := newShardedCluster(t)
+				cc := newLoadClient(procs)
+				defer cc.Close()
+				keys := movingKeys(0, 999, 60)
+				l := startLoad(cc, keys, 4, isUnknown)
+				time.Sleep(200 * time.Millisecond)
+				var once sync.Once
+				kills := make(chan *shardProc, 1)
+				hookSource(procs, 1, func(s string) bool {
+					stop := false
+					if s == step {
+						once.Do(func() {
+							p := groupLeader(t, procs, victim)
+							stop = true
+							if victim == 1 {
+								kills <- p // its Close waits for this pass to end
+							} else {
+								killProc(p)
+							}
+						})
+					}
+					return stop
+				})
+				go func() { killProc(<-kills) }()
+				e := migrate(t, cc, "0-999", 2, "TIMEOUT", 20000)
+				start := time.Now()
+				st := waitMigration(t, procs, e, 30*time.Second)
+				finished := time.Since(start)
+				checkSettled(t, procs)
+				settledIn := time.Since(start)
+				time.Sleep(200 * time.Millisecond)
+				l.finish(t, cc)
+				t.Logf("migration %d %v after %v, settled after %v, checked after %v", e, st, finished.Round(time.Millisecond),
+					settledIn.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+			})
+		}
+	}
 }

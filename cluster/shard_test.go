@@ -27,7 +27,7 @@ type shardProc struct {
 	data, meta *Node
 	srv        *server.Server
 	served     chan error
-	closed     bool // its data node was closed (a leader killed)
+	closed     bool // killed (killProc): its server and nodes are closed
 }
 
 type shardedTopology struct{ n *Node }
@@ -136,6 +136,9 @@ func newShardedCluster(t *testing.T) []*shardProc {
 	}
 	t.Cleanup(func() {
 		for _, p := range procs {
+			if p.closed {
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			p.srv.Shutdown(ctx)
 			cancel()
