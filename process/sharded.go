@@ -141,4 +141,3 @@ func (t shardedTopology) ClusterShards() []commands.Shard {
 	}
 	return out
 }
-
