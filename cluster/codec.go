@@ -70,7 +70,27 @@ import (
 //	20 group    = group:uvarint term:uvarint leader:bytes n:uvarint (id:bytes resp:bytes raft:bytes)*
 //	              the meta group's record of a data group: its members and
 //	              addresses as its leader of term reports them (meta.go);
-//	              applied only if term is not below the record's
+//	              applied only if term is not below the record's; with an
+//	              empty leader and no members it removes the group's record
+//	              (SLUICE.FORGET), refused while the group owns a slot
+//	21 migration = epoch:uvarint lo:uvarint hi:uvarint from:uvarint to:uvarint
+//	              state:u8 started:varint deadline:varint finished:varint
+//	              the meta group's record of a slot migration (migrate.go):
+//	              state 1 (planned) with epoch 0 asks for a new migration of
+//	              lo-hi to the group to, the FSM assigning the epoch and
+//	              from and reading deadline as the timeout; state 2
+//	              (committed) or 3 (aborted) with an epoch records that
+//	              planned migration's outcome; a snapshot restores records
+//	              whole
+//	22 fence    = kind:u8 body
+//	              a data group's step of a slot migration (reshard.go):
+//	              kinds 1 seal, 2 install, 3 refuse, 4 drop, 5 unseal have
+//	              body epoch:uvarint lo:uvarint hi:uvarint, an install then
+//	              applied:varint image:bytes (the source's applied instant
+//	              and the range's entries as store.Export encodes them);
+//	              kind 6 (snapshots only) is the per-slot migration state,
+//	              n:uvarint (lo:uvarint hi:uvarint epoch:uvarint state:u8)*
+//	              with state 0 none, 1 owned, 2 sealed
 //
 // Any other code, a count or length beyond the entry's end, a varint that
 // does not end, or an exec whose sha1 and cmd disagree makes the entry

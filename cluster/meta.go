@@ -75,9 +75,14 @@ func (f *stateMachine) applySlots(o *op, r *result) {
 }
 
 // applyGroup records a data group's members, as its leader of a term not
-// below the record's reports them; n is 1 if it was applied.
+// below the record's reports them; n is 1 if it was applied. A group op
+// with no leader and no nodes forgets the group (applyForget).
 func (f *stateMachine) applyGroup(o *op, r *result) {
 	if f.meta == nil {
+		return
+	}
+	if o.id == "" && len(o.nodes) == 0 {
+		f.applyForget(o, r)
 		return
 	}
 	f.mu.Lock()

@@ -60,6 +60,7 @@ var (
 	errMigrateRange  = replyerr.Generic("SLUICE.MIGRATE: slots must be 0-16383, as slot or lo-hi")
 	errMigrateTarget = replyerr.Generic("SLUICE.MIGRATE: no such data group")
 	errNoMetaState   = replyerr.Generic("this node is not a replica of a sharded cluster's meta group")
+	errRebalanceArgs = replyerr.Generic("SLUICE.REBALANCE: no data group to spread the slots over")
 )
 
 // applyMigration records a new migration (state planned, epoch 0), or the
@@ -233,4 +234,159 @@ func (n *Node) MigrationsOf() []Migration {
 		return n.cfg.MetaNode.Migrations()
 	}
 	return n.Migrations()
+}
+
+// A planned move of a run of slots, for Rebalance.
+type move struct {
+	lo, hi   int
+	from, to uint16
+}
+
+// rebalancePlan returns the moves that leave each group of groups with
+// an even share of the slots (16384/len(groups), the first groups one
+// more while slots remain), moving as few slots as it can: each group
+// above its share gives its highest slots to the groups below theirs, in
+// group order. A group not in groups has a share of 0 (draining it).
+// Runs longer than chunk slots are cut, so that each migration's pause
+// stays short. owner is the slot table (0: no owner, never moved).
+func rebalancePlan(owner *[keyslot.Slots]uint16, groups []uint16, chunk int) []move {
+	sort.Slice(groups, func(i, j int) bool { return groups[i] < groups[j] })
+	share := map[uint16]int{}
+	for i, g := range groups {
+		share[g] = keyslot.Slots / len(groups)
+		if i < keyslot.Slots%len(groups) {
+			share[g]++
+		}
+	}
+	count := map[uint16]int{}
+	for _, g := range owner {
+		if g != 0 {
+			count[g]++
+		}
+	}
+	// give[s] is the group slot s goes to, 0 if it stays.
+	var give [keyslot.Slots]uint16
+	takers := append([]uint16(nil), groups...)
+	for s := keyslot.Slots - 1; s >= 0; s-- {
+		g := owner[s]
+		if g == 0 || count[g] <= share[g] {
+			continue
+		}
+		for len(takers) > 0 && count[takers[0]] >= share[takers[0]] {
+			takers = takers[1:]
+		}
+		if len(takers) == 0 {
+			break
+		}
+		to := takers[0]
+		give[s] = to
+		count[g]--
+		count[to]++
+	}
+	var out []move
+	for s := 0; s < keyslot.Slots; s++ {
+		if give[s] == 0 {
+			continue
+		}
+		e := s
+		for e+1 < keyslot.Slots && give[e+1] == give[s] && owner[e+1] == owner[s] && e+1-s < chunk {
+			e++
+		}
+		out = append(out, move{lo: s, hi: e, from: owner[s], to: give[s]})
+		s = e
+	}
+	return out
+}
+
+// Rebalance records the migrations that spread the slots evenly over
+// groups (every data group the meta group records if none), moving at
+// most chunk slots per migration, and returns their epochs. A group left
+// out is drained. The migrations run side by side (their ranges are
+// disjoint); SLUICE.MIGRATIONS shows their progress.
+func (n *Node) Rebalance(groups []uint16, chunk int, timeout time.Duration) ([]uint64, error) {
+	meta := n
+	if !n.cfg.Meta {
+		meta = n.cfg.MetaNode
+	}
+	if meta == nil {
+		return nil, errNoMetaState
+	}
+	f := meta.fsm
+	f.mu.RLock()
+	owner := f.meta.owner
+	known := map[uint16]bool{}
+	for g := range f.meta.groups {
+		known[g] = true
+	}
+	f.mu.RUnlock()
+	if len(groups) == 0 {
+		for g := range known {
+			groups = append(groups, g)
+		}
+	}
+	for _, g := range groups {
+		if !known[g] {
+			return nil, fmt.Errorf("%w %d", errMigrateTarget, g)
+		}
+	}
+	if len(groups) == 0 || chunk < 1 {
+		return nil, errRebalanceArgs
+	}
+	var epochs []uint64
+	for _, mv := range rebalancePlan(&owner, groups, chunk) {
+		e, err := n.Migrate(mv.lo, mv.hi, mv.to, timeout)
+		if err != nil {
+			return epochs, err
+		}
+		epochs = append(epochs, e)
+	}
+	return epochs, nil
+}
+
+// applyForget removes a data group's record (SLUICE.FORGET): refused
+// while the group owns a slot or is in an unfinished migration. n is 1
+// if it was removed. Under no lock.
+func (f *stateMachine) applyForget(o *op, r *result) {
+	if f.meta == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m := f.meta
+	if m.groups[o.group] == nil {
+		r.out.Err = fmt.Errorf("%w %d", errMigrateTarget, o.group)
+		return
+	}
+	for s := range m.owner {
+		if m.owner[s] == o.group {
+			r.out.Err = replyerr.Generic(fmt.Sprintf("SLUICE.FORGET: group %d still owns slot %d; move its slots away first", o.group, s))
+			return
+		}
+	}
+	for _, mg := range m.migrations {
+		if mg.State == MigrationPlanned && (mg.From == o.group || mg.To == o.group) {
+			r.out.Err = replyerr.Generic(fmt.Sprintf("SLUICE.FORGET: group %d is in migration %d", o.group, mg.Epoch))
+			return
+		}
+	}
+	delete(m.groups, o.group)
+	r.n = 1
+}
+
+// Forget removes data group g's record from the meta group, once it owns
+// no slot: CLUSTER SLOTS, SHARDS and NODES no longer list it. Its nodes
+// must be stopped first, or their leader reports the group again.
+func (n *Node) Forget(g uint16) error {
+	meta := n
+	if !n.cfg.Meta {
+		meta = n.cfg.MetaNode
+	}
+	if meta == nil {
+		return errNoMetaState
+	}
+	rs, err := meta.submit(time.Now().UnixNano(), []op{{code: opGroup, group: g}})
+	if err == nil && len(rs) == 1 {
+		err = rs[0].out.Err
+	}
+	return err
 }

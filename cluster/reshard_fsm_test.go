@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -205,5 +206,51 @@ func TestFenceSnapshotCarriesMigrationState(t *testing.T) {
 	ms := meta2.meta.sortedMigrations()
 	if len(ms) != 1 || ms[0].State != MigrationCommitted || ms[0].From != 1 || meta2.meta.owner[5] != 2 || meta2.meta.owner[10] != 1 {
 		t.Fatalf("restored migrations %+v, owners of 5 and 10: %d %d", ms, meta2.meta.owner[5], meta2.meta.owner[10])
+	}
+}
+
+func TestRebalancePlanMovesTheFewestSlots(t *testing.T) {
+	table := func(rs []slotRange) *[keyslot.Slots]uint16 {
+		var o [keyslot.Slots]uint16
+		for _, r := range rs {
+			for s := r.lo; s <= r.hi; s++ {
+				o[s] = r.group
+			}
+		}
+		return &o
+	}
+	for _, c := range []struct {
+		name   string
+		owner  *[keyslot.Slots]uint16
+		groups []uint16
+		moved  int
+		counts map[uint16]int
+	}{
+		{"a third group", table(evenSlots(2)), []uint16{1, 2, 3}, 5461, map[uint16]int{1: 5462, 2: 5461, 3: 5461}},
+		{"draining group 3", table(evenSlots(3)), []uint16{1, 2}, 5462, map[uint16]int{1: 8192, 2: 8192}},
+		{"already even", table(evenSlots(2)), []uint16{1, 2}, 0, map[uint16]int{1: 8192, 2: 8192}},
+	} {
+		owner := *c.owner
+		moves := rebalancePlan(c.owner, c.groups, 300)
+		moved := 0
+		for _, mv := range moves {
+			if mv.hi-mv.lo+1 > 300 || mv.from == mv.to {
+				t.Fatalf("%s: move %+v", c.name, mv)
+			}
+			for s := mv.lo; s <= mv.hi; s++ {
+				if owner[s] != mv.from {
+					t.Fatalf("%s: move %+v of slot %d owned by %d", c.name, mv, s, owner[s])
+				}
+				owner[s] = mv.to
+			}
+			moved += mv.hi - mv.lo + 1
+		}
+		counts := map[uint16]int{}
+		for _, g := range owner {
+			counts[g]++
+		}
+		if moved != c.moved || fmt.Sprint(counts) != fmt.Sprint(c.counts) {
+			t.Errorf("%s: %d slots moved, counts %v; want %d, %v", c.name, moved, counts, c.moved, c.counts)
+		}
 	}
 }

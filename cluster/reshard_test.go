@@ -25,6 +25,12 @@ func (r testResharder) Migrate(lo, hi int, to uint16, timeout time.Duration) (ui
 	return r.n.Migrate(lo, hi, to, timeout)
 }
 
+func (r testResharder) Rebalance(groups []uint16, chunk int, timeout time.Duration) ([]uint64, error) {
+	return r.n.Rebalance(groups, chunk, timeout)
+}
+
+func (r testResharder) Forget(group uint16) error { return r.n.Forget(group) }
+
 func (r testResharder) MigrationList() []commands.Migration {
 	var out []commands.Migration
 	for _, m := range r.n.MigrationsOf() {
@@ -419,4 +425,45 @@ func TestMigrateFinishesAfterLeaderKills(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestDrainAndRebalanceUnderLoad drains group 2 into group 1 with
+// SLUICE.REBALANCE GROUPS 1, then spreads the slots over both again, under
+// load on keys of every part of the slot space.
+func TestDrainAndRebalanceUnderLoad(t *testing.T) {
+	procs := newShardedCluster(t)
+	cc := newLoadClient(procs)
+	defer cc.Close()
+	ctx := context.Background()
+	keys := movingKeys(0, keyslot.Slots-1, 120)
+	l := startLoad(cc, keys, 6, nil)
+	time.Sleep(200 * time.Millisecond)
+
+	if err := cc.Do(ctx, "SLUICE.FORGET", 2).Err(); err == nil || !strings.Contains(err.Error(), "still owns slot 8192") {
+		t.Fatalf("SLUICE.FORGET of a group with slots: %v", err)
+	}
+	rebalance := func(args ...any) {
+		t.Helper()
+		epochs, err := cc.Do(ctx, append([]any{"SLUICE.REBALANCE", "CHUNK", 2048, "TIMEOUT", 20000}, args...)...).Int64Slice()
+		if err != nil || len(epochs) != 4 {
+			t.Fatalf("SLUICE.REBALANCE %v = %v, %v; want 4 migrations", args, epochs, err)
+		}
+		for _, e := range epochs {
+			if st := waitMigration(t, procs, uint64(e), 30*time.Second); st != MigrationCommitted {
+				t.Fatalf("migration %d: %v", e, st)
+			}
+		}
+		checkSettled(t, procs)
+	}
+	rebalance("GROUPS", 1)
+	if _, owners, _, _ := procs[0].meta.SlotTable(); len(owners) != 1 || owners[0].Group != 1 {
+		t.Fatalf("after draining group 2: %+v", owners)
+	}
+	time.Sleep(200 * time.Millisecond)
+	rebalance()
+	if _, owners, _, _ := procs[0].meta.SlotTable(); fmt.Sprint(owners) != "[{0 8191 1} {8192 16383 2}]" {
+		t.Fatalf("after rebalancing: %+v", owners)
+	}
+	time.Sleep(200 * time.Millisecond)
+	l.finish(t, cc)
 }

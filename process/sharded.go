@@ -118,6 +118,12 @@ func (r resharder) Migrate(lo, hi int, to uint16, timeout time.Duration) (uint64
 	return r.node.Migrate(lo, hi, to, timeout)
 }
 
+func (r resharder) Rebalance(groups []uint16, chunk int, timeout time.Duration) ([]uint64, error) {
+	return r.node.Rebalance(groups, chunk, timeout)
+}
+
+func (r resharder) Forget(group uint16) error { return r.node.Forget(group) }
+
 func (r resharder) MigrationList() []commands.Migration {
 	var out []commands.Migration
 	for _, m := range r.node.MigrationsOf() {
