@@ -84,13 +84,16 @@ import (
 //	              whole
 //	22 fence    = kind:u8 body
 //	              a data group's step of a slot migration (reshard.go):
-//	              kinds 1 seal, 2 install, 3 refuse, 4 drop, 5 unseal have
-//	              body epoch:uvarint lo:uvarint hi:uvarint, an install then
-//	              applied:varint image:bytes (the source's applied instant
-//	              and the range's entries as store.Export encodes them);
-//	              kind 6 (snapshots only) is the per-slot migration state,
-//	              n:uvarint (lo:uvarint hi:uvarint epoch:uvarint state:u8)*
-//	              with state 0 none, 1 owned, 2 sealed
+//	              kinds 1 seal, 2 install, 3 refuse, 4 drop, 5 unseal and
+//	              7 part have body epoch:uvarint lo:uvarint hi:uvarint; an
+//	              install then applied:varint ship:uvarint parts:uvarint
+//	              image:bytes (the source's applied instant; the shipment
+//	              whose parts it completes, or 0 parts; the range's entries
+//	              as store.Export encodes them), a part ship:uvarint
+//	              index:uvarint image:bytes (one chunk of a shipment's
+//	              image); kind 6 (snapshots only) is the per-slot migration
+//	              state, n:uvarint (lo:uvarint hi:uvarint epoch:uvarint
+//	              state:u8)* with state 0 none, 1 owned, 2 sealed
 //
 // Any other code, a count or length beyond the entry's end, a varint that
 // does not end, or an exec whose sha1 and cmd disagree makes the entry
@@ -162,6 +165,8 @@ type op struct {
 	fence   fenceKind // opFence, with epoch and ranges[0] (kinds 1-5)
 	applied int64     // opFence install: the source's applied instant
 	image   []byte    // opFence install: the range's entries (store.Export)
+	ship    uint64    // opFence install, part: the shipment
+	part    int       // opFence install: the shipment's parts; part: this part's index
 	runs    []slotRun // opFence state
 }
 
@@ -279,8 +284,15 @@ func appendOp(b []byte, o *op) []byte {
 		b = binary.AppendUvarint(b, o.epoch)
 		b = binary.AppendUvarint(b, uint64(r.lo))
 		b = binary.AppendUvarint(b, uint64(r.hi))
-		if o.fence == fenceInstall {
+		switch o.fence {
+		case fenceInstall:
 			b = binary.AppendVarint(b, o.applied)
+			b = binary.AppendUvarint(b, o.ship)
+			b = binary.AppendUvarint(b, uint64(o.part))
+			b = appendBytes(b, o.image)
+		case fencePart:
+			b = binary.AppendUvarint(b, o.ship)
+			b = binary.AppendUvarint(b, uint64(o.part))
 			b = appendBytes(b, o.image)
 		}
 	case opGroup:
@@ -534,16 +546,24 @@ func (d *decoder) op(count uint64) op {
 	case opFence:
 		o.fence = fenceKind(d.byte())
 		switch o.fence {
-		case fenceSeal, fenceInstall, fenceRefuse, fenceDrop, fenceUnseal:
+		case fenceSeal, fenceInstall, fenceRefuse, fenceDrop, fenceUnseal, fencePart:
 			o.epoch = d.uvarint()
 			lo, hi := d.uvarint(), d.uvarint()
 			if lo > hi || hi >= keyslot.Slots || o.epoch == 0 {
 				d.fail()
 			}
 			o.ranges = []slotRange{{lo: uint16(lo), hi: uint16(hi)}}
-			if o.fence == fenceInstall {
+			switch o.fence {
+			case fenceInstall:
 				o.applied = d.varint()
-				o.image = d.bytes()
+				fallthrough
+			case fencePart:
+				o.ship = d.uvarint()
+				part := d.uvarint()
+				if part > math.MaxInt32 {
+					d.fail()
+				}
+				o.part, o.image = int(part), d.bytes()
 			}
 		case fenceState:
 			n := d.uvarint()

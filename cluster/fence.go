@@ -185,7 +185,7 @@ func readShardState(br *bufio.Reader, version byte) ([]op, error) {
 func (f *stateMachine) restoreShardState(ops []op) {
 	f.mu.Lock()
 	if f.fence != nil {
-		*f.fence, f.fenceEpoch, *f.slots = slotSet{}, 0, [keyslot.Slots]slotMig{}
+		*f.fence, f.fenceEpoch, *f.slots, f.stage = slotSet{}, 0, [keyslot.Slots]slotMig{}, staging{}
 	}
 	if f.meta != nil {
 		f.meta = newMetaState()

@@ -51,6 +51,7 @@ type stateMachine struct {
 	fence      *slotSet
 	fenceEpoch uint64
 	slots      *[keyslot.Slots]slotMig // with fence: each slot's migration state (reshard.go)
+	stage      staging                 // the shipment a target is receiving (reshard.go); FSM goroutine only
 	meta       *metaState
 	keep       []int // scratch: the indexes of a run's decisions that pass the fence
 

@@ -78,35 +78,48 @@ func (n *Node) moveOut(m Migration, v *slotFence) error {
 		}
 	}
 	expired := time.Now().UnixNano() > m.Deadline
-	o := op{code: opFence, fence: fenceRefuse, epoch: m.Epoch, ranges: []slotRange{{lo: uint16(m.Lo), hi: uint16(m.Hi)}}}
-	if sealed && !expired {
-		// The sealed range changes no more, and the applied time read
-		// after the seal is at or past every decision in it.
-		o.fence, o.applied = fenceInstall, n.fsm.AppliedTime()
-		o.image, _ = n.st.Export(o.applied, func(key []byte) bool {
-			s := policy.StoredSlot(key)
-			return s >= m.Lo && s <= m.Hi
-		})
-	}
 	addr := n.groupLeader(m.To)
 	if addr == "" {
 		return fmt.Errorf("group %d has no known leader", m.To)
 	}
-	reply, err := n.fwd.call(addr, []byte("RAFT.FORWARD"), appendBatch(nil, time.Now().UnixNano(), []op{o}))
+	o := op{code: opFence, fence: fenceRefuse, epoch: m.Epoch, ranges: []slotRange{{lo: uint16(m.Lo), hi: uint16(m.Hi)}}}
+	if sealed && !expired {
+		// The sealed range changes no more, and the applied time read
+		// after the seal is at or past every decision in it. An image
+		// larger than one part goes first in parts (reshard.go, staging).
+		o.fence, o.applied = fenceInstall, n.fsm.AppliedTime()
+		chunks, _ := n.st.Export(o.applied, func(key []byte) bool {
+			s := policy.StoredSlot(key)
+			return s >= m.Lo && s <= m.Hi
+		}, shipPart)
+		if len(chunks) == 1 {
+			o.image = chunks[0]
+		} else if len(chunks) > 1 {
+			o.ship, o.part = uint64(time.Now().UnixNano())|1, len(chunks)
+			for i, c := range chunks {
+				part := o
+				part.fence, part.part, part.image = fencePart, i, c
+				r, err := n.sendTo(addr, part)
+				if err != nil {
+					return fmt.Errorf("part %d of %d: %w", i, len(chunks), err)
+				}
+				if r.out.Err != nil {
+					// Refused: the target's log has decided the epoch
+					// already (the install reports how), or another
+					// shipment took over (the install is refused too).
+					break
+				}
+			}
+		}
+	}
+	r, err := n.sendTo(addr, o)
 	if err != nil {
 		return err
-	}
-	rs, err := decodeResults(reply)
-	if err != nil {
-		return err
-	}
-	if len(rs) != 1 {
-		return errCorrupt
 	}
 	if n.stopAt("shipped") {
 		return errMoveStopped
 	}
-	if err := n.record(m, rs[0]); err != nil {
+	if err := n.record(m, r); err != nil {
 		return err
 	}
 	if n.stopAt("recorded") {
@@ -140,6 +153,27 @@ func (n *Node) moveIn(m Migration, v *slotFence) error {
 		return nil
 	}
 	return n.record(m, r)
+}
+
+// shipPart is the most image bytes one forwarded submission carries: well
+// under the RESP port's default proto-max-bulk-len (1 MiB).
+const shipPart = 512 << 10
+
+// sendTo appends o to the log of the group whose leader is at addr
+// (RAFT.FORWARD) and returns its result.
+func (n *Node) sendTo(addr string, o op) (result, error) {
+	reply, err := n.fwd.call(addr, []byte("RAFT.FORWARD"), appendBatch(nil, time.Now().UnixNano(), []op{o}))
+	if err != nil {
+		return result{}, err
+	}
+	rs, err := decodeResults(reply)
+	if err != nil {
+		return result{}, err
+	}
+	if len(rs) != 1 {
+		return result{}, errCorrupt
+	}
+	return rs[0], nil
 }
 
 // record writes the outcome an install or refuse reported in the target's

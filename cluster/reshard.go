@@ -38,10 +38,26 @@ const (
 	fenceDrop
 	fenceUnseal
 	fenceState // snapshots only: the per-slot migration state
+	fencePart  // one chunk of a shipment's image, staged at the target
 )
 
 func (k fenceKind) String() string {
-	return [...]string{"?", "seal", "install", "refuse", "drop", "unseal", "state"}[min(int(k), 6)]
+	return [...]string{"?", "seal", "install", "refuse", "drop", "unseal", "state", "part"}[min(int(k), 7)]
+}
+
+// staging is the shipment a target is receiving in parts: the image of a
+// range larger than one forwarded submission can carry arrives as part
+// entries, each loading its chunk into the store under slots the group
+// does not serve, and an install that names the shipment and its count
+// of parts completes it. Part 0 starts a shipment, dropping whatever the
+// group held in the range; a part or install of another shipment, or out
+// of order, is refused, so two leaders of the source shipping at once
+// cannot mix their parts. Raft's FSM goroutine only; not in snapshots (a
+// restored target refuses the install, and the source ships again).
+type staging struct {
+	epoch, ship uint64
+	lo, hi      int
+	parts       int // received, in order
 }
 
 // slotState is a slot's state after its group's last migration step.
@@ -122,26 +138,39 @@ func (f *stateMachine) applyFence(at int64, o *op, r *result) int64 {
 			set(slotSealed)
 			r.n = 1
 		}
-	case fenceInstall, fenceRefuse:
+	case fenceInstall, fenceRefuse, fencePart:
+		staged := o.ship != 0 && f.stage.ship == o.ship && f.stage.epoch == e && f.stage.lo == lo && f.stage.hi == hi
 		switch {
+		case o.fence == fencePart && below && owned == 0:
+			switch {
+			case o.part == 0:
+				f.stage = staging{epoch: e, ship: o.ship, lo: lo, hi: hi, parts: 1}
+				drop, install, r.n = true, true, 1
+			case staged && f.stage.parts == o.part:
+				f.stage.parts++
+				install, r.n = true, 1
+			}
+		case o.fence == fencePart:
 		case atE && owned == all:
 			r.n = outcomeInstalled
 		case atE && none == all:
 			r.n = outcomeRefused
-		case below && owned == 0:
-			drop = sealed > 0 // an earlier, committed migration's keys, not dropped yet
-			if o.fence == fenceInstall {
-				install = true
-				if o.applied > f.applied {
-					f.applied = o.applied
-				}
-				at = f.applied
-				set(slotOwned)
-				r.n = outcomeInstalled
-			} else {
-				set(slotNone)
-				r.n = outcomeRefused
+		case below && owned == 0 && o.fence == fenceInstall && (o.part == 0 || staged && f.stage.parts == o.part):
+			// Without parts the image is whole here and replaces the
+			// range; with them the parts replaced it already.
+			drop, install = o.part == 0, true
+			if o.applied > f.applied {
+				f.applied = o.applied
 			}
+			at = f.applied
+			set(slotOwned)
+			f.stage = staging{}
+			r.n = outcomeInstalled
+		case below && owned == 0 && o.fence == fenceRefuse:
+			drop = true // an earlier migration's keys not dropped yet, or staged parts
+			set(slotNone)
+			f.stage = staging{}
+			r.n = outcomeRefused
 		}
 	case fenceDrop:
 		switch {
@@ -170,7 +199,7 @@ func (f *stateMachine) applyFence(at int64, o *op, r *result) int64 {
 		s := policy.StoredSlot(key)
 		return s >= lo && s <= hi
 	}
-	if drop || install {
+	if drop {
 		f.st.DeleteMatching(at, in)
 	}
 	if install {

@@ -86,12 +86,12 @@ func TestFenceSealRefusesAndInstallCarriesState(t *testing.T) {
 		t.Fatalf("after an own entry: owns 15 %v, 5 %v; want false, true", v.owned.has(15), v.owned.has(5))
 	}
 	// The image: the key as the last decision before the seal left it.
-	image, n := src.f.st.Export(src.f.AppliedTime(), func(k []byte) bool { return string(k) == key })
-	if n != 1 {
+	chunks, n := src.f.st.Export(src.f.AppliedTime(), func(k []byte) bool { return string(k) == key }, 1<<20)
+	if n != 1 || len(chunks) != 1 {
 		t.Fatalf("export: %d entries", n)
 	}
 	install := fenceOp(fenceInstall, 5, 10, 20)
-	install.applied, install.image = t2, image
+	install.applied, install.image = t2, chunks[0]
 	// The target's clock is behind the image's: its applied time rises.
 	if rs := dst.apply(t0, install); rs[0].n != outcomeInstalled || rs[0].out.Err != nil {
 		t.Fatalf("install = n %d, %v", rs[0].n, rs[0].out.Err)
@@ -118,7 +118,7 @@ func TestFenceSealRefusesAndInstallCarriesState(t *testing.T) {
 	if rs := src.apply(t3, fenceOp(fenceDrop, 5, 10, 20)); rs[0].n != 1 {
 		t.Fatalf("drop = n %d, %v", rs[0].n, rs[0].out.Err)
 	}
-	if _, n := src.f.st.Export(t3, func([]byte) bool { return true }); n != 0 {
+	if _, n := src.f.st.Export(t3, func([]byte) bool { return true }, 1<<20); n != 0 {
 		t.Fatalf("the source holds %d keys after the drop", n)
 	}
 	// An unseal after the drop changes nothing.
@@ -134,19 +134,19 @@ func TestFenceRefusedEpochRefusesALateInstall(t *testing.T) {
 	key := keyIn(t, 30, 40)
 	src.apply(t0, takeOp(key, 3))
 	src.apply(t0, fenceOp(fenceSeal, 7, 30, 40))
-	image, _ := src.f.st.Export(t0, func([]byte) bool { return true })
+	chunks, _ := src.f.st.Export(t0, func([]byte) bool { return true }, 1<<20)
 	if rs := dst.apply(t0, fenceOp(fenceRefuse, 7, 30, 40)); rs[0].n != outcomeRefused {
 		t.Fatalf("refuse = n %d, %v", rs[0].n, rs[0].out.Err)
 	}
 	late := fenceOp(fenceInstall, 7, 30, 40)
-	late.applied, late.image = t0, image
+	late.applied, late.image = t0, chunks[0]
 	if rs := dst.apply(t0, late); rs[0].n != outcomeRefused {
 		t.Fatalf("late install = n %d, %v; want the refusal reported", rs[0].n, rs[0].out.Err)
 	}
 	if dst.f.serves(35) {
 		t.Fatal("the target serves the slots of a refused epoch")
 	}
-	if _, n := dst.f.st.Export(t0, func([]byte) bool { return true }); n != 0 {
+	if _, n := dst.f.st.Export(t0, func([]byte) bool { return true }, 1<<20); n != 0 {
 		t.Fatalf("the target loaded %d keys of a refused epoch", n)
 	}
 	// The source unseals: the key's state is as before the seal.
@@ -252,5 +252,67 @@ func TestRebalancePlanMovesTheFewestSlots(t *testing.T) {
 		if moved != c.moved || fmt.Sprint(counts) != fmt.Sprint(c.counts) {
 			t.Errorf("%s: %d slots moved, counts %v; want %d, %v", c.name, moved, counts, c.moved, c.counts)
 		}
+	}
+}
+
+func TestFenceShipmentInPartsCannotMix(t *testing.T) {
+	t0 := time.Unix(1000, 0).UnixNano()
+	src, dst := newFenceFSM(t), newFenceFSM(t)
+	src.apply(t0, op{code: opOwn, epoch: 1, ranges: []slotRange{{lo: 0, hi: 999}}})
+	var keys []string
+	for i := 0; len(keys) < 40; i++ {
+		k := "p" + strconv.Itoa(i)
+		if keyslot.Of([]byte(k)) < 1000 {
+			keys = append(keys, k)
+			src.apply(t0, takeOp(k, 3))
+		}
+	}
+	src.apply(t0, fenceOp(fenceSeal, 3, 0, 999))
+	chunks, n := src.f.st.Export(t0, func([]byte) bool { return true }, 200)
+	if n != 40 || len(chunks) < 3 {
+		t.Fatalf("export: %d keys in %d chunks", n, len(chunks))
+	}
+	part := func(ship uint64, i int) op {
+		o := fenceOp(fencePart, 3, 0, 999)
+		o.ship, o.part, o.image = ship, i, chunks[i]
+		return o
+	}
+	install := func(ship uint64) op {
+		o := fenceOp(fenceInstall, 3, 0, 999)
+		o.applied, o.ship, o.part = t0, ship, len(chunks)
+		return o
+	}
+	// Shipment 1 starts, shipment 2 starts over it: 1's next part and its
+	// install are refused, 2 completes.
+	for _, c := range []struct {
+		o    op
+		want int64
+	}{{part(1, 0), 1}, {part(1, 1), 1}, {part(2, 0), 1}, {part(1, 2), 0}, {install(1), 0}} {
+		if rs := dst.apply(t0, c.o); rs[0].n != c.want {
+			t.Fatalf("%s ship %d part %d: n %d, %v; want n %d", c.o.fence, c.o.ship, c.o.part, rs[0].n, rs[0].out.Err, c.want)
+		}
+	}
+	if dst.f.serves(5) {
+		t.Fatal("the target serves the range before a complete install")
+	}
+	for i := 1; i < len(chunks); i++ {
+		if rs := dst.apply(t0, part(2, i)); rs[0].n != 1 {
+			t.Fatalf("ship 2 part %d: n %d, %v", i, rs[0].n, rs[0].out.Err)
+		}
+	}
+	if rs := dst.apply(t0, install(2)); rs[0].n != outcomeInstalled {
+		t.Fatalf("install of ship 2: n %d, %v", rs[0].n, rs[0].out.Err)
+	}
+	for _, k := range keys {
+		if rs := dst.apply(t0, takeOp(k, 0)); rs[0].out.Err != nil || remaining(rs) != 7 {
+			t.Fatalf("%s at the target: %+v; want 7 left", k, rs[0].out)
+		}
+	}
+	// A late part after the install is refused and changes nothing.
+	if rs := dst.apply(t0, part(1, 0)); rs[0].n != 0 {
+		t.Fatalf("late part: n %d", rs[0].n)
+	}
+	if _, n := dst.f.st.Export(t0, func([]byte) bool { return true }, 1<<20); n != 40 {
+		t.Fatalf("the target holds %d keys; want 40", n)
 	}
 }

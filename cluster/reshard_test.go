@@ -153,7 +153,11 @@ func (l *load) finish(t *testing.T, cc *redis.ClusterClient) {
 				k.key, remaining, k.admitted, k.unknown, k.capacity, lo, hi)
 		}
 	}
-	t.Logf("%d keys, %d decisions with a definite answer", len(l.keys), calls)
+	var unknown int64
+	for _, k := range l.keys {
+		unknown += k.unknown
+	}
+	t.Logf("%d keys, %d decisions with a definite answer, %d unknown", len(l.keys), calls, unknown)
 }
 
 // waitMigration waits until every process's meta replica records epoch
@@ -256,7 +260,7 @@ func TestMigrateSlotsThereAndBackUnderLoad(t *testing.T) {
 	cc := newLoadClient(procs)
 	defer cc.Close()
 	keys := movingKeys(0, 999, 120)
-	l := startLoad(cc, keys, 6, nil)
+	l := startLoad(cc, keys, 6, outcomeUnknown)
 	time.Sleep(300 * time.Millisecond)
 
 	e1 := migrate(t, cc, "0-999", 2)
@@ -290,8 +294,8 @@ func TestMigrateSlotsThereAndBackUnderLoad(t *testing.T) {
 		if p.group != 2 {
 			continue
 		}
-		if img, n := p.data.st.Export(p.data.fsm.AppliedTime(), func(k []byte) bool { return keyslot.Of(k) < 1000 }); n != 0 {
-			t.Fatalf("%s holds %d keys (%d bytes) of slots it gave back", p.id, n, len(img))
+		if _, n := p.data.st.Export(p.data.fsm.AppliedTime(), func(k []byte) bool { return keyslot.Of(k) < 1000 }, 1<<20); n != 0 {
+			t.Fatalf("%s holds %d keys of slots it gave back", p.id, n)
 		}
 	}
 }
@@ -318,6 +322,13 @@ func TestMigrateRefusals(t *testing.T) {
 		}
 	}
 }
+
+// outcomeUnknown reports whether err is the UNKNOWN reply: a leader lost
+// its leadership while the decision was being committed. On a machine
+// whose cores are shared, fastRaft's timings make such an election
+// possible without a kill; the key checks then allow the call either
+// way. Any other error must not reach the client.
+func outcomeUnknown(err error) bool { return strings.HasPrefix(err.Error(), "UNKNOWN ") }
 
 // isUnknown reports whether err leaves a decision's outcome unknown: the
 // connection or the leader went away after the request left.
@@ -355,7 +366,7 @@ func TestMigrateAbortsPastItsDeadlineAndUnseals(t *testing.T) {
 	cc := newLoadClient(procs)
 	defer cc.Close()
 	keys := movingKeys(0, 999, 60)
-	l := startLoad(cc, keys, 4, nil)
+	l := startLoad(cc, keys, 4, outcomeUnknown)
 	time.Sleep(200 * time.Millisecond)
 	// The source stops after its seal until the deadline has passed.
 	var once sync.Once
@@ -436,7 +447,7 @@ func TestDrainAndRebalanceUnderLoad(t *testing.T) {
 	defer cc.Close()
 	ctx := context.Background()
 	keys := movingKeys(0, keyslot.Slots-1, 120)
-	l := startLoad(cc, keys, 6, nil)
+	l := startLoad(cc, keys, 6, outcomeUnknown)
 	time.Sleep(200 * time.Millisecond)
 
 	if err := cc.Do(ctx, "SLUICE.FORGET", 2).Err(); err == nil || !strings.Contains(err.Error(), "still owns slot 8192") {

@@ -15,21 +15,27 @@ import (
 // payload's encoding (snapshot.go), with their whole state: algorithm,
 // state words, lists, expiry.
 
-// Export returns the entries live at now whose keys match selects, encoded
-// one after another, and their count. Each entry is copied as it was at
-// some instant of the export; a caller that needs a point-in-time image
-// keeps the selected keys from changing meanwhile (a sealed slot range
-// does: its group applies nothing to it).
-func (st *Store) Export(now int64, match func(key []byte) bool) (image []byte, count int) {
+// Export returns the entries live at now whose keys match selects,
+// encoded one after another in chunks of about chunk bytes (each holds
+// whole entries, at least one), and their count. Each entry is copied as
+// it was at some instant of the export; a caller that needs a
+// point-in-time image keeps the selected keys from changing meanwhile (a
+// sealed slot range does: its group applies nothing to it).
+func (st *Store) Export(now int64, match func(key []byte) bool, chunk int) (chunks [][]byte, count int) {
+	var cur []byte
 	for i := range st.shards {
 		sh := &st.shards[i]
 		for pos := 0; ; {
 			sh.Lock()
 			pos, _ = sh.Scan(pos, copyStep, now, func(key []byte, e shard.Entry) {
-				if match(key) {
-					image = appendEntry(image, key, &e)
-					count++
+				if !match(key) {
+					return
 				}
+				if len(cur) > 0 && len(cur)+len(key)+64 > chunk {
+					chunks, cur = append(chunks, cur), nil
+				}
+				cur = appendEntry(cur, key, &e)
+				count++
 			})
 			sh.Unlock()
 			if pos == 0 {
@@ -37,7 +43,10 @@ func (st *Store) Export(now int64, match func(key []byte) bool) (image []byte, c
 			}
 		}
 	}
-	return image, count
+	if len(cur) > 0 {
+		chunks = append(chunks, cur)
+	}
+	return chunks, count
 }
 
 // Import stores every entry of image (as Export wrote it) at now,
