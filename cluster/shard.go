@@ -51,7 +51,10 @@ func (n *Node) startShardDuties() {
 			if n.cfg.Meta {
 				err = n.seedSlots()
 			} else {
-				err = errors.Join(n.reportGroup(), n.takeSlots(), n.moveSlots())
+				err = errors.Join(n.reportGroup(), n.takeSlots())
+				if merr := n.moveSlots(); merr != nil {
+					n.log.Warn("cluster: migration step failed; retrying", "err", merr)
+				}
 			}
 			if err != nil {
 				n.log.Debug("cluster: shard duties", "err", err)

@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Resharding with real processes: a sharded cluster of 2 groups of 3
+// sluice processes takes load from go-redis's ClusterClient on keys of
+// slots 0-999 while those slots move to group 2 and back, the source's
+// leader killed with kill -9 during the first move and the target's
+// during the second.
+
+// startShardedProcs starts groups of 3 processes each, as docs/cluster.md
+// describes: group 1's first node starts the meta group, every other
+// node joins it through that node.
+func startShardedProcs(t *testing.T, groups int) [][]*proc {
+	ps := newProcs(t, 3*groups)
+	n := fmt.Sprint(groups)
+	var out [][]*proc
+	for g := 0; g < groups; g++ {
+		gs := ps[3*g : 3*g+3]
+		// Every start passes the cluster flags (a restart too); the seed
+		// is the first node, once it has its port.
+		for i, p := range gs {
+			p.always = []string{"--cluster-group", fmt.Sprint(g + 1), "--cluster-groups", n, "--raft-fsync", "no"}
+			if g > 0 || i > 0 {
+				p.always = append(p.always, "--cluster-seed", ps[0].addr())
+			}
+			if i == 0 {
+				p.always = append(p.always, "--bootstrap", "yes")
+			} else {
+				p.always = append(p.always, "--join", gs[0].addr())
+			}
+			p.start()
+		}
+		out = append(out, gs)
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		for _, g := range out {
+			if g[0].info("members") != "3" || g[2].info("leader_id") == "" || g[1].info("leader_id") == "" {
+				return false
+			}
+		}
+		for _, p := range ps {
+			if len(clusterSlots(p)) != groups {
+				return false
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// clusterSlots is CLUSTER SLOTS as p answers it: each range's first slot
+// to "last master", or nil if p does not answer.
+func clusterSlots(p *proc) map[int64]string {
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, DialTimeout: 300 * time.Millisecond,
+		ReadTimeout: time.Second, MaxRetries: -1})
+	defer rdb.Close()
+	slots, err := rdb.ClusterSlots(context.Background()).Result()
+	if err != nil {
+		return nil
+	}
+	out := map[int64]string{}
+	for _, s := range slots {
+		if len(s.Nodes) > 0 {
+			out[int64(s.Start)] = fmt.Sprint(s.End, " ", s.Nodes[0].Addr)
+		}
+	}
+	return out
+}
+
+func groupLeaderProc(t *testing.T, g []*proc) *proc {
+	t.Helper()
+	var ld *proc
+	waitFor(t, 15*time.Second, func() bool { ld = leaderOf(g); return ld != nil && ld.info("ready") == "true" })
+	return ld
+}
+
+func TestProcessReshardKill9(t *testing.T) {
+	groups := startShardedProcs(t, 2)
+	all := append(append([]*proc(nil), groups[0]...), groups[1]...)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{all[0].addr(), all[3].addr()}, Protocol: 2,
+		MaxRedirects: 40, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond,
+		DialTimeout: 300 * time.Millisecond})
+	defer cc.Close()
+	ctx := context.Background()
+	keys := movingKeys(0, 999, 60)
+	l := startLoad(cc, keys, 4, isUnknown)
+	time.Sleep(time.Second)
+
+	move := func(to int, victim []*proc) {
+		t.Helper()
+		ld := groupLeaderProc(t, victim)
+		epoch, err := cc.Do(ctx, "SLUICE.MIGRATE", "0-999", to, "TIMEOUT", 20000).Int64()
+		if err != nil {
+			t.Fatalf("SLUICE.MIGRATE 0-999 %d: %v", to, err)
+		}
+		time.Sleep(150 * time.Millisecond) // somewhere between the plan and the commit
+		ld.kill()
+		killed := time.Now()
+		var state string
+		waitFor(t, 60*time.Second, func() bool {
+			for _, p := range all {
+				if p == ld {
+					continue
+				}
+				if state = migrationState(p, epoch); state != "committed" && state != "aborted" {
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("migration %d to group %d, %s's leader %s killed: %s %v after the kill", epoch, to,
+			map[bool]string{true: "source", false: "target"}[victim[0] != groups[to-1][0]], ld.id, state,
+			time.Since(killed).Round(time.Millisecond))
+		// Every live node's CLUSTER SLOTS settles on the same owners.
+		var views []string
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			views = views[:0]
+			same := true
+			for _, p := range all {
+				if p == ld {
+					continue
+				}
+				s := fmt.Sprint(clusterSlots(p))
+				views = append(views, p.id+": "+s)
+				same = same && s == strings.SplitN(views[0], ": ", 2)[1] && s != "map[]"
+			}
+			if same {
+				break
+			}
+			checkAlive(t)
+			if time.Now().After(deadline) {
+				t.Fatalf("CLUSTER SLOTS differ after 20 s:\n%s", strings.Join(views, "\n"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		ld.start()
+		time.Sleep(time.Second)
+	}
+	move(2, groups[0]) // kill -9 the source's leader
+	move(1, groups[0]) // kill -9 the target's leader
+	time.Sleep(500 * time.Millisecond)
+	l.finish(t, cc)
+}
+
+// migrationState is the state SLUICE.MIGRATIONS on p gives epoch, or "".
+func migrationState(p *proc, epoch int64) string {
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, DialTimeout: 300 * time.Millisecond,
+		ReadTimeout: time.Second, MaxRetries: -1})
+	defer rdb.Close()
+	list, err := rdb.Do(context.Background(), "SLUICE.MIGRATIONS").Slice()
+	if err != nil {
+		return ""
+	}
+	for _, item := range list {
+		kv, _ := item.([]any)
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+		if m["epoch"] == epoch {
+			return strings.TrimSpace(fmt.Sprint(m["state"]))
+		}
+	}
+	return ""
+}
