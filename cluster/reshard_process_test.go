@@ -173,3 +173,94 @@ func migrationState(p *proc, epoch int64) string {
 	}
 	return ""
 }
+
+// TestProcessAddRebalanceRemoveGroup adds a third group to a running
+// cluster of two, spreads the slots over the three, drains the third and
+// removes it, under load on keys of every part of the slot space.
+func TestProcessAddRebalanceRemoveGroup(t *testing.T) {
+	groups := startShardedProcs(t, 2)
+	all := append(append([]*proc(nil), groups[0]...), groups[1]...)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{all[0].addr(), all[3].addr()}, Protocol: 2,
+		MaxRedirects: 40, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond,
+		DialTimeout: 300 * time.Millisecond})
+	defer cc.Close()
+	ctx := context.Background()
+	l := startLoad(cc, movingKeys(0, 16383, 90), 4, outcomeUnknown)
+	time.Sleep(500 * time.Millisecond)
+
+	// The third group: three more processes, joining the meta group.
+	third := newProcs(t, 3)
+	for i, p := range third {
+		p.id = fmt.Sprintf("g3n%d", i+1)
+		p.raftIP = fmt.Sprintf("127.0.0.%d", 30+i)
+		p.always = []string{"--cluster-group", "3", "--cluster-groups", "3", "--raft-fsync", "no", "--cluster-seed", all[0].addr()}
+		if i == 0 {
+			p.always = append(p.always, "--bootstrap", "yes")
+		} else {
+			p.always = append(p.always, "--join", third[0].addr())
+		}
+		p.start()
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		return third[0].info("members") == "3" && strings.Contains(fmt.Sprint(clusterNodes(all[0])), third[0].addr())
+	})
+	rebalance := func(args ...any) {
+		t.Helper()
+		epochs, err := cc.Do(ctx, append([]any{"SLUICE.REBALANCE", "CHUNK", 1024, "TIMEOUT", 30000}, args...)...).Int64Slice()
+		if err != nil || len(epochs) == 0 {
+			t.Fatalf("SLUICE.REBALANCE %v = %v, %v", args, epochs, err)
+		}
+		start := time.Now()
+		waitFor(t, 90*time.Second, func() bool {
+			for _, e := range epochs {
+				if st := migrationState(all[1], e); st != "committed" {
+					if st == "aborted" {
+						t.Fatalf("migration %d aborted", e)
+					}
+					return false
+				}
+			}
+			return true
+		})
+		t.Logf("SLUICE.REBALANCE %v: %d migrations committed in %v", args, len(epochs), time.Since(start).Round(time.Millisecond))
+	}
+	rebalance()
+	if slots := clusterSlots(all[2]); len(slots) < 3 {
+		t.Fatalf("after adding group 3, CLUSTER SLOTS %v", slots)
+	}
+	rebalance("GROUPS", 1, 2)
+	// Drained: stop its nodes, remove them from the meta group, forget it.
+	admin := redis.NewClient(&redis.Options{Addr: all[1].addr(), Protocol: 2})
+	defer admin.Close()
+	for _, p := range third {
+		p.kill()
+		if err := admin.Do(ctx, "META.REMOVE", p.id).Err(); err != nil {
+			t.Fatalf("META.REMOVE %s: %v", p.id, err)
+		}
+	}
+	if err := admin.Do(ctx, "SLUICE.FORGET", 3).Err(); err != nil {
+		t.Fatalf("SLUICE.FORGET 3: %v", err)
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		nodes := clusterNodes(all[4])
+		for _, p := range third {
+			if strings.Contains(nodes, p.addr()) {
+				return false
+			}
+		}
+		return nodes != ""
+	})
+	if slots := fmt.Sprint(clusterSlots(all[4])); strings.Contains(slots, third[0].addr()) {
+		t.Fatalf("CLUSTER SLOTS after removing group 3: %s", slots)
+	}
+	time.Sleep(300 * time.Millisecond)
+	l.finish(t, cc)
+}
+
+// clusterNodes is CLUSTER NODES as p answers it.
+func clusterNodes(p *proc) string {
+	rdb := redis.NewClient(&redis.Options{Addr: p.addr(), Protocol: 2, DialTimeout: 300 * time.Millisecond, MaxRetries: -1})
+	defer rdb.Close()
+	s, _ := rdb.ClusterNodes(context.Background()).Result()
+	return s
+}
