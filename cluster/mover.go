@@ -34,13 +34,16 @@ import (
 func (n *Node) moveSlots() error {
 	meta, g := n.cfg.MetaNode, n.cfg.Shard
 	var errs []error
+	var v *slotFence // read once: the migrations of a pass have disjoint ranges
 	for _, m := range meta.Migrations() {
-		if m.From != g && m.To != g {
+		if m.From != g && m.To != g || m.State != MigrationPlanned && m.From != g {
 			continue
 		}
-		v, ok := n.fsm.fenceView()
-		if !ok {
-			return nil
+		if v == nil {
+			var ok bool
+			if v, ok = n.fsm.fenceView(); !ok {
+				return nil
+			}
 		}
 		var err error
 		switch {

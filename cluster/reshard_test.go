@@ -207,7 +207,7 @@ func waitMigration(t *testing.T, procs []*shardProc, epoch uint64, within time.D
 		var st MigrationState
 		done := true
 		for _, p := range procs {
-			if p.closed {
+			if p.closed.Load() {
 				continue
 			}
 			m, ok := p.meta.migration(epoch)
@@ -246,7 +246,7 @@ func settled(procs []*shardProc) error {
 	var table [keyslot.Slots]uint16
 	ref := procs[0]
 	for _, p := range procs {
-		if !p.closed {
+		if !p.closed.Load() {
 			ref = p
 			break
 		}
@@ -258,7 +258,7 @@ func settled(procs []*shardProc) error {
 		}
 	}
 	for _, p := range procs {
-		if p.closed {
+		if p.closed.Load() {
 			continue
 		}
 		_, other, _, _ := p.meta.SlotTable()
@@ -380,7 +380,7 @@ func isUnknown(err error) bool {
 // killProc stops a process as kill -9 would, without its data: its
 // RESP server, its data node and its meta replica.
 func killProc(p *shardProc) {
-	p.closed = true
+	p.closed.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	p.srv.Shutdown(ctx)
 	cancel()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ type shardProc struct {
 	data, meta *Node
 	srv        *server.Server
 	served     chan error
-	closed     bool // killed (killProc): its server and nodes are closed
+	closed     atomic.Bool // killed (killProc): its server and nodes are closed
 }
 
 type shardedTopology struct{ n *Node }
@@ -136,7 +137,7 @@ func newShardedCluster(t *testing.T) []*shardProc {
 	}
 	t.Cleanup(func() {
 		for _, p := range procs {
-			if p.closed {
+			if p.closed.Load() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
