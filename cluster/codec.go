@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/keyslot"
 )
 
 // A log entry is one batch: a header with the leader's timestamp, then the
@@ -69,7 +70,30 @@ import (
 //	20 group    = group:uvarint term:uvarint leader:bytes n:uvarint (id:bytes resp:bytes raft:bytes)*
 //	              the meta group's record of a data group: its members and
 //	              addresses as its leader of term reports them (meta.go);
-//	              applied only if term is not below the record's
+//	              applied only if term is not below the record's; with an
+//	              empty leader and no members it removes the group's record
+//	              (SLUICE.FORGET), refused while the group owns a slot
+//	21 migration = epoch:uvarint lo:uvarint hi:uvarint from:uvarint to:uvarint
+//	              state:u8 started:varint deadline:varint finished:varint
+//	              the meta group's record of a slot migration (migrate.go):
+//	              state 1 (planned) with epoch 0 asks for a new migration of
+//	              lo-hi to the group to, the FSM assigning the epoch and
+//	              from and reading deadline as the timeout; state 2
+//	              (committed) or 3 (aborted) with an epoch records that
+//	              planned migration's outcome; a snapshot restores records
+//	              whole
+//	22 fence    = kind:u8 body
+//	              a data group's step of a slot migration (reshard.go):
+//	              kinds 1 seal, 2 install, 3 refuse, 4 drop, 5 unseal and
+//	              7 part have body epoch:uvarint lo:uvarint hi:uvarint; an
+//	              install then applied:varint ship:uvarint parts:uvarint
+//	              image:bytes (the source's applied instant; the shipment
+//	              whose parts it completes, or 0 parts; the range's entries
+//	              as store.Export encodes them), a part ship:uvarint
+//	              index:uvarint image:bytes (one chunk of a shipment's
+//	              image); kind 6 (snapshots only) is the per-slot migration
+//	              state, n:uvarint (lo:uvarint hi:uvarint epoch:uvarint
+//	              state:u8)* with state 0 none, 1 owned, 2 sealed
 //
 // Any other code, a count or length beyond the entry's end, a varint that
 // does not end, or an exec whose sha1 and cmd disagree makes the entry
@@ -108,12 +132,14 @@ const (
 	opTx
 	opACL
 	opPolicy
-	opCheck    // on the wire only: an opDecide whose request names an override key (RL.CHECK)
-	opOverride // RL.OVERRIDE SET: argv = key, the 24 bytes of the packed words
-	opTake     // on the wire only: an opDecide with Request.Min > 0 (RL.TAKE)
-	opOwn      // a data group's slots (fence.go)
-	opSlots    // the meta group's slot table (meta.go)
-	opGroup    // the meta group's record of a data group (meta.go)
+	opCheck     // on the wire only: an opDecide whose request names an override key (RL.CHECK)
+	opOverride  // RL.OVERRIDE SET: argv = key, the 24 bytes of the packed words
+	opTake      // on the wire only: an opDecide with Request.Min > 0 (RL.TAKE)
+	opOwn       // a data group's slots (fence.go)
+	opSlots     // the meta group's slot table (meta.go)
+	opGroup     // the meta group's record of a data group (meta.go)
+	opMigration // the meta group's record of a slot migration (migrate.go)
+	opFence     // a data group's step of a slot migration (reshard.go)
 )
 
 // op is one operation of a batch.
@@ -134,6 +160,14 @@ type op struct {
 	group  uint16      // opGroup
 	term   uint64      // opGroup
 	nodes  []GroupNode // opGroup; its leader's id is id
+
+	mig     Migration // opMigration
+	fence   fenceKind // opFence, with epoch and ranges[0] (kinds 1-5)
+	applied int64     // opFence install: the source's applied instant
+	image   []byte    // opFence install: the range's entries (store.Export)
+	ship    uint64    // opFence install, part: the shipment
+	part    int       // opFence install: the shipment's parts; part: this part's index
+	runs    []slotRun // opFence state
 }
 
 // result is one operation's answer: an outcome for decisions, a number for
@@ -221,6 +255,45 @@ func appendOp(b []byte, o *op) []byte {
 			if o.code == opSlots {
 				b = binary.AppendUvarint(b, uint64(r.group))
 			}
+		}
+	case opMigration:
+		m := &o.mig
+		for _, v := range []uint64{m.Epoch, uint64(m.Lo), uint64(m.Hi), uint64(m.From), uint64(m.To)} {
+			b = binary.AppendUvarint(b, v)
+		}
+		b = append(b, byte(m.State))
+		b = binary.AppendVarint(b, m.Started)
+		b = binary.AppendVarint(b, m.Deadline)
+		b = binary.AppendVarint(b, m.Finished)
+	case opFence:
+		b = append(b, byte(o.fence))
+		if o.fence == fenceState {
+			b = binary.AppendUvarint(b, uint64(len(o.runs)))
+			for _, r := range o.runs {
+				b = binary.AppendUvarint(b, uint64(r.lo))
+				b = binary.AppendUvarint(b, uint64(r.hi))
+				b = binary.AppendUvarint(b, r.epoch)
+				b = append(b, byte(r.state))
+			}
+			break
+		}
+		var r slotRange
+		if len(o.ranges) > 0 {
+			r = o.ranges[0]
+		}
+		b = binary.AppendUvarint(b, o.epoch)
+		b = binary.AppendUvarint(b, uint64(r.lo))
+		b = binary.AppendUvarint(b, uint64(r.hi))
+		switch o.fence {
+		case fenceInstall:
+			b = binary.AppendVarint(b, o.applied)
+			b = binary.AppendUvarint(b, o.ship)
+			b = binary.AppendUvarint(b, uint64(o.part))
+			b = appendBytes(b, o.image)
+		case fencePart:
+			b = binary.AppendUvarint(b, o.ship)
+			b = binary.AppendUvarint(b, uint64(o.part))
+			b = appendBytes(b, o.image)
 		}
 	case opGroup:
 		b = binary.AppendUvarint(b, uint64(o.group))
@@ -459,6 +532,59 @@ func (d *decoder) op(count uint64) op {
 	case opOwn, opSlots:
 		o.epoch = d.uvarint()
 		o.ranges = d.ranges(o.code == opSlots)
+	case opMigration:
+		m := &o.mig
+		m.Epoch = d.uvarint()
+		lo, hi, from, to := d.uvarint(), d.uvarint(), d.uvarint(), d.uvarint()
+		m.State = MigrationState(d.byte())
+		m.Started, m.Deadline, m.Finished = d.varint(), d.varint(), d.varint()
+		if lo > hi || hi >= keyslot.Slots || from > math.MaxUint16 || to == 0 || to > math.MaxUint16 ||
+			m.State < MigrationPlanned || m.State > MigrationAborted {
+			d.fail()
+		}
+		m.Lo, m.Hi, m.From, m.To = int(lo), int(hi), uint16(from), uint16(to)
+	case opFence:
+		o.fence = fenceKind(d.byte())
+		switch o.fence {
+		case fenceSeal, fenceInstall, fenceRefuse, fenceDrop, fenceUnseal, fencePart:
+			o.epoch = d.uvarint()
+			lo, hi := d.uvarint(), d.uvarint()
+			if lo > hi || hi >= keyslot.Slots || o.epoch == 0 {
+				d.fail()
+			}
+			o.ranges = []slotRange{{lo: uint16(lo), hi: uint16(hi)}}
+			switch o.fence {
+			case fenceInstall:
+				o.applied = d.varint()
+				fallthrough
+			case fencePart:
+				o.ship = d.uvarint()
+				part := d.uvarint()
+				if part > math.MaxInt32 {
+					d.fail()
+				}
+				o.part, o.image = int(part), d.bytes()
+			}
+		case fenceState:
+			n := d.uvarint()
+			if n > uint64(len(d.b)) {
+				d.fail()
+				break
+			}
+			next := uint64(0)
+			for j := uint64(0); j < n && d.err == nil; j++ {
+				lo, hi, e := d.uvarint(), d.uvarint(), d.uvarint()
+				st := slotState(d.byte())
+				if lo < next || lo > hi || hi >= keyslot.Slots || st > slotSealed {
+					d.fail()
+					break
+				}
+				next = hi + 1
+				o.runs = append(o.runs, slotRun{lo: uint16(lo), hi: uint16(hi), epoch: e, state: st})
+			}
+		default:
+			d.fail()
+		}
 	case opGroup:
 		g := d.uvarint()
 		if g == 0 || g > math.MaxUint16 {

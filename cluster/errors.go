@@ -55,6 +55,7 @@ var (
 	errNoACL             = replyerr.Generic("this node replicates no ACL users")
 	errNoPolicies        = replyerr.Generic("this node replicates no policies")
 	errCorruptOverride   = replyerr.Generic("a malformed override entry")
+	errFenceStep         = replyerr.Generic("migration step not applied") // the slots are not in a state the step applies to
 )
 
 // errUnknown is the reply when a decision may or may not have been

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/sluice-rl/sluice/keyslot"
 	"github.com/sluice-rl/sluice/policy"
 )
 
@@ -93,16 +94,33 @@ func (f *stateMachine) fenceTx(ops []op, i, j int) error {
 }
 
 // applyOwn sets the group's slots from an own op of a later or equal
-// epoch; an older one changes nothing. n is 1 if it was applied.
+// epoch; an older one changes nothing. Slots a migration step has touched
+// (reshard.go) keep the state that step left: own entries only give a
+// new cluster's slots their first owner. n is 1 if it was applied.
 func (f *stateMachine) applyOwn(o *op, r *result) {
 	if f.fence == nil || o.epoch < f.fenceEpoch {
 		return
 	}
 	f.mu.Lock()
-	f.fence.setRanges(o.ranges)
+	var next slotSet
+	next.setRanges(o.ranges)
+	for s := range f.slots {
+		if f.slots[s].epoch > 0 {
+			next[s>>6] = next[s>>6]&^(1<<(s&63)) | f.fence[s>>6]&(1<<(s&63))
+		}
+	}
+	*f.fence = next
 	f.fenceEpoch = o.epoch
 	f.mu.Unlock()
 	r.n = 1
+}
+
+// serves reports whether this group's log serves slot (a sharded group's
+// fence owns it).
+func (f *stateMachine) serves(slot int) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.fence != nil && slot >= 0 && slot < keyslot.Slots && f.fence.has(slot)
 }
 
 // Owned returns the slots this data group's log gives it and the epoch
@@ -117,11 +135,15 @@ func (f *stateMachine) owned() (rs []slotRange, epoch uint64, ok bool) {
 }
 
 // appendShardState appends the snapshot's shard section (fsm.go): the
-// fence as an own op, or the meta state as its ops. Under f.mu.
+// fence as an own op and the slots' migration state as a fence op, or the
+// meta state as its ops. Under f.mu.
 func (f *stateMachine) appendShardState(b []byte) []byte {
 	var ops []op
 	if f.fence != nil {
 		ops = append(ops, op{code: opOwn, epoch: f.fenceEpoch, ranges: f.fence.ranges()})
+		if runs := f.migrationRuns(); len(runs) > 0 {
+			ops = append(ops, op{code: opFence, fence: fenceState, runs: runs})
+		}
 	}
 	if f.meta != nil {
 		ops = append(ops, f.meta.ops()...)
@@ -133,8 +155,9 @@ func (f *stateMachine) appendShardState(b []byte) []byte {
 	return b
 }
 
-// readShardState reads a snapshot's shard section.
-func readShardState(br *bufio.Reader) ([]op, error) {
+// readShardState reads a snapshot's shard section: own, slots and group
+// ops, and from version 5 migration records and fence state ops.
+func readShardState(br *bufio.Reader, version byte) ([]op, error) {
 	n, err := binary.ReadUvarint(br)
 	if err != nil || n > 1<<16 {
 		return nil, fmt.Errorf("cluster: snapshot shard state: %v", err)
@@ -147,7 +170,9 @@ func readShardState(br *bufio.Reader) ([]op, error) {
 		}
 		d := decoder{b: raw}
 		o := d.op(0)
-		if d.err != nil || len(d.b) != 0 || o.code != opOwn && o.code != opSlots && o.code != opGroup {
+		known := o.code == opOwn || o.code == opSlots || o.code == opGroup ||
+			version >= 5 && (o.code == opMigration || o.code == opFence && o.fence == fenceState)
+		if d.err != nil || len(d.b) != 0 || !known {
 			return nil, fmt.Errorf("cluster: snapshot shard state: %w", errCorrupt)
 		}
 		ops = append(ops, o)
@@ -160,7 +185,7 @@ func readShardState(br *bufio.Reader) ([]op, error) {
 func (f *stateMachine) restoreShardState(ops []op) {
 	f.mu.Lock()
 	if f.fence != nil {
-		*f.fence, f.fenceEpoch = slotSet{}, 0
+		*f.fence, f.fenceEpoch, *f.slots, f.stage = slotSet{}, 0, [keyslot.Slots]slotMig{}, staging{}
 	}
 	if f.meta != nil {
 		f.meta = newMetaState()
@@ -176,12 +201,16 @@ func (f *stateMachine) restoreShardState(ops []op) {
 			f.applySlots(o, &r)
 		case opGroup:
 			f.applyGroup(o, &r)
+		case opMigration:
+			f.restoreMigration(o)
+		case opFence:
+			f.restoreRuns(o.runs)
 		}
 	}
 }
 
-// ownsAll reports whether the group's log owns every slot of rs (a group
-// that is not sharded owns them all).
+// ownsAll reports whether the group's log owns every slot of rs, or a
+// migration has taken it over (a group that is not sharded owns them all).
 func (f *stateMachine) ownsAll(rs []SlotOwner) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -190,7 +219,9 @@ func (f *stateMachine) ownsAll(rs []SlotOwner) bool {
 	}
 	for _, r := range rs {
 		for s := r.Lo; s <= r.Hi; s++ {
-			if !f.fence.has(s) {
+			// A slot a migration has touched is the migration's to
+			// serve or refuse (TRYAGAIN while it moves), not missing.
+			if !f.fence.has(s) && (f.slots == nil || f.slots[s].epoch == 0) {
 				return false
 			}
 		}

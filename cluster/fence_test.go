@@ -47,7 +47,7 @@ func token(key []byte, group int32) op {
 func TestFenceRefusesOtherSlotsAtApplyTime(t *testing.T) {
 	st := store.New(2)
 	f := newStateMachine(st, nil, nil)
-	f.fence = &slotSet{}
+	f.fence, f.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 	mine := keyInSlotRange(t, "m", 0, 8191)
 	other := keyInSlotRange(t, "o", 8192, 16383)
 
@@ -89,7 +89,7 @@ func TestFenceRefusesOtherSlotsAtApplyTime(t *testing.T) {
 // group's slot table and group records survive a snapshot and restore.
 func TestSnapshotCarriesTheShardState(t *testing.T) {
 	data := newStateMachine(store.New(1), nil, nil)
-	data.fence = &slotSet{}
+	data.fence, data.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 	applyOps(t, data, 1, op{code: opOwn, epoch: 5, ranges: []slotRange{{lo: 10, hi: 20}, {lo: 100, hi: 100}}})
 	meta := newStateMachine(store.New(1), nil, nil)
 	meta.meta = newMetaState()
@@ -107,7 +107,7 @@ func TestSnapshotCarriesTheShardState(t *testing.T) {
 		}
 		g := newStateMachine(store.New(1), nil, nil)
 		if f.fence != nil {
-			g.fence = &slotSet{}
+			g.fence, g.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 		}
 		if f.meta != nil {
 			g.meta = newMetaState()
@@ -147,7 +147,7 @@ func TestOwnsAllFollowsTheOwnEntry(t *testing.T) {
 	if !f.ownsAll(table) {
 		t.Fatal("an unsharded group does not serve every slot")
 	}
-	f.fence = &slotSet{}
+	f.fence, f.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 	if f.ownsAll(table) {
 		t.Fatal("a group with no own entry serves slots")
 	}

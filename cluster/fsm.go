@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/compat"
+	"github.com/sluice-rl/sluice/keyslot"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -49,6 +50,8 @@ type stateMachine struct {
 	// in Apply and Restore only, under mu.
 	fence      *slotSet
 	fenceEpoch uint64
+	slots      *[keyslot.Slots]slotMig // with fence: each slot's migration state (reshard.go)
+	stage      staging                 // the shipment a target is receiving (reshard.go); FSM goroutine only
 	meta       *metaState
 	keep       []int // scratch: the indexes of a run's decisions that pass the fence
 
@@ -201,6 +204,10 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			f.applySlots(o, r)
 		case opGroup:
 			f.applyGroup(o, r)
+		case opMigration:
+			f.applyMigration(at, o, r)
+		case opFence:
+			at = f.applyFence(at, o, r)
 		}
 		i++
 	}
@@ -313,10 +320,12 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 //	shard = nops:uvarint (len:uvarint op)*     (op: codec.go's encoding)
 //
 // a data group's own op (its fence), or the meta group's slots op and one
-// group op per data group; none for a group that is neither. Restore reads
-// versions 1 to 3 too.
+// group op per data group; none for a group that is neither. Version 5
+// adds to a data group's a fence op of its slots' migration state
+// (reshard.go), and to the meta group's one migration op per migration it
+// records (migrate.go). Restore reads versions 1 to 4 too.
 const fsmMagic = "SLUICEFSM"
-const fsmVersion = 4
+const fsmVersion = 5
 
 // Snapshot captures the state at the current index. Raft calls it between
 // applies, so the capture is a point-in-time image; it only copies the
@@ -399,7 +408,7 @@ func (f *stateMachine) Restore(rc io.ReadCloser) error {
 	}
 	var shard []op
 	if version >= 4 {
-		if shard, err = readShardState(br); err != nil {
+		if shard, err = readShardState(br, version); err != nil {
 			return err
 		}
 	}

@@ -307,8 +307,9 @@ func (n *Node) Forward(now int64, blobs [][]byte) ([][]byte, []error) {
 // that say where the group's members are (opMember) and which slots a
 // data group serves (opOwn) are appended only by a leader for itself
 // (admin.go, node.go, shard.go); the slot table and the data groups'
-// records (opSlots, opGroup) are the meta group's, which data leaders
-// forward to. A forwarded submission carrying any other is refused, not
+// records (opSlots, opGroup) and the migration records (opMigration) are
+// the meta group's, which data leaders forward to; of a migration's steps
+// only those one group's leader sends to another's log cross (opFence). A forwarded submission carrying any other is refused, not
 // applied: crafted by a client, an opOwn of every slot would make its
 // group serve the other groups' slots too.
 func (n *Node) forwardable(ops []op) bool {
@@ -316,8 +317,20 @@ func (n *Node) forwardable(ops []op) bool {
 		switch ops[i].code {
 		case opMember, opOwn:
 			return false
-		case opSlots, opGroup:
+		case opSlots, opGroup, opMigration:
 			if !n.cfg.Meta {
+				return false
+			}
+		case opFence:
+			// A source's leader ships an install (in parts) or a refuse
+			// to the target's log; a seal, drop, unseal or state is a
+			// group's own leader's (mover.go).
+			switch ops[i].fence {
+			case fenceInstall, fencePart, fenceRefuse:
+			default:
+				return false
+			}
+			if n.cfg.Meta {
 				return false
 			}
 		}

@@ -44,9 +44,14 @@ type metaState struct {
 	epoch  uint64
 	owner  [keyslot.Slots]uint16 // 0: no owner
 	groups map[uint16]*GroupRecord
+	// migrations are the slot migrations by epoch (migrate.go): every
+	// unfinished one and the latest finished ones.
+	migrations map[uint64]*Migration
 }
 
-func newMetaState() *metaState { return &metaState{groups: map[uint16]*GroupRecord{}} }
+func newMetaState() *metaState {
+	return &metaState{groups: map[uint16]*GroupRecord{}, migrations: map[uint64]*Migration{}}
+}
 
 // applySlots replaces the slot table with an op's at a later epoch; n is
 // 1 if it was applied.
@@ -70,9 +75,14 @@ func (f *stateMachine) applySlots(o *op, r *result) {
 }
 
 // applyGroup records a data group's members, as its leader of a term not
-// below the record's reports them; n is 1 if it was applied.
+// below the record's reports them; n is 1 if it was applied. A group op
+// with no leader and no nodes forgets the group (applyForget).
 func (f *stateMachine) applyGroup(o *op, r *result) {
 	if f.meta == nil {
+		return
+	}
+	if o.id == "" && len(o.nodes) == 0 {
+		f.applyForget(o, r)
 		return
 	}
 	f.mu.Lock()
@@ -87,7 +97,8 @@ func (f *stateMachine) applyGroup(o *op, r *result) {
 }
 
 // metaOps is the meta state as the ops that rebuild it, for a snapshot:
-// the slot table, then each group's record in group order.
+// the slot table, then each group's record in group order, then each
+// migration's record by epoch.
 func (m *metaState) ops() []op {
 	out := []op{{code: opSlots, epoch: m.epoch, ranges: m.table()}}
 	ids := make([]int, 0, len(m.groups))
@@ -99,7 +110,7 @@ func (m *metaState) ops() []op {
 		rec := m.groups[uint16(g)]
 		out = append(out, op{code: opGroup, group: rec.Group, term: rec.Term, id: rec.Leader, nodes: rec.Nodes})
 	}
-	return out
+	return append(out, m.migrationOps()...)
 }
 
 // table returns the slot table as maximal ranges of one owner, leaving

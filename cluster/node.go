@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"github.com/sluice-rl/sluice/keyslot"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -117,8 +118,10 @@ type Node struct {
 	// change it makes (raft commits one change at a time, but the read is
 	// ours).
 	membership sync.Mutex
-	stop       chan struct{}
-	stopped    sync.WaitGroup
+	// moveHook, in tests, stops a migration step of moveOut (mover.go).
+	moveHook atomic.Pointer[func(step string) bool]
+	stop     chan struct{}
+	stopped  sync.WaitGroup
 }
 
 // DefaultConfig returns the defaults: the log fsynced on every write, no
@@ -157,7 +160,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL, cfg.Policies), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
 	if cfg.Shard > 0 {
-		n.fsm.fence = &slotSet{}
+		n.fsm.fence, n.fsm.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 		n.proxies = newProxies(cfg)
 	}
 	if cfg.Meta {

@@ -22,8 +22,9 @@ import (
 //
 // Slots only ever gain an owner here, at a cluster's start; moving a slot
 // from one group to another needs a seal in the old owner's log before
-// the new owner's own entry, which is the resharding protocol's job, not
-// this loop's: the loop never takes a slot from a group that owns it.
+// the new owner's install, which is the resharding protocol's job
+// (moveSlots, mover.go), not the own entries': they never take a slot from
+// a group that owns it, and never touch a slot a migration step has.
 
 // shardDutyPeriod is how often a leader compares its group with the meta
 // group's view of it.
@@ -66,6 +67,11 @@ func (n *Node) startShardDuties() {
 				}
 			} else {
 				err = errors.Join(err, terr)
+			}
+			if !n.cfg.Meta {
+				if merr := n.moveSlots(); merr != nil {
+					n.log.Warn("cluster: migration step failed; retrying", "err", merr)
+				}
 			}
 			if err != nil {
 				n.log.Debug("cluster: shard duties", "err", err)
@@ -174,25 +180,31 @@ func sameNodes(a, b []GroupNode) bool {
 }
 
 // takeSlots appends an own entry when the meta group's table gives this
-// group slots its log does not own yet; errNoSlots if neither gives it any. It never drops a slot (see the
+// group slots its log does not own yet and no migration step has touched;
+// errNoSlots if neither gives it any. It never drops a slot (see the
 // comment at the top of the file).
 func (n *Node) takeSlots() error {
 	epoch, owners, _, ok := n.cfg.MetaNode.SlotTable()
 	if !ok || epoch == 0 {
 		return nil
 	}
-	var set slotSet
-	mine, _, _ := n.fsm.owned()
-	for _, r := range mine {
-		set.add(r)
+	v, ok := n.fsm.fenceView()
+	if !ok {
+		return nil
 	}
+	set := v.owned
 	before := set.count()
 	var top uint16
 	for _, o := range owners {
-		if o.Group == n.cfg.Shard {
-			set.add(slotRange{lo: uint16(o.Lo), hi: uint16(o.Hi)})
-		}
 		top = max(top, o.Group)
+		if o.Group != n.cfg.Shard {
+			continue
+		}
+		for s := o.Lo; s <= o.Hi; s++ {
+			if !v.migrated.has(s) {
+				set.add(slotRange{lo: uint16(s), hi: uint16(s)})
+			}
+		}
 	}
 	if set.count() == 0 {
 		return fmt.Errorf("%w: the slot table (epoch %d) gives data group %d no slot, and its groups go up to %d: a new "+
@@ -213,9 +225,18 @@ func (n *Node) takeSlots() error {
 // else MOVED to the owning group's leader, or CLUSTERDOWN while the slot
 // has no owner or its owner no known leader. Every such reply means
 // nothing was applied.
+//
+// A slot this group's own log serves runs here whatever the meta
+// replica says: right after a migration the target's log owns the range
+// before every node's replica of the meta group records the move, and
+// sending the client back to the source then would bounce it between
+// the two groups (clients follow MOVED at once, without a pause).
 func (n *Node) Route(slot int) error {
 	meta := n.cfg.MetaNode
 	if meta == nil {
+		return nil
+	}
+	if n.fsm.serves(slot) {
 		return nil
 	}
 	g, leader := meta.SlotOwner(slot)

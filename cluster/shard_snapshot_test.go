@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/sluice-rl/sluice/keyslot"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -37,10 +38,10 @@ func TestShardStateSurvivesSnapshotAndRestore(t *testing.T) {
 	var r result
 	// A data group's fence.
 	data := newStateMachine(store.New(1), nil, nil)
-	data.fence = &slotSet{}
+	data.fence, data.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 	data.applyOwn(&op{code: opOwn, epoch: 3, ranges: []slotRange{{lo: 0, hi: 99}, {lo: 200, hi: 299}}}, &r)
 	restored := newStateMachine(store.New(1), nil, nil)
-	restored.fence = &slotSet{}
+	restored.fence, restored.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 	restored.applyOwn(&op{code: opOwn, epoch: 9, ranges: []slotRange{{lo: 5000, hi: 5001}}}, &r) // replaced by the snapshot's
 	snapshotRoundTrip(t, data, restored)
 	want, wantEpoch, _ := data.owned()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ type shardProc struct {
 	data, meta *Node
 	srv        *server.Server
 	served     chan error
+	closed     atomic.Bool // killed (killProc): its server and nodes are closed
 }
 
 type shardedTopology struct{ n *Node }
@@ -140,6 +142,7 @@ func newShardedClusterProxying(t *testing.T, proxy bool) []*shardProc {
 		if proxy {
 			ccfg.Proxy = p.data
 		}
+		ccfg.Resharder = testResharder{p.data}
 		h, err := commands.New(ccfg, p.data, commands.NewClock())
 		if err != nil {
 			t.Fatal(err)
@@ -155,6 +158,9 @@ func newShardedClusterProxying(t *testing.T, proxy bool) []*shardProc {
 	}
 	t.Cleanup(func() {
 		for _, p := range procs {
+			if p.closed.Load() {
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			p.srv.Shutdown(ctx)
 			cancel()

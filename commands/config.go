@@ -81,6 +81,9 @@ type Config struct {
 	// that group's leader instead of answering MOVED (--cluster-proxy;
 	// route.go), nil: MOVED.
 	Proxy Proxy
+	// Resharder moves slots between a sharded cluster's data groups
+	// (SLUICE.MIGRATE, SLUICE.MIGRATIONS), nil elsewhere.
+	Resharder Resharder
 	// Topology is the shard the CLUSTER commands report (cmd_cluster.go):
 	// the single node's or the group's. nil: CLUSTER answers that cluster
 	// support is disabled, and INFO says cluster_enabled:0.

@@ -327,7 +327,7 @@ func (p *Process) openCommands() error {
 	ccfg.Logger, ccfg.Stats = p.log, p.st
 	ccfg.Cluster, ccfg.Persister, ccfg.Shutdowner = clusterOf(p.node, p.meta), persisterOf(p.saver), p.stop
 	if p.meta != nil {
-		ccfg.Meta, ccfg.Router = p.meta, p.node
+		ccfg.Meta, ccfg.Router, ccfg.Resharder = p.meta, p.node, resharder{p.node}
 		meta := p.meta
 		ccfg.MetaSync = func() error { return meta.CatchUp(metaSyncWait) }
 		if cfg.clusterProxy {

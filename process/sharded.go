@@ -130,6 +130,32 @@ func (s shardedCluster) ReplicatePolicy(now int64, argv [][]byte) (int64, error)
 
 func (s shardedCluster) LeaderRulesHash() ([32]byte, bool) { return s.meta.LeaderRulesHash() }
 
+// resharder is a sharded node's SLUICE.MIGRATE and SLUICE.MIGRATIONS.
+type resharder struct{ node *cluster.Node }
+
+func (r resharder) Migrate(lo, hi int, to uint16, timeout time.Duration) (uint64, error) {
+	return r.node.Migrate(lo, hi, to, timeout)
+}
+
+func (r resharder) Rebalance(groups []uint16, chunk int, timeout time.Duration) ([]uint64, error) {
+	return r.node.Rebalance(groups, chunk, timeout)
+}
+
+func (r resharder) Forget(group uint16) error { return r.node.Forget(group) }
+
+func (r resharder) MigrationList() []commands.Migration {
+	var out []commands.Migration
+	for _, m := range r.node.MigrationsOf() {
+		c := commands.Migration{Epoch: m.Epoch, Lo: m.Lo, Hi: m.Hi, From: int(m.From), To: int(m.To), State: m.State.String(),
+			Started: time.Unix(0, m.Started), Deadline: time.Unix(0, m.Deadline)}
+		if m.Finished != 0 {
+			c.Finished = time.Unix(0, m.Finished)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // shardedTopology is a sharded node as the CLUSTER commands see it.
 type shardedTopology struct{ node *cluster.Node }
 
