@@ -210,8 +210,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 	n.stopped.Add(1)
 	go n.watchLeadership(notify)
 	if cfg.RulesHash != nil {
-		n.stopped.Add(1)
-		go n.publishRules()
+		n.publishRules()
 	}
 	n.startLeaderWatch()
 	n.startShardDuties()

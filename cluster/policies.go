@@ -145,26 +145,15 @@ const rulesEvery = time.Second
 // differs from it; on a follower it does nothing. It runs until the node
 // stops.
 func (n *Node) publishRules() {
-	defer n.stopped.Done()
-	t := time.NewTicker(rulesEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-		}
-		if !n.ready.Load() {
-			continue
-		}
+	n.everyAsLeader(rulesEvery, func() {
 		own := n.cfg.RulesHash()
 		if p := n.fsm.leaderRules.Load(); p != nil && *p == own {
-			continue
+			return
 		}
 		if _, err := n.batcher.submit(0, []op{{code: opPolicy, argv: [][]byte{[]byte(rulesWord), own[:]}}}); err != nil {
 			n.log.Debug("raft: publishing the rules hash failed; retrying", "err", err)
 		}
-	}
+	})
 }
 
 // LeaderRulesHash returns the rules hash the group's leader last

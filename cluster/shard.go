@@ -35,46 +35,53 @@ func (n *Node) startShardDuties() {
 	if !n.cfg.Meta && (n.cfg.Shard == 0 || n.cfg.MetaNode == nil) {
 		return
 	}
+	var warned time.Time   // when a claimed group number was last logged
+	var warnedEmpty uint64 // the table's epoch when a group without slots was last logged
+	n.everyAsLeader(shardDutyPeriod, func() {
+		var err error
+		if n.cfg.Meta {
+			err = n.seedSlots()
+		} else if err = n.reportGroup(); errors.Is(err, errGroupClaimed) {
+			if time.Since(warned) > 10*time.Second {
+				n.log.Error("cluster: not serving any slot", "err", err)
+				warned = time.Now()
+			}
+			return
+		} else if terr := n.takeSlots(); errors.Is(terr, errNoSlots) {
+			if epoch, _, _, _ := n.cfg.MetaNode.SlotTable(); epoch != warnedEmpty {
+				n.log.Warn("cluster: serving no slot", "err", terr)
+				warnedEmpty = epoch
+			}
+		} else {
+			err = errors.Join(err, terr)
+		}
+		if !n.cfg.Meta {
+			if merr := n.moveSlots(); merr != nil {
+				n.log.Warn("cluster: migration step failed; retrying", "err", merr)
+			}
+		}
+		if err != nil {
+			n.log.Debug("cluster: shard duties", "err", err)
+		}
+	})
+}
+
+// everyAsLeader runs duty every period while this node is the ready
+// leader, on a goroutine of its own, until the node stops.
+func (n *Node) everyAsLeader(period time.Duration, duty func()) {
 	n.stopped.Add(1)
 	go func() {
 		defer n.stopped.Done()
-		t := time.NewTicker(shardDutyPeriod)
+		t := time.NewTicker(period)
 		defer t.Stop()
-		var warned time.Time   // when a claimed group number was last logged
-		var warnedEmpty uint64 // the table's epoch when a group without slots was last logged
 		for {
 			select {
 			case <-n.stop:
 				return
 			case <-t.C:
 			}
-			if !n.ready.Load() {
-				continue
-			}
-			var err error
-			if n.cfg.Meta {
-				err = n.seedSlots()
-			} else if err = n.reportGroup(); errors.Is(err, errGroupClaimed) {
-				if time.Since(warned) > 10*time.Second {
-					n.log.Error("cluster: not serving any slot", "err", err)
-					warned = time.Now()
-				}
-				continue
-			} else if terr := n.takeSlots(); errors.Is(terr, errNoSlots) {
-				if epoch, _, _, _ := n.cfg.MetaNode.SlotTable(); epoch != warnedEmpty {
-					n.log.Warn("cluster: serving no slot", "err", terr)
-					warnedEmpty = epoch
-				}
-			} else {
-				err = errors.Join(err, terr)
-			}
-			if !n.cfg.Meta {
-				if merr := n.moveSlots(); merr != nil {
-					n.log.Warn("cluster: migration step failed; retrying", "err", merr)
-				}
-			}
-			if err != nil {
-				n.log.Debug("cluster: shard duties", "err", err)
+			if n.ready.Load() {
+				duty()
 			}
 		}
 	}()
