@@ -145,12 +145,25 @@ func TestProcessShardedPartitions(t *testing.T) {
 		}
 	}
 	cut(ml, rest...)
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Protocol: 2, MaxRedirects: 8,
+	// A client that starts afresh after each failed call, as an
+	// application's reconnect does: go-redis keeps sending a slot to the
+	// node it last knew while that node answers CLUSTERDOWN (the cut-off
+	// old leader does until the others' meta replicas name the new one).
+	cc := freshClusterClient{addrs: addrs}
+	decides(t, &cc, k1, 30*time.Second)
+	decides(t, &cc, k2, 30*time.Second)
+	t.Logf("meta leader %s cut off; new meta leader %s", ml.id, idOf(metaLeaderOf(rest)))
+}
+
+// freshClusterClient is a go-redis ClusterClient made anew for every call,
+// so that each call reads CLUSTER SLOTS again.
+type freshClusterClient struct{ addrs []string }
+
+func (f *freshClusterClient) Do(ctx context.Context, args ...any) *redis.Cmd {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: f.addrs, Protocol: 2, MaxRedirects: 8,
 		DialTimeout: 300 * time.Millisecond, ReadTimeout: 5 * time.Second})
 	defer cc.Close()
-	decides(t, cc, k1, 20*time.Second)
-	decides(t, cc, k2, 20*time.Second)
-	t.Logf("meta leader %s cut off; new meta leader %s", ml.id, idOf(metaLeaderOf(rest)))
+	return cc.Do(ctx, args...)
 }
 
 // metaLeaderOf returns the node among ps whose META.MEMBERS names itself
