@@ -277,12 +277,14 @@ type takeOutput struct {
 	remaining int
 }
 
-// counterModel: the state is the tokens left in a bucket that never refills.
+// counterModel: the state is the tokens left in a bucket that never refills;
+// an operation's input is its cost (0 is a peek, which an RL.TOKEN admits
+// without taking anything).
 func counterModel(capacity int) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return capacity },
 		Step: func(state, input, output any) (bool, any) {
-			left, out := state.(int), output.(takeOutput)
+			left, cost, out := state.(int), input.(int), output.(takeOutput)
 			switch out.kind {
 			case "none":
 				return true, left
@@ -290,19 +292,19 @@ func counterModel(capacity int) porcupine.Model {
 				// An unknown outcome returns at the end of time, so it can be
 				// placed last, where taking a token is invisible: counting
 				// it as applied is sound whether or not it was.
-				if left >= 1 {
-					return true, left - 1
+				if left >= cost {
+					return true, left - cost
 				}
 				return true, left
 			}
 			if out.allowed {
-				return left >= 1 && out.remaining == left-1, left - 1
+				return left >= cost && out.remaining == left-cost, left - cost
 			}
-			return left < 1 && out.remaining == left, left
+			return left < cost && out.remaining == left, left
 		},
 		DescribeOperation: func(input, output any) string {
 			o := output.(takeOutput)
-			return fmt.Sprintf("take -> %s %v %d", o.kind, o.allowed, o.remaining)
+			return fmt.Sprintf("take %d -> %s %v %d", input.(int), o.kind, o.allowed, o.remaining)
 		},
 	}
 }
@@ -316,14 +318,19 @@ type history struct {
 }
 
 func (h *history) record(client int, call time.Time, out takeOutput, ret time.Time) {
+	h.take(client, 1, call, out, ret)
+}
+
+// take records a call of the given cost.
+func (h *history) take(client, cost int, call time.Time, out takeOutput, ret time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r := int64(ret.Sub(h.start))
 	if out.kind == "unknown" {
 		r = math.MaxInt64 // it may take effect at any point from now on
 	}
-	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: 1, Call: int64(call.Sub(h.start)), Output: out, Return: r})
-	if out.kind == "ok" && out.allowed {
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: cost, Call: int64(call.Sub(h.start)), Output: out, Return: r})
+	if out.kind == "ok" && out.allowed && cost > 0 {
 		h.acked++
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/keyslot"
@@ -40,32 +41,42 @@ func (r testResharder) MigrationList() []commands.Migration {
 	return out
 }
 
-// loadKey is one key of the load and what its client saw.
+// loadKey is one key of the load and what its clients saw.
 type loadKey struct {
 	key      string
 	capacity int64
-	calls    int64 // decisions with a definite answer
-	admitted int64
+	calls    atomic.Int64 // decisions with a definite answer
+	admitted atomic.Int64
 	unknown  atomic.Int64 // attempts whose outcome the client could not learn
+	h        *history     // every call on the key, whichever group answered it
 }
+
+// hiddenClient is the porcupine client of the attempts go-redis retried
+// by itself after their connection broke.
+const hiddenClient = 99
 
 // brokenAttempts counts, per key of keys, every attempt of a node client
 // of cc whose connection failed: go-redis retries such an attempt
 // elsewhere by itself, so an attempt that had been applied before its
 // connection broke (a leader killed after its commit) is charged once
 // more than the client sees. The key checks allow each such attempt
-// either way.
+// either way, and the key's history records each as an operation of
+// unknown outcome.
 type brokenAttempts map[string]*loadKey
 
 func (b brokenAttempts) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (b brokenAttempts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		call := time.Now()
 		err := next(ctx, cmd)
 		var re redis.Error
 		if err != nil && !errors.As(err, &re) && len(cmd.Args()) > 1 {
 			if k := b[fmt.Sprint(cmd.Args()[1])]; k != nil {
 				k.unknown.Add(1)
+				if len(cmd.Args()) == 4 { // a take, not a peek
+					k.h.take(hiddenClient, 1, call, takeOutput{kind: "unknown"}, time.Now())
+				}
 			}
 		}
 		return err
@@ -85,10 +96,11 @@ func watch(cc *redis.ClusterClient, keys []*loadKey) {
 	cc.OnNewNode(func(rdb *redis.Client) { rdb.AddHook(b) })
 }
 
-// load drives RL.TOKEN on keys from workers goroutines, each key on one
-// worker, until stop is closed. tolerate says which errors may end a
-// call with an unknown outcome (a closed leader); any other error is a
-// failure.
+// load drives RL.TOKEN on keys from workers goroutines, each key on two
+// of them (on all if workers < 4) so that calls on a key overlap, until
+// stop is closed. tolerate says which errors may end a call with an
+// unknown outcome (a closed leader); any other error is a failure. Every
+// call goes into its key's history.
 type load struct {
 	keys     []*loadKey
 	failures atomic.Int64
@@ -118,28 +130,44 @@ func movingKeys(lo, hi, count int) []*loadKey {
 }
 
 func startLoad(cc *redis.ClusterClient, keys []*loadKey, workers int, tolerate func(error) bool) *load {
+	start := time.Now()
+	for _, k := range keys {
+		k.h = &history{start: start}
+	}
 	watch(cc, keys)
 	l := &load{keys: keys, stop: make(chan struct{})}
+	stride := max(workers/2, 1)
 	for w := 0; w < workers; w++ {
 		l.wg.Add(1)
 		go func(w int) {
 			defer l.wg.Done()
 			ctx := context.Background()
 			for {
-				for i := w; i < len(keys); i += workers {
+				for i := w % stride; i < len(keys); i += stride {
 					select {
 					case <-l.stop:
 						return
 					default:
 					}
 					k := keys[i]
+					call := time.Now()
 					v, err := cc.Do(ctx, "RL.TOKEN", k.key, "1/h", k.capacity).Slice()
+					ret := time.Now()
+					var re redis.Error
+					out := takeOutput{kind: "unknown"}
 					switch {
 					case err == nil:
-						k.calls++
-						if v[0] == int64(1) {
-							k.admitted++
+						out = takeOutput{kind: "ok", allowed: v[0] == int64(1), remaining: int(v[2].(int64))}
+						k.calls.Add(1)
+						if out.allowed {
+							k.admitted.Add(1)
 						}
+					case errors.As(err, &re) && nothingApplied(err):
+						out = takeOutput{kind: "none"}
+					}
+					k.h.take(w, 1, call, out, ret)
+					switch {
+					case err == nil:
 					case tolerate != nil && tolerate(err):
 						k.unknown.Add(1)
 					default:
@@ -153,10 +181,22 @@ func startLoad(cc *redis.ClusterClient, keys []*loadKey, workers int, tolerate f
 	return l
 }
 
+// nothingApplied reports whether err is a reply that a client retries by
+// itself because the server applied nothing.
+func nothingApplied(err error) bool {
+	for _, p := range []string{"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "LOADING", "READONLY"} {
+		if strings.HasPrefix(err.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
+
 // finish stops the load and checks every key against its model: never
 // more admitted than the capacity; a key that never ran dry admitted
-// every definite call; and the tokens left account for every admission
-// exactly, give or take the calls of unknown outcome.
+// every definite call; the tokens left account for every admission
+// exactly, give or take the calls of unknown outcome. It records each
+// key's final peek in the key's history.
 func (l *load) finish(t *testing.T, cc *redis.ClusterClient) {
 	t.Helper()
 	close(l.stop)
@@ -167,28 +207,32 @@ func (l *load) finish(t *testing.T, cc *redis.ClusterClient) {
 	ctx := context.Background()
 	var calls int64
 	for _, k := range l.keys {
-		calls += k.calls
+		admitted, kcalls := k.admitted.Load(), k.calls.Load()
+		calls += kcalls
 		// A peek (cost 0) changes nothing, so it may be retried when a
 		// closed node's answer leaves it unknown.
+		call := time.Now()
 		v, err := cc.Do(ctx, "RL.TOKEN", k.key, "1/h", k.capacity, 0).Slice()
 		for try := 0; err != nil && try < 100; try++ {
 			time.Sleep(20 * time.Millisecond)
+			call = time.Now()
 			v, err = cc.Do(ctx, "RL.TOKEN", k.key, "1/h", k.capacity, 0).Slice()
 		}
 		if err != nil {
 			t.Fatalf("%s: peek: %v", k.key, err)
 		}
 		remaining := v[2].(int64)
-		if k.admitted > k.capacity {
-			t.Errorf("%s admitted %d at capacity %d", k.key, k.admitted, k.capacity)
+		k.h.take(0, 0, call, takeOutput{kind: "ok", allowed: v[0] == int64(1), remaining: int(remaining)}, time.Now())
+		if admitted > k.capacity {
+			t.Errorf("%s admitted %d at capacity %d", k.key, admitted, k.capacity)
 		}
 		unknown := k.unknown.Load()
-		if unknown == 0 && k.admitted != min(k.calls, k.capacity) {
-			t.Errorf("%s admitted %d of %d calls at capacity %d", k.key, k.admitted, k.calls, k.capacity)
+		if unknown == 0 && admitted != min(kcalls, k.capacity) {
+			t.Errorf("%s admitted %d of %d calls at capacity %d", k.key, admitted, kcalls, k.capacity)
 		}
-		if hi, lo := k.capacity-k.admitted, k.capacity-k.admitted-unknown; remaining > hi || remaining < lo {
+		if hi, lo := k.capacity-admitted, k.capacity-admitted-unknown; remaining > hi || remaining < lo {
 			t.Errorf("%s: %d tokens left after %d admitted (%d unknown) at capacity %d; want %d to %d",
-				k.key, remaining, k.admitted, unknown, k.capacity, lo, hi)
+				k.key, remaining, admitted, unknown, k.capacity, lo, hi)
 		}
 	}
 	var unknown int64
@@ -196,6 +240,36 @@ func (l *load) finish(t *testing.T, cc *redis.ClusterClient) {
 		unknown += k.unknown.Load()
 	}
 	t.Logf("%d keys, %d decisions with a definite answer, %d unknown", len(l.keys), calls, unknown)
+}
+
+// linearizable checks each key's history, its final peek included, with
+// porcupine against a bucket that does not refill (1/h refills no token
+// within a test), each key within a bound: a history porcupine cannot
+// decide in time fails the test as surely as one it finds not
+// linearizable. Call it after finish, on a load without kills: every
+// call of unknown outcome may take effect at any later point, so the
+// hundreds a leader kill leaves make the search exponential.
+func (l *load) linearizable(t *testing.T) {
+	t.Helper()
+	began := time.Now()
+	var ops, slowest int
+	var slowestTook time.Duration
+	for _, k := range l.keys {
+		t0 := time.Now()
+		res := porcupine.CheckOperationsTimeout(counterModel(int(k.capacity)), k.h.ops, 10*time.Second)
+		took := time.Since(t0)
+		ops += len(k.h.ops)
+		if took > slowestTook {
+			slowest, slowestTook = len(k.h.ops), took
+		}
+		switch res {
+		case porcupine.Illegal:
+			t.Errorf("%s: the history of %d operations is not linearizable against a bucket of %d", k.key, len(k.h.ops), k.capacity)
+		case porcupine.Unknown:
+			t.Errorf("%s: porcupine did not decide the history of %d operations within 10s", k.key, len(k.h.ops))
+		}
+	}
+	t.Logf("porcupine: %d keys, %d operations in %v (slowest key: %d operations in %v)", len(l.keys), ops, time.Since(began), slowest, slowestTook)
 }
 
 // waitMigration waits until every process's meta replica records epoch
@@ -314,6 +388,7 @@ func TestMigrateSlotsThereAndBackUnderLoad(t *testing.T) {
 	checkSettled(t, procs)
 	time.Sleep(300 * time.Millisecond)
 	l.finish(t, cc)
+	l.linearizable(t)
 
 	// SLUICE.MIGRATIONS lists both; CLUSTER SLOTS names the owners.
 	list, err := cc.Do(context.Background(), "SLUICE.MIGRATIONS").Slice()
@@ -427,6 +502,7 @@ func TestMigrateAbortsPastItsDeadlineAndUnseals(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	l.finish(t, cc)
+	l.linearizable(t)
 }
 
 // TestMigrateFinishesAfterLeaderKills closes the source's or the
@@ -515,4 +591,5 @@ func TestDrainAndRebalanceUnderLoad(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	l.finish(t, cc)
+	l.linearizable(t)
 }
