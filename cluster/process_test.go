@@ -85,6 +85,21 @@ var live struct {
 
 func (p *proc) start(extra ...string) {
 	p.t.Helper()
+	// A restart binds the ports of the first start, which a short-lived
+	// client connection of the test may hold as its own local port for a
+	// moment (both come from the ephemeral range): try again for a while.
+	for attempt := 0; ; attempt++ {
+		if p.startOnce(extra, attempt < 20 && (p.port != 0 || p.raftPort != 0)) {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// startOnce starts p and waits until it serves; with retryBusy, a process
+// that exits because a port is in use returns false instead of failing.
+func (p *proc) startOnce(extra []string, retryBusy bool) bool {
+	p.t.Helper()
 	args := p.args(extra...)
 	if err := os.Remove(p.portsPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		p.t.Fatal(err)
@@ -113,10 +128,15 @@ func (p *proc) start(extra ...string) {
 	for {
 		if b, err := os.ReadFile(p.portsPath); err == nil {
 			p.readPorts(string(b))
-			return
+			return true
 		}
 		select {
 		case <-p.exited:
+			if retryBusy && strings.Contains(p.logTail(), "address already in use") {
+				p.expected.Store(true) // not a death checkAlive reports
+				p.t.Logf("%s: a port of its first start is in use; starting it again", p.id)
+				return false
+			}
 			p.t.Fatalf("%s exited before it was serving (%v):\n%s", p.id, p.cmd.ProcessState, p.logTail())
 		case <-time.After(10 * time.Millisecond):
 		}
