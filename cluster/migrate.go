@@ -311,6 +311,12 @@ func (n *Node) Rebalance(groups []uint16, chunk int, timeout time.Duration) ([]u
 	if meta == nil {
 		return nil, errNoMetaState
 	}
+	// The plan is made from this replica's slot table: first bring it up
+	// to the meta leader's commit index, or a move committed a moment ago
+	// elsewhere is planned around (a drain left a slot behind).
+	if err := meta.CatchUp(time.Second); err != nil {
+		return nil, err
+	}
 	f := meta.fsm
 	f.mu.RLock()
 	owner := f.meta.owner
