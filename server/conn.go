@@ -35,6 +35,7 @@ type Conn struct {
 	lane     int         // the index of its event loop, -1 for a goroutine's or a loopback client
 	outOff   int         // the part of Out already written, while waiting
 	waiting  bool        // the rest of Out waits for room in the socket
+	unsent   bool        // an event loop holds it in its list of replies to write at the end of the wake-up (loop_linux.go)
 	lastIO   int64       // the loop's clock at the last byte read or written
 	panicked bool        // the handler panicked: write the error and close
 	hungUp   bool        // a loopback connection after Hangup

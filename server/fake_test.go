@@ -29,6 +29,8 @@ import (
 //	NOW                 :the batch's instant
 //	DEFER x             deferred to EndBatch: [:1 $x]
 //	PANIC               panics
+//	SLEEP ms            holds the connection's loop or goroutine for ms, then +OK
+//	WRITTEN             :bytes the server has written to every client so far
 //
 // With a password, every command but AUTH and QUIT answers NOAUTH until
 // AUTH succeeds.
@@ -128,6 +130,12 @@ func (h *fakeHandler) Command(c *Conn, args [][]byte) {
 		s.deferred = append(s.deferred, args[1])
 	case name == "PANIC":
 		panic("test: a bug in a handler")
+	case name == "SLEEP" && len(args) == 2:
+		ms, _ := strconv.Atoi(string(args[1]))
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		c.Out = redcon.AppendOK(c.Out)
+	case name == "WRITTEN":
+		c.Out = redcon.AppendInt(c.Out, h.srv.Stats().NetOut)
 	default:
 		c.Out = redcon.AppendError(c.Out, "ERR unknown command '"+string(args[0])+"'")
 	}

@@ -183,3 +183,46 @@ func TestIdleLoopsHoldNoThreadInEpollWait(t *testing.T) {
 		}
 	}
 }
+
+// TestRepliesOfAWakeUpLeaveTogether: the replies of the clients an event
+// loop finds ready at one wake-up are written after all of them have run,
+// so they leave in one burst, as Redis writes its replies before it sleeps.
+// SLEEP holds the loop while B and then C send, so one wake-up finds both;
+// when C's WRITTEN runs, B's reply must still be unwritten: the server has
+// written A's +OK alone.
+func TestRepliesOfAWakeUpLeaveTogether(t *testing.T) {
+	_, addr := startServer(t, Config{EventLoops: 1}, nil)
+	dial := func() net.Conn {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		return nc
+	}
+	a, b, c := dial(), dial(), dial()
+	read := func(nc net.Conn, want string) {
+		t.Helper()
+		buf := make([]byte, len(want))
+		if _, err := io.ReadFull(nc, buf); err != nil {
+			t.Fatal(err)
+		}
+		if string(buf) != want {
+			t.Fatalf("reply %q, want %q", buf, want)
+		}
+	}
+	for _, nc := range []net.Conn{a, b, c} { // every client registered with the loop
+		nc.Write([]byte("PING\r\n"))
+		read(nc, "+PONG\r\n")
+	}
+	before := int64(3 * len("+PONG\r\n"))
+	a.Write([]byte("SLEEP 300\r\n"))
+	time.Sleep(50 * time.Millisecond)
+	b.Write([]byte("PING\r\n"))
+	time.Sleep(50 * time.Millisecond)
+	c.Write([]byte("WRITTEN\r\n"))
+	read(a, "+OK\r\n")
+	read(b, "+PONG\r\n")
+	read(c, fmt.Sprintf(":%d\r\n", before+int64(len("+OK\r\n"))))
+}

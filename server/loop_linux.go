@@ -22,6 +22,9 @@ import (
 // no scheduler queue between a socket becoming readable and its batch
 // running (measurements in bench/RESULTS.md).
 //
+// A loop writes the replies of a wake-up after every client it found ready
+// has run (flush), as Redis writes its replies before it sleeps.
+//
 // A loop never blocks on a client: a reply that does not fit the socket
 // stays in the client's buffer, the loop stops reading that client (its
 // input waits in its own bounded buffer) and asks epoll for room to write.
@@ -59,6 +62,7 @@ type eventLoop struct {
 	kills  []*Conn
 	pushes []*Conn // connections with pushed bytes to write (push.go)
 	parked []*Conn // loop only: connections whose command in hand waits (park.go)
+	unsent []*Conn // loop only: connections whose replies of this wake-up are not yet written (flush)
 	stop   bool
 }
 
@@ -209,11 +213,12 @@ func (l *eventLoop) run() {
 				l.serve(l.conns[fd])
 			}
 		}
+		l.retryParked()
+		l.flush()
 		if l.tick-last >= int64(loopCheckEvery) {
 			last = l.tick
 			l.closeIdle()
 		}
-		l.retryParked()
 	}
 }
 
@@ -378,8 +383,11 @@ func (l *eventLoop) retryParked() {
 	}
 }
 
-// runAndWrite runs the complete commands in c's input and writes the
-// replies; replies that do not fit make the loop wait for room.
+// runAndWrite runs the complete commands in c's input; its replies are
+// written by flush, after every client ready at this wake-up has run, as
+// Redis writes its replies before it sleeps: replies leave in one burst per
+// wake-up, so a client that waits on several connections is woken once for
+// them, and the next wake-up finds more requests ready.
 func (l *eventLoop) runAndWrite(c *Conn) {
 	if c.parked {
 		return // waits for retryParked: its input stays unread
@@ -388,17 +396,38 @@ func (l *eventLoop) runAndWrite(c *Conn) {
 	if c.parked {
 		l.parked = append(l.parked, c)
 	}
-	if c.settle(0) == errClientEvicted || !c.writeOut() || c.panicked {
-		l.close(c) // after a panic, the error is written once, as far as the socket takes it
-		return
-	}
-	if c.waiting {
-		l.watch(c, unix.EPOLLOUT)
-		return
-	}
-	if c.closing {
+	if c.settle(0) == errClientEvicted || c.panicked && len(c.Out) == 0 {
 		l.close(c)
+		return
 	}
+	if !c.unsent {
+		c.unsent = true
+		l.unsent = append(l.unsent, c)
+	}
+}
+
+// flush writes the replies runAndWrite left; replies that do not fit make
+// the loop wait for room.
+func (l *eventLoop) flush() {
+	for i, c := range l.unsent {
+		l.unsent[i] = nil
+		c.unsent = false
+		if c.fd < 0 || l.conns[c.fd] != c {
+			continue // closed since it ran
+		}
+		if !c.writeOut() || c.panicked {
+			l.close(c) // after a panic, the error is written once, as far as the socket takes it
+			continue
+		}
+		if c.waiting {
+			l.watch(c, unix.EPOLLOUT)
+			continue
+		}
+		if c.closing {
+			l.close(c)
+		}
+	}
+	l.unsent = l.unsent[:0]
 }
 
 func (l *eventLoop) watch(c *Conn, events uint32) {
