@@ -38,7 +38,14 @@ func TestProcessShardedRestartFromSnapshots(t *testing.T) {
 	}
 	for _, p := range c.all() {
 		for _, cmd := range []string{"RAFT.SNAPSHOT", "META.SNAPSHOT"} {
-			if _, err := p.doOn(cmd); err != nil {
+			// Raft refuses a snapshot until the replica has applied the
+			// latest configuration entry (a member's join, just before).
+			var err error
+			waitFor(t, 15*time.Second, func() bool {
+				_, err = p.doOn(cmd)
+				return err == nil || !strings.Contains(err.Error(), "cannot take snapshot now")
+			})
+			if err != nil {
 				t.Fatalf("%s on %s: %v", cmd, p.id, err)
 			}
 		}
