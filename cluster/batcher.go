@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/hashicorp/raft"
 )
@@ -32,6 +33,7 @@ type submission struct {
 
 type batcher struct {
 	r      *raft.Raft
+	props  *proposals
 	in     chan *submission
 	window window
 	stop   chan struct{}
@@ -42,9 +44,10 @@ type batcher struct {
 	metrics nodeMetrics  // the node's event counts (metrics.go)
 }
 
-func newBatcher(r *raft.Raft) *batcher {
+func newBatcher(r *raft.Raft, props *proposals) *batcher {
 	b := &batcher{
 		r:      r,
+		props:  props,
 		in:     make(chan *submission, queueLen),
 		window: window{limit: 2, wake: make(chan struct{}, 1)},
 		stop:   make(chan struct{}),
@@ -132,14 +135,16 @@ func (b *batcher) loop() {
 		}
 		buf = b.encode(buf[:0], batch)
 		start := time.Now()
-		f := b.r.Apply(append([]byte(nil), buf...), 5*time.Second)
+		data := append([]byte(nil), buf...)
+		b.props.add(data) // before raft can apply it
+		f := b.r.Apply(data, 5*time.Second)
 		subs := append([]*submission(nil), batch...)
 		b.entries.Add(1)
 		b.ops.Add(int64(nops))
 		if int64(nops) > b.maxSeen.Load() {
 			b.maxSeen.Store(int64(nops))
 		}
-		go b.finish(f, subs, start)
+		go b.finish(f, subs, start, data)
 	}
 }
 
@@ -187,8 +192,9 @@ func (b *batcher) encode(buf []byte, subs []*submission) []byte {
 
 // finish waits for an entry to be applied and hands each submission its
 // results; an entry applied counts its time since start (raft.Apply).
-func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time) {
+func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time, data []byte) {
 	err := f.Error()
+	b.props.remove(data)
 	took := time.Since(start)
 	if err == nil {
 		b.metrics.observeApply(took)
@@ -203,14 +209,57 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time
 	}
 	off := 0
 	for _, s := range subs {
-		if err != nil {
+		switch {
+		case err != nil:
 			s.err = err
-		} else if off+len(s.ops) <= len(results) {
+		case off+len(s.ops) <= len(results):
 			s.results = results[off : off+len(s.ops) : off+len(s.ops)]
+		default: // applied, but the state machine kept no results for it
+			s.err = errResultsLost
 		}
 		off += len(s.ops)
 		close(s.done)
 	}
+}
+
+// errResultsLost answers submissions whose entry was applied without
+// results: the outcome is unknown, so it is not one of the errors that
+// mean nothing was applied.
+var errResultsLost = errors.New("ERR the decision was applied but its outcome was lost")
+
+// proposals are the entries the batcher has handed to raft and still waits
+// on, by the address of their data: the leader's state machine applies the
+// very slice given to raft.Apply, so it can tell its own entries, whose
+// results a submission reads, from entries that came from the network,
+// whose results nobody reads (stateMachine.Apply).
+type proposals struct {
+	mu sync.Mutex
+	m  map[*byte]struct{}
+}
+
+func (p *proposals) add(data []byte) {
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = make(map[*byte]struct{})
+	}
+	p.m[unsafe.SliceData(data)] = struct{}{}
+	p.mu.Unlock()
+}
+
+func (p *proposals) remove(data []byte) {
+	p.mu.Lock()
+	delete(p.m, unsafe.SliceData(data))
+	p.mu.Unlock()
+}
+
+func (p *proposals) has(data []byte) bool {
+	if len(data) == 0 {
+		return false
+	}
+	p.mu.Lock()
+	_, ok := p.m[unsafe.SliceData(data)]
+	p.mu.Unlock()
+	return ok
 }
 
 // window bounds the entries in flight. Its limit follows the time an entry

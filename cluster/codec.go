@@ -175,11 +175,11 @@ type op struct {
 type result struct {
 	out   algorithms.Outcome
 	n     int64
-	info  algorithms.KeyInfo // opInfo
-	exec  bool               // opExec: the answer is reply
-	reply compat.Reply       // opExec
-	acl   bool               // opACL, opPolicy, opOverride: n is the count, index the entry's
-	index uint64             // opACL, opPolicy, opOverride: the log index the change was applied at
+	info  *algorithms.KeyInfo // opInfo (a pointer: an entry's results are mostly decisions', kept small)
+	exec  bool                // opExec: the answer is reply
+	reply *compat.Reply       // opExec, with exec
+	acl   bool                // opACL, opPolicy, opOverride: n is the count, index the entry's
+	index uint64              // opACL, opPolicy, opOverride: the log index the change was applied at
 }
 
 // appendBatch encodes ops with the timestamp now.
@@ -432,6 +432,14 @@ func (d *decoder) bytes() []byte {
 
 // decodeBatch decodes an entry. The ops' keys alias data.
 func decodeBatch(data []byte) (now int64, ops []op, err error) {
+	return decodeBatchInto(data, nil)
+}
+
+// decodeBatchInto is decodeBatch decoding into ops's array when it has room
+// (an apply's scratch: an entry of a few hundred ops would otherwise
+// allocate, zero and leave for the collector a few hundred kilobytes on
+// every replica). The ops returned alias data and ops.
+func decodeBatchInto(data []byte, ops []op) (now int64, _ []op, err error) {
 	d := decoder{b: data}
 	if d.byte() != codecVersion || d.byte() != kindOps {
 		return 0, nil, errCorrupt
@@ -445,9 +453,15 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 	if count > uint64(len(d.b)) { // every op takes at least one byte
 		return 0, nil, errCorrupt
 	}
-	ops = make([]op, 0, count)
-	for i := uint64(0); i < count && d.err == nil; i++ {
-		ops = append(ops, d.op(count))
+	if uint64(cap(ops)) < count {
+		ops = make([]op, count)
+	}
+	ops = ops[:count]
+	for i := range ops {
+		if d.err != nil {
+			return 0, nil, errCorrupt
+		}
+		d.opInto(&ops[i], count)
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return 0, nil, errCorrupt
@@ -458,6 +472,13 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 // op decodes one op of an entry of count ops; a fault is left in d.err.
 func (d *decoder) op(count uint64) op {
 	var o op
+	d.opInto(&o, count)
+	return o
+}
+
+// opInto is op decoding into *o, which it clears first.
+func (d *decoder) opInto(o *op, count uint64) {
+	*o = op{}
 	o.code = opCode(d.byte())
 	switch o.code {
 	case opDecide, opCheck, opTake:
@@ -602,7 +623,6 @@ func (d *decoder) op(count uint64) op {
 	default:
 		d.fail()
 	}
-	return o
 }
 
 // appendResults encodes results for a forwarded submission's reply.
@@ -634,8 +654,8 @@ func appendResults(b []byte, rs []result) []byte {
 			b = binary.AppendUvarint(b, r.index)
 			continue
 		}
-		if r.info.Algo != algorithms.None {
-			b = appendInfo(append(b, 2), &r.info)
+		if r.info != nil && r.info.Algo != algorithms.None {
+			b = appendInfo(append(b, 2), r.info)
 			continue
 		}
 		if g := r.out.Result.Granted; g != 0 {
@@ -689,13 +709,14 @@ func decodeResults(data []byte) ([]result, error) {
 		case 1:
 			rs[i].out.Err = replyError(d.bytes())
 		case 2:
-			rs[i].info = d.info()
+			info := d.info()
+			rs[i].info = &info
 		case 3:
 			rep, err := compat.DecodeReply(d.bytes())
 			if err != nil {
 				d.fail()
 			}
-			rs[i].exec, rs[i].reply = true, rep
+			rs[i].exec, rs[i].reply = true, &rep
 		case 4:
 			rs[i].acl, rs[i].n, rs[i].index = true, d.varint(), d.uvarint()
 		default:

@@ -141,8 +141,8 @@ func TestResultsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range rs {
-		if got[i].exec != rs[i].exec || got[i].reply.String() != rs[i].reply.String() {
-			t.Fatalf("result %d: reply %v; want %v", i, got[i].reply.String(), rs[i].reply.String())
+		if got[i].exec != rs[i].exec || replyText(got[i].reply) != replyText(rs[i].reply) {
+			t.Fatalf("result %d: reply %v; want %v", i, replyText(got[i].reply), replyText(rs[i].reply))
 		}
 		if got[i].out.Result != rs[i].out.Result || got[i].n != rs[i].n || got[i].acl != rs[i].acl || got[i].index != rs[i].index {
 			t.Fatalf("result %d: %+v; want %+v", i, got[i], rs[i])
@@ -155,14 +155,22 @@ func TestResultsRoundTrip(t *testing.T) {
 }
 
 // execReply is the reply of the known script sha on a new key with argv.
-func execReply(t *testing.T, sha string, argv ...string) compat.Reply {
+func execReply(t *testing.T, sha string, argv ...string) *compat.Reply {
 	t.Helper()
 	c := compat.Call{Now: 1_800_000_000_000_000_000, Keys: make([]compat.Key, 1)}
 	for _, a := range argv {
 		c.Argv = append(c.Argv, []byte(a))
 	}
 	compat.Exec(compat.Op{Cmd: compat.CmdScript, Script: compat.Known.Lookup([]byte(sha))}, &c)
-	return c.Reply
+	return &c.Reply
+}
+
+// replyText is a result's reply as text, "" for none.
+func replyText(r *compat.Reply) string {
+	if r == nil {
+		return ""
+	}
+	return r.String()
 }
 
 // FuzzDecodeBatch: a log entry or a forwarded submission is a parser's
@@ -191,7 +199,8 @@ func FuzzDecodeBatch(f *testing.F) {
 
 func FuzzDecodeResults(f *testing.F) {
 	f.Add(appendResults(nil, []result{{n: 3}, {out: algorithms.Outcome{Err: errors.New("ERR x")}}}))
-	f.Add(appendResults(nil, []result{{exec: true, reply: compat.ErrorReply(errors.New("ERR y"))}}))
+	reply := compat.ErrorReply(errors.New("ERR y"))
+	f.Add(appendResults(nil, []result{{exec: true, reply: &reply}}))
 	f.Add([]byte{0xff, 0xff, 0x03})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rs, err := decodeResults(data)

@@ -160,3 +160,54 @@ func TestOwnsAllFollowsTheOwnEntry(t *testing.T) {
 		t.Fatal("the table's slots are not all served after the own entry names them")
 	}
 }
+
+// TestReplicaWithoutResultsReachesTheSameState: a replica applies the
+// entries it did not propose with results nobody reads, kept in a scratch
+// from entry to entry; it must reach exactly the state of a replica that
+// gives every entry fresh results. The second entry puts an own-slot RL.ALL
+// group where the first left refusals, beside a refused decision that makes
+// the group check read its members' errors.
+func TestReplicaWithoutResultsReachesTheSameState(t *testing.T) {
+	mine := keyInSlotRange(t, "m", 0, 8191)
+	mine2 := keyInSlotRange(t, "n", 0, 8191)
+	other := keyInSlotRange(t, "o", 8192, 16383)
+	replicas := make([]*stateMachine, 2)
+	for i := range replicas {
+		f := newStateMachine(store.New(2), nil, nil)
+		f.fence, f.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
+		replicas[i] = f
+	}
+	replicas[1].proposals = &proposals{} // proposes nothing: every entry is another node's
+	entries := [][]op{
+		{{code: opOwn, epoch: 1, ranges: []slotRange{{lo: 0, hi: 8191}}}},
+		{token(mine, 0), token(other, 0), token(mine, 9), token(other, 9)},
+		{token(other, 0), token(mine2, 0), token(mine, 9), token(mine2, 9)},
+		{op{code: opTx, count: 2}, token(mine, 0), token(other, 0), token(mine2, 7), token(mine, 7)},
+		{op{code: opDelete, keys: [][]byte{other}}, token(other, 3), token(mine, 3), token(mine2, 3)},
+	}
+	for i, ops := range entries {
+		data := appendBatch(nil, 1_800_000_000e9, ops)
+		for k, f := range replicas {
+			r := f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
+			if _, ok := r.(applyResponse); ok != (k == 0) {
+				t.Fatalf("entry %d, replica %d: response %#v", i, k, r)
+			}
+		}
+	}
+	remaining := func(f *stateMachine, key []byte) int64 {
+		out := make([]algorithms.Outcome, 1)
+		f.st.Decide(1_800_000_000e9, []algorithms.Request{{Key: key, Limit: algorithms.Limit{Algo: algorithms.Token, Count: 5, Period: 1e9}}}, out)
+		return out[0].Result.Remaining
+	}
+	for _, key := range [][]byte{mine, mine2} {
+		a, b := remaining(replicas[0], key), remaining(replicas[1], key)
+		if a != b {
+			t.Fatalf("key %q: %d tokens left with results, %d without", key, a, b)
+		}
+	}
+	// mine spent one token in entry 2 (alone), 3 (its group) and 4 (group 7,
+	// after the refused transaction); entry 5's group holds other: refused.
+	if got := remaining(replicas[0], mine); got != 2 {
+		t.Fatalf("mine: %d tokens left, want 2", got)
+	}
+}

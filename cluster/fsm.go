@@ -57,7 +57,13 @@ type stateMachine struct {
 
 	reqs []algorithms.Request // scratch for runs of decisions
 	outs []algorithms.Outcome
-	call compat.Call // scratch for scripts and string commands
+	ops  []op     // scratch: the entry being applied, decoded (it holds the last entry's keys until the next)
+	rs   []result // scratch: the results of an entry no local submission waits for
+	// proposals are the entries this node's batcher waits on: only their
+	// results are read, so only they get results of their own. nil: every
+	// entry does.
+	proposals *proposals
+	call      compat.Call // scratch for scripts and string commands
 }
 
 // newStateMachine returns the state machine over st and users (nil: the
@@ -104,22 +110,38 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	now, ops, err := decodeBatch(l.Data)
+	now, ops, err := decodeBatchInto(l.Data, f.ops)
 	if err != nil {
 		return applyResponse{err: fmt.Errorf("entry %d: %w", l.Index, err)}
 	}
+	f.ops = ops
 	f.mu.Lock()
 	if now > f.applied {
 		f.applied = now
 	}
 	at := f.applied
 	f.mu.Unlock()
-	results := make([]result, len(ops))
+	mine := f.proposals == nil || f.proposals.has(l.Data)
+	var results []result
+	if mine {
+		results = make([]result, len(ops))
+	} else {
+		// Nobody reads these results: run writes every field it reads
+		// back (the decisions' errors before refuseGroups, the others
+		// cleared), so the scratch is not cleared as a whole.
+		if cap(f.rs) < len(ops) {
+			f.rs = make([]result, len(ops))
+		}
+		results = f.rs[:len(ops)]
+	}
 	f.applying = l.Index
 	f.run(at, ops, results)
 	f.mu.Lock()
 	f.index = l.Index
 	f.mu.Unlock()
+	if !mine {
+		return nil
+	}
 	return applyResponse{results: results}
 }
 
@@ -147,6 +169,7 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			i = f.runTx(at, ops, results, i)
 			continue
 		}
+		*r = result{}
 		if err := f.fenceOp(o); err != nil {
 			r.out.Err = err
 			i++
@@ -173,12 +196,14 @@ func (f *stateMachine) run(at int64, ops []op, results []result) {
 			}
 		case opInfo:
 			if len(o.keys) == 1 {
-				r.info, r.out.Err = f.st.Info(at, o.keys[0])
+				info, err := f.st.Info(at, o.keys[0])
+				r.info, r.out.Err = &info, err
 			}
 		case opExec:
 			f.call.Argv = o.argv
 			f.st.Exec(at, o.xop, o.keys, &f.call)
-			r.exec, r.reply = true, f.call.Reply
+			reply := f.call.Reply
+			r.exec, r.reply = true, &reply
 			f.call.Argv = nil
 		case opDBSize:
 			r.n, r.out.Err = f.st.DBSize(at)
@@ -221,8 +246,9 @@ func (f *stateMachine) runDecisions(at int64, ops []op, results []result, i int)
 	j := i
 	f.reqs, f.keep = f.reqs[:0], f.keep[:0]
 	for ; j < len(ops) && ops[j].code == opDecide; j++ {
-		if err := f.fenceKey(ops[j].req.Key); err != nil {
-			results[j].out.Err = err
+		err := f.fenceKey(ops[j].req.Key)
+		results[j].out.Err = err // refuseGroups reads it back; results may be a scratch
+		if err != nil {
 			continue
 		}
 		f.reqs = append(f.reqs, ops[j].req)
@@ -278,6 +304,7 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 	for j < len(ops) && j-i-1 < ops[i].count && (ops[j].code == opDecide || ops[j].code == opExec) {
 		j++
 	}
+	clear(results[i:j])
 	reqs := make([]algorithms.Request, 0, j-i-1)
 	var xops []compat.TxOp
 	for k := i + 1; k < j; k++ {
@@ -299,7 +326,7 @@ func (f *stateMachine) runTx(at int64, ops []op, results []result, i int) int {
 		r, x := 0, 0
 		for k := i + 1; k < j; k++ {
 			if ops[k].code == opExec {
-				results[k].exec, results[k].reply = true, xops[x].Reply
+				results[k].exec, results[k].reply = true, &xops[x].Reply
 				x++
 				continue
 			}

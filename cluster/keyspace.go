@@ -106,7 +106,7 @@ func (n *Node) Transact(now int64, watches []algorithms.Watch, reqs []algorithms
 	for _, res := range rs[1:] {
 		if res.exec {
 			if x < len(xops) {
-				xops[x].Reply = res.reply
+				xops[x].Reply = *res.reply
 			}
 			x++
 			continue
@@ -128,7 +128,10 @@ func (n *Node) Info(now int64, key []byte) (algorithms.KeyInfo, error) {
 	if len(rs) != 1 {
 		return algorithms.KeyInfo{}, errUnknown("the leader's reply was short")
 	}
-	return rs[0].info, rs[0].out.Err
+	if rs[0].info == nil {
+		return algorithms.KeyInfo{}, rs[0].out.Err
+	}
+	return *rs[0].info, rs[0].out.Err
 }
 
 // Exec carries out a known script or a string command through the log
@@ -141,7 +144,7 @@ func (n *Node) Exec(now int64, xop compat.Op, keys [][]byte, c *compat.Call) {
 	case len(rs) != 1 || !rs[0].exec:
 		c.Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
 	default:
-		c.Reply = rs[0].reply
+		c.Reply = *rs[0].reply
 	}
 }
 
@@ -161,7 +164,7 @@ func (n *Node) ExecBatch(now int64, xops []compat.TxOp, c *compat.Call) {
 		case len(rs) != len(ops) || !rs[i].exec:
 			xops[i].Reply = compat.ErrorReply(errUnknown("the leader's reply was short"))
 		default:
-			xops[i].Reply = rs[i].reply
+			xops[i].Reply = *rs[i].reply
 		}
 	}
 }

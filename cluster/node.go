@@ -159,6 +159,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, st: st, fsm: newStateMachine(st, cfg.ACL, cfg.Policies), fwd: newForwarder(cfg.Password, cfg.RESPTLS), stop: make(chan struct{})}
+	n.fsm.proposals = &proposals{}
 	if cfg.Shard > 0 {
 		n.fsm.fence, n.fsm.slots = &slotSet{}, &[keyslot.Slots]slotMig{}
 		n.proxies = newProxies(cfg)
@@ -197,7 +198,7 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n.raft = r
-	n.batcher = newBatcher(r)
+	n.batcher = newBatcher(r, n.fsm.proposals)
 	if n.filter != nil {
 		n.filter.arm(func() raft.Configuration { return r.GetConfiguration().Configuration() })
 		n.stopped.Add(1)

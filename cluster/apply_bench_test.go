@@ -1,0 +1,37 @@
+package cluster
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"github.com/sluice-rl/sluice/store"
+)
+
+// BenchmarkApplyEntry applies log entries of 400 RL.TOKEN decisions (the
+// size a group's entries reach at P16) on 100,000 keys, as the leader does
+// (results for its waiting submissions) and as a follower does (no
+// results: nothing reads them). ns/op and B/op are per entry.
+func BenchmarkApplyEntry(b *testing.B) {
+	const perEntry, keys = 400, 100_000
+	entries := make([][]byte, keys/perEntry)
+	for e := range entries {
+		ops := make([]op, perEntry)
+		for i := range ops {
+			ops[i] = token([]byte("k"+strconv.Itoa(e*perEntry+i)), 0)
+		}
+		entries[e] = appendBatch(nil, 1_800_000_000e9, ops)
+	}
+	for _, role := range []string{"leader", "follower"} {
+		b.Run(role, func(b *testing.B) {
+			f := newStateMachine(store.New(16), nil, nil)
+			if role == "follower" {
+				f.proposals = &proposals{}
+			}
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: entries[i%len(entries)]})
+			}
+		})
+	}
+}
