@@ -22,7 +22,41 @@ func (n *Node) Decide(now int64, reqs []algorithms.Request, out []algorithms.Out
 		ops[i] = op{code: opDecide, req: reqs[i]}
 	}
 	rs, err := n.submit(now, ops)
-	for i := range out[:len(reqs)] {
+	fillOutcomes(out[:len(reqs)], rs, err)
+}
+
+// DecideAsync is Decide without waiting (commands.AsyncDecider): on the
+// ready leader the decisions join the batcher's next entry and done is
+// called as it is applied; anywhere else (a follower forwarding, no
+// leader yet, a full queue, a leader that lost its leadership before the
+// entry was applied) a goroutine runs Decide, with its forwarding and
+// retries, and then calls done.
+func (n *Node) DecideAsync(now int64, reqs []algorithms.Request, out []algorithms.Outcome, done func()) {
+	if n.ready.Load() {
+		ops := make([]op, len(reqs))
+		for i := range reqs {
+			ops[i] = op{code: opDecide, req: reqs[i]}
+		}
+		if n.batcher.submitAsync(now, ops, func(rs []result, err error) {
+			if err != nil && retryable(err) {
+				go func() { n.Decide(now, reqs, out); done() }()
+				return
+			}
+			if err == nil {
+				n.settle(rs)
+			}
+			fillOutcomes(out[:len(reqs)], rs, err)
+			done()
+		}) {
+			return
+		}
+	}
+	go func() { n.Decide(now, reqs, out); done() }()
+}
+
+// fillOutcomes writes each decision's outcome: its result, or err.
+func fillOutcomes(out []algorithms.Outcome, rs []result, err error) {
+	for i := range out {
 		switch {
 		case err != nil:
 			out[i] = algorithms.Outcome{Err: err}

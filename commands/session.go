@@ -42,10 +42,12 @@ type session struct {
 	lastRate   []byte
 	lastRateNS int64
 
-	queue deferred     // the batch's deferred work (deferred.go)
-	acks  []ackSpan    // the batch's replies that acknowledge a change (durable.go)
-	tx    txState      // MULTI's queue and WATCH's keys (cmd_tx.go)
-	call  *compat.Call // scratch of EVAL and the string commands, made at the first (cmd_scripts.go)
+	queue    deferred     // the batch's deferred work (deferred.go)
+	inFlight bool         // the queue's decisions are with the keyspace (decideAsync)
+	resume   func()       // conn.Resume, made once
+	acks     []ackSpan    // the batch's replies that acknowledge a change (durable.go)
+	tx       txState      // MULTI's queue and WATCH's keys (cmd_tx.go)
+	call     *compat.Call // scratch of EVAL and the string commands, made at the first (cmd_scripts.go)
 
 	lastScript *compat.Script // the script EVALSHA found last, tried first
 	named      bool           // CLIENT NAMED-REPLY ON: decisions answer with named fields
@@ -109,6 +111,11 @@ func (s *session) exec(args [][]byte) {
 		s.conn.Park() // read again once the pause ends (client_pause.go)
 		return
 	}
+	if s.h.waits && !s.conn.MayWait() && !s.decidesOnLoop(cmd) {
+		s.cmds--
+		s.conn.HandOff() // read again on a goroutine that may wait for the log
+		return
+	}
 	if cmd != nil && s.h.mon.n.Load() != 0 {
 		s.h.feedMonitors(s, cmd, args) // cmd_monitor.go
 	}
@@ -140,7 +147,10 @@ func (s *session) exec(args [][]byte) {
 		proxySlot, reject = s.route(cmd, args) // route.go
 	}
 	if reject != nil || s.queue.class != cmd.class {
-		s.runDeferred()
+		if s.runDeferred(); s.inFlight {
+			s.cmds-- // read again once the queue's replies are in (server.Conn.Suspend)
+			return
+		}
 	}
 	sl := s.slotFor(stat) // after runDeferred, which may flush the slots
 	if proxySlot >= 0 {
@@ -163,6 +173,15 @@ func (s *session) exec(args [][]byte) {
 	s.cur, s.curCmd = 0, 0
 }
 
+// decidesOnLoop reports whether cmd runs on an event loop of a node whose
+// commands wait: a decision, when the keyspace decides without waiting
+// (AsyncDecider) and the connection is not READONLY (whose peeks are
+// answered here, around the log). Inside MULTI a decision is only queued.
+// Every other command is handed to a goroutine.
+func (s *session) decidesOnLoop(cmd *command) bool {
+	return cmd != nil && cmd.class == classDecision && s.h.async != nil && !s.readonly
+}
+
 // lookup finds a command, trying first the one the client ran last: a
 // pipeline mostly repeats one command.
 func (s *session) lookup(name []byte) *command {
@@ -179,7 +198,9 @@ func (s *session) lookup(name []byte) *command {
 // endBatch carries out the deferred work, publishes the batch's counters
 // and tells the transport what the session holds.
 func (s *session) endBatch() {
-	s.runDeferred()
+	if s.runDeferred(); s.inFlight {
+		return // the transport calls again once the decisions are in
+	}
 	s.syncLog()
 	s.flushStats() // after the log's sync: a batch's time includes it
 	if p := s.ran; p != nil && p != s.shown.Load() {
