@@ -42,6 +42,7 @@ type member struct {
 type group struct {
 	t       *testing.T
 	members []*member
+	acl     bool // the members replicate their ACL users through the log
 }
 
 func fastRaft(c *raft.Config) {
@@ -54,7 +55,17 @@ func fastRaft(c *raft.Config) {
 
 func newGroup(t *testing.T, n int) *group {
 	t.Helper()
-	g := &group{t: t}
+	return newGroupOf(t, &group{t: t}, n)
+}
+
+// newACLGroup is newGroup whose members replicate their ACL users.
+func newACLGroup(t *testing.T, n int) *group {
+	t.Helper()
+	return newGroupOf(t, &group{t: t, acl: true}, n)
+}
+
+func newGroupOf(t *testing.T, g *group, n int) *group {
+	t.Helper()
 	for i := 0; i < n; i++ {
 		m := &member{id: fmt.Sprintf("n%d", i+1), logs: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
 		m.clock = commands.NewClock()
@@ -98,12 +109,18 @@ func (g *group) start(m *member) {
 	cfg := DefaultConfig()
 	cfg.ID, cfg.RESPAddr, cfg.Logger, cfg.LeaderWait = m.id, m.addr, quiet, 2*time.Second
 	cfg.Transport, cfg.Logs, cfg.Stable, cfg.Snapshots, cfg.RaftConfig = m.trans, m.logs, m.logs, m.snaps, fastRaft
+	ccfg := commands.DefaultConfig()
+	if g.acl {
+		if ccfg.Users, err = commands.NewUsers(ccfg); err != nil {
+			g.t.Fatal(err)
+		}
+		cfg.ACL = ccfg.Users
+	}
 	node, err := Open(cfg, store.New(4))
 	if err != nil {
 		g.t.Fatal(err)
 	}
 	m.node = node
-	ccfg := commands.DefaultConfig()
 	ccfg.Cluster, ccfg.Debug, ccfg.Logger = node, commands.DebugYes, quiet
 	h, err := commands.New(ccfg, node, m.clock)
 	if err != nil {

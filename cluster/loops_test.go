@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/sluice-rl/sluice/internal/resp"
 	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
@@ -43,4 +45,68 @@ func TestPipelineOnEventLoopsAnswersInOrder(t *testing.T) {
 		}
 	}
 	g.assertSameState()
+}
+
+// A command that waits for the decisions queued before it (on an event
+// loop, the connection is suspended and the command read again once they
+// are in) is logged once: one MONITOR line per command, and one ACL LOG
+// count per denied command, on the leader and on a follower.
+func TestCommandReadAgainIsLoggedOnce(t *testing.T) {
+	g := newACLGroup(t, 3)
+	ld := g.leader()
+	var f *member
+	for _, m := range g.members {
+		if m != ld {
+			f = m
+		}
+	}
+	for _, m := range []*member{ld, f} {
+		mon, cl := testutil.Dial(t, m.addr), testutil.Dial(t, m.addr)
+		if got := mon.Do("MONITOR\r\n"); got != "+OK" {
+			t.Fatalf("%s: MONITOR = %q; want +OK", m.id, got)
+		}
+		if got := cl.Do("ACL SETUSER lim-" + m.id + " on nopass ~ok* +@all\r\n"); got != "+OK" {
+			t.Fatalf("%s: ACL SETUSER = %q; want +OK", m.id, got)
+		}
+		if got := cl.Do("AUTH lim-" + m.id + " x\r\n"); got != "+OK" {
+			t.Fatalf("%s: AUTH = %q; want +OK", m.id, got)
+		}
+		// Each command but the first follows a queued decision: a refused
+		// one (bad argument, denied key, arity) first has the queue decided.
+		cmds := []string{"RL.FIXED ok1 10 1h 1", "RL.FIXED ok2 ten 1h", "RL.FIXED ok3 10 1h 1",
+			"RL.FIXED denied1 10 1h 1", "RL.FIXED ok4 10 1h 1", "RL.FIXED ok5", "RL.FIXED ok6 10 1h 1",
+			"RL.FIXED denied1 10 1h 1", "PING"}
+		want := []string{"[:1 ", "-ERR", "[:1 ", "-NOPERM", "[:1 ", "-ERR wrong number", "[:1 ", "-NOPERM", "+PONG"}
+		var pipeline []byte // multibulk: an inline command ends the batch
+		for _, c := range cmds {
+			pipeline = resp.AppendArgs(pipeline, bytes.Fields([]byte(c)))
+		}
+		cl.Send(string(pipeline))
+		for i, w := range want {
+			if got := cl.Reply(); !strings.HasPrefix(got, w) {
+				t.Fatalf("%s: reply to %q = %q; want %q…", m.id, cmds[i], got, w)
+			}
+		}
+		seen := map[string]int{}
+		for seen[`"PING"`] == 0 {
+			line := mon.Reply()
+			if i := strings.Index(line, `] "`); i >= 0 && !strings.Contains(line, `"ACL"`) && !strings.Contains(line, `"AUTH"`) {
+				seen[line[i+2:]]++
+			}
+		}
+		for _, c := range cmds {
+			quoted := `"` + strings.ReplaceAll(c, " ", `" "`) + `"`
+			n := seen[quoted]
+			if c == "RL.FIXED denied1 10 1h 1" {
+				n /= 2 // sent twice
+			}
+			if n != 1 {
+				t.Errorf("%s: MONITOR showed %q %d times per call; want 1 (all: %v)", m.id, c, n, seen)
+			}
+		}
+		if got := cl.Do("ACL LOG 1\r\n"); !strings.Contains(got, "$count :2 ") || !strings.Contains(got, "$object $denied1") {
+			t.Errorf("%s: ACL LOG 1 = %q; want the denied key's entry counted twice", m.id, got)
+		}
+		cl.Do("ACL LOG RESET\r\n")
+	}
 }

@@ -121,6 +121,8 @@ func (s *session) runDeferred() {
 		q.class = classNone
 		return
 	}
+	quiet := s.quiet
+	s.quiet = false // the queue's work logs for the commands that queued it
 	switch q.class {
 	case classDecision:
 		switch {
@@ -128,6 +130,7 @@ func (s *session) runDeferred() {
 			s.landDecisions()
 		case s.h.async != nil && !s.conn.MayWait():
 			if s.decideAsync() {
+				s.quiet = quiet
 				return
 			}
 		default:
@@ -138,6 +141,7 @@ func (s *session) runDeferred() {
 	case classScript:
 		s.runScripts()
 	}
+	s.quiet = quiet
 	q.reset()
 }
 
@@ -171,8 +175,42 @@ func (s *session) runDecisions() {
 // decideAsync hands the queued decisions to the keyspace without waiting
 // and suspends the connection until they are decided (landDecisions
 // writes their replies). It reports false, having written the replies, if
-// nothing was left to decide: resolveChecks refused every one.
+// nothing was left to decide: resolveChecks refused every one. When an
+// RL.CHECK's policy is missing on a sharded node, catching the meta
+// replica up (syncMeta) waits: a goroutine resolves the checks and
+// decides instead.
 func (s *session) decideAsync() bool {
+	if s.resume == nil {
+		s.resume = s.conn.Resume
+	}
+	if c := s.queue.chk; c != nil && len(c.pending) > 0 && s.h.cfg.MetaSync != nil && s.checksMiss() {
+		s.inFlight = true
+		s.conn.Suspend() // the goroutine owns the session until Resume
+		go func() {
+			if f := &s.queue.fl; s.prepareFlight() {
+				s.h.ks.Decide(f.now, f.reqs, f.out)
+			}
+			s.resume()
+		}()
+		return true
+	}
+	if !s.prepareFlight() {
+		q := &s.queue
+		s.writeOutcomes(q.kinds, q.cmds, q.reqs, q.outs[:len(q.reqs)])
+		return false
+	}
+	f := &s.queue.fl
+	s.inFlight = true
+	s.conn.Suspend() // before the keyspace can call done
+	s.h.async.DecideAsync(f.now, f.reqs, f.out, s.resume)
+	return true
+}
+
+// prepareFlight sets the flight up from the queue, resolving its
+// RL.CHECKs, and reports whether any decision is left to make: false when
+// resolveChecks refused every one (their errors are in the queue's
+// outcomes, which landDecisions writes).
+func (s *session) prepareFlight() bool {
 	q := &s.queue
 	out := s.outcomes(len(q.reqs))
 	f := &q.fl
@@ -193,17 +231,10 @@ func (s *session) decideAsync() bool {
 			}
 		}
 		if len(f.reqs) == 0 {
-			s.writeOutcomes(q.kinds, q.cmds, q.reqs, out)
 			return false
 		}
 		f.out = make([]algorithms.Outcome, len(f.reqs))
 	}
-	if s.resume == nil {
-		s.resume = s.conn.Resume
-	}
-	s.inFlight = true
-	s.conn.Suspend() // before the keyspace can call done
-	s.h.async.DecideAsync(f.now, f.reqs, f.out, s.resume)
 	return true
 }
 
@@ -417,10 +448,7 @@ func (s *session) nextGroup() int32 {
 // work queued before it.
 func (s *session) rejectDecision(err error) {
 	if s.runDeferred(); s.inFlight {
-		s.cmds-- // read again once the queue's replies are in
-		if s.cur != 0 {
-			s.slots[s.cur-1].calls--
-		}
+		s.readAgain() // once the queue's replies are in
 		return
 	}
 	s.writeError(err)
