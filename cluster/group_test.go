@@ -43,6 +43,10 @@ type group struct {
 	t       *testing.T
 	members []*member
 	acl     bool // the members replicate their ACL users through the log
+	// loops, if set, is the members' event loops (else 2); setup, if set,
+	// adjusts each member's configurations before it opens.
+	loops int
+	setup func(m *member, cfg *Config, ccfg *commands.Config)
 }
 
 func fastRaft(c *raft.Config) {
@@ -116,6 +120,9 @@ func (g *group) start(m *member) {
 		}
 		cfg.ACL = ccfg.Users
 	}
+	if g.setup != nil {
+		g.setup(m, &cfg, &ccfg)
+	}
 	node, err := Open(cfg, store.New(4))
 	if err != nil {
 		g.t.Fatal(err)
@@ -128,6 +135,9 @@ func (g *group) start(m *member) {
 	}
 	scfg := server.DefaultConfig()
 	scfg.EventLoops, scfg.Clock, scfg.Logger = 2, m.clock, quiet
+	if g.loops != 0 {
+		scfg.EventLoops = g.loops
+	}
 	if m.srv, err = server.New(scfg, h); err != nil {
 		g.t.Fatal(err)
 	}

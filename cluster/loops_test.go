@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/sluice-rl/sluice/commands"
 	"github.com/sluice-rl/sluice/internal/resp"
 	"github.com/sluice-rl/sluice/internal/testutil"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // A replicated node's event loops: decisions wait for their entry without
@@ -108,5 +112,66 @@ func TestCommandReadAgainIsLoggedOnce(t *testing.T) {
 			t.Errorf("%s: ACL LOG 1 = %q; want the denied key's entry counted twice", m.id, got)
 		}
 		cl.Do("ACL LOG RESET\r\n")
+	}
+}
+
+// TestPolicyCatchUpLeavesTheLoopServing: an RL.CHECK whose policy this
+// node lacks catches its policies up first (Config.MetaSync, as a sharded
+// node's meta replica does), which waits; meanwhile the one event loop
+// that serves the client answers its other clients, and the RL.CHECK is
+// decided under the policy once the catch-up brings it.
+func TestPolicyCatchUpLeavesTheLoopServing(t *testing.T) {
+	gate, asked := make(chan struct{}), make(chan struct{}, 16)
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open)
+	regs := map[string]*policy.Registry{}
+	g := &group{t: t, loops: 1, setup: func(m *member, cfg *Config, ccfg *commands.Config) {
+		regs[m.id] = policy.NewRegistry()
+		cfg.Policies, ccfg.Policies = regs[m.id], regs[m.id]
+		ccfg.MetaSync = func() error {
+			asked <- struct{}{}
+			select {
+			case <-gate:
+			case <-time.After(10 * time.Second):
+			}
+			return nil
+		}
+	}}
+	newGroupOf(t, g, 3)
+	ld := g.leader()
+	for _, m := range g.members {
+		for _, pairs := range []int{1, 2} {
+			name := "late-" + m.id + "-" + strconv.Itoa(pairs)
+			args := []string{"RL.CHECK"}
+			for i := range pairs {
+				args = append(args, name, "subj"+strconv.Itoa(i))
+			}
+			waiting, other := testutil.Dial(t, m.addr), testutil.Dial(t, m.addr)
+			waiting.Send(string(resp.AppendArgs(nil, bytes.Fields([]byte(strings.Join(args, " "))))))
+			select {
+			case <-asked:
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s: %v never asked to catch up", m.id, args)
+			}
+			if got := other.Do("PING\r\n"); got != "+PONG" {
+				t.Fatalf("%s: PING while another client's %v catches up = %q; want +PONG", m.id, args, got)
+			}
+			if got := other.Do("*5\r\n$8\r\nRL.FIXED\r\n$5\r\nfixed\r\n$2\r\n10\r\n$2\r\n1h\r\n$1\r\n1\r\n"); !strings.HasPrefix(got, "[:1 ") {
+				t.Fatalf("%s: RL.FIXED while another client's %v catches up = %q; want admitted", m.id, args, got)
+			}
+			if got := testutil.Dial(t, ld.addr).Do("RL.POLICY SET " + name + " TOKEN 1/h 5\r\n"); got != "+OK" {
+				t.Fatalf("RL.POLICY SET %s = %q; want +OK", name, got)
+			}
+			for deadline := time.Now().Add(5 * time.Second); regs[m.id].Policy([]byte(name)) == nil; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: policy %s not applied within 5 s", m.id, name)
+				}
+			}
+			gate <- struct{}{}
+			if got := waiting.Reply(); !strings.HasPrefix(got, "[:1 ") {
+				t.Fatalf("%s: %v after the catch-up = %q; want admitted", m.id, args, got)
+			}
+		}
 	}
 }
