@@ -23,12 +23,24 @@ const (
 )
 
 // submission is one caller's operations, applied together in one entry.
+// Its caller learns the outcome from done, or, if notify is set, from a
+// call to notify instead.
 type submission struct {
 	now     int64
 	ops     []op
 	results []result
 	err     error
 	done    chan struct{}
+	notify  func(results []result, err error)
+}
+
+// complete hands the submission its outcome, once.
+func (s *submission) complete() {
+	if s.notify != nil {
+		s.notify(s.results, s.err)
+		return
+	}
+	close(s.done)
 }
 
 type batcher struct {
@@ -37,6 +49,11 @@ type batcher struct {
 	in     chan *submission
 	window window
 	stop   chan struct{}
+
+	// mu orders submitAsync's sends before close: after close, the loop
+	// fails whatever is still queued, and nothing more is queued.
+	mu     sync.Mutex
+	closed bool
 
 	entries atomic.Int64 // log entries written
 	ops     atomic.Int64 // operations in them
@@ -102,7 +119,45 @@ enqueue:
 	return results, errs
 }
 
-func (b *batcher) close() { close(b.stop) }
+// submitAsync queues ops without waiting: notify is called once, from
+// another goroutine, with their results or error. It reports false,
+// having queued nothing, if the batcher is closed or its queue is full.
+func (b *batcher) submitAsync(now int64, ops []op, notify func([]result, error)) bool {
+	s := &submission{now: now, ops: ops, notify: notify}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	select {
+	case b.in <- s:
+		return true
+	default:
+		return false
+	}
+}
+
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	close(b.stop)
+}
+
+// failQueued fails the submissions still queued when the batcher stops:
+// none of them reached the log. A caller that waits on done has already
+// gone (it watches stop); one that is notified learns it here.
+func (b *batcher) failQueued() {
+	for {
+		select {
+		case s := <-b.in:
+			s.err = errNotApplied
+			s.complete()
+		default:
+			return
+		}
+	}
+}
 
 func (b *batcher) loop() {
 	var batch []*submission
@@ -112,12 +167,14 @@ func (b *batcher) loop() {
 		select {
 		case first = <-b.in:
 		case <-b.stop:
+			b.failQueued()
 			return
 		}
 		// Wait for room in flight; meanwhile more submissions queue up.
 		if !b.window.acquire(b.stop) {
 			first.err = errNotApplied
-			close(first.done)
+			first.complete()
+			b.failQueued()
 			return
 		}
 		batch = append(batch[:0], first)
@@ -218,7 +275,7 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time
 			s.err = errResultsLost
 		}
 		off += len(s.ops)
-		close(s.done)
+		s.complete()
 	}
 }
 

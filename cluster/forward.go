@@ -57,6 +57,25 @@ func (f *forwarder) call(addr string, args ...[]byte) ([]byte, error) {
 	return pc.call(args)
 }
 
+// live returns, without dialing, the connection to addr that conn would
+// hand out next, or nil if that one is not up (conn dials it).
+func (f *forwarder) live(addr string) *pipeConn {
+	f.mu.Lock()
+	p := f.peers[addr]
+	f.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pc := p.conns[p.next%connsPerPeer]
+	if pc == nil || pc.isDead() {
+		return nil
+	}
+	p.next++
+	return pc
+}
+
 func (f *forwarder) conn(addr string) (*pipeConn, error) {
 	f.mu.Lock()
 	p := f.peers[addr]
@@ -95,10 +114,24 @@ func (f *forwarder) close() {
 	}
 }
 
+// pending is a caller's place in a connection's queue of replies. The
+// caller learns its reply from done or, if notify is set, from a call to
+// notify instead, made once on the goroutine that read the reply (or
+// that closed the connection).
 type pending struct {
-	reply []byte
-	err   error
-	done  chan struct{}
+	reply  []byte
+	err    error
+	done   chan struct{}
+	notify func(reply []byte, err error)
+}
+
+// complete hands the caller its reply, once.
+func (p *pending) complete() {
+	if p.notify != nil {
+		p.notify(p.reply, p.err)
+		return
+	}
+	close(p.done)
 }
 
 // pipeConn is one connection to a peer, shared by concurrent callers.
@@ -180,6 +213,31 @@ func (pc *pipeConn) call(args [][]byte) ([]byte, error) {
 	return p.reply, p.err
 }
 
+// callAsync sends one command without waiting for its reply: notify gets
+// it. It reports false, having sent nothing, if the connection is dead or
+// another caller is writing to it (which may take up to writeTimeout):
+// the caller, which must not wait (an event loop), then calls from a
+// goroutine instead. A failed write closes the connection, and notify
+// learns of it before callAsync returns.
+func (pc *pipeConn) callAsync(args [][]byte, notify func(reply []byte, err error)) bool {
+	if !pc.wmu.TryLock() {
+		return false
+	}
+	if pc.isDead() {
+		pc.wmu.Unlock()
+		return false
+	}
+	pc.waiters <- &pending{notify: notify}
+	pc.bw.Write(resp.AppendArgs(nil, args))
+	pc.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
+	err := pc.bw.Flush()
+	pc.wmu.Unlock()
+	if err != nil {
+		pc.close(err)
+	}
+	return true
+}
+
 func (pc *pipeConn) readLoop(br *bufio.Reader) {
 	var v resp.Value
 	for {
@@ -196,7 +254,7 @@ func (pc *pipeConn) readLoop(br *bufio.Reader) {
 		}
 		p := <-pc.waiters
 		p.reply, p.err = reply, err
-		close(p.done)
+		p.complete()
 	}
 }
 
@@ -217,7 +275,7 @@ func (pc *pipeConn) close(err error) {
 		select {
 		case p := <-pc.waiters:
 			p.err = errUnknown("the connection to the leader broke after the request was sent (" + err.Error() + ")")
-			close(p.done)
+			p.complete()
 		default:
 			return
 		}

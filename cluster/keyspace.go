@@ -22,7 +22,74 @@ func (n *Node) Decide(now int64, reqs []algorithms.Request, out []algorithms.Out
 		ops[i] = op{code: opDecide, req: reqs[i]}
 	}
 	rs, err := n.submit(now, ops)
-	for i := range out[:len(reqs)] {
+	fillOutcomes(out[:len(reqs)], rs, err)
+}
+
+// DecideAsync is Decide without waiting (commands.AsyncDecider): on the
+// ready leader the decisions join the batcher's next entry, and on a
+// follower they are forwarded to the leader over a connection of the
+// forwarding pool that is up and free; done is called as the entry is
+// applied or the leader's reply arrives. Anywhere else (no leader yet, a
+// full queue, no free connection to the leader) and after an error that
+// says nothing was applied (a leader that lost its leadership, a leader
+// not ready), a goroutine runs Decide, with its forwarding and retries,
+// and then calls done.
+func (n *Node) DecideAsync(now int64, reqs []algorithms.Request, out []algorithms.Outcome, done func()) {
+	ops := make([]op, len(reqs))
+	for i := range reqs {
+		ops[i] = op{code: opDecide, req: reqs[i]}
+	}
+	finish := func(rs []result, err error) {
+		if err != nil && retryable(err) {
+			go func() { n.Decide(now, reqs, out); done() }()
+			return
+		}
+		fillOutcomes(out[:len(reqs)], rs, err)
+		done()
+	}
+	switch leaderAddr, leaderID := n.raft.LeaderWithID(); {
+	case n.ready.Load():
+		if n.batcher.submitAsync(now, ops, func(rs []result, err error) {
+			if err == nil {
+				n.settle(rs)
+			}
+			finish(rs, err)
+		}) {
+			return
+		}
+	case leaderAddr != "" && leaderID != raft.ServerID(n.cfg.ID):
+		if addr := n.fsm.Member(string(leaderID)); addr != "" && n.forwardAsync(addr, now, ops, finish) {
+			return
+		}
+	}
+	go func() { n.Decide(now, reqs, out); done() }()
+}
+
+// forwardAsync sends ops to the leader at addr without waiting, if a
+// connection to it is up and free, and reports whether it did; finish
+// gets the leader's results, once, from the goroutine that read them.
+func (n *Node) forwardAsync(addr string, now int64, ops []op, finish func([]result, error)) bool {
+	pc := n.fwd.live(addr)
+	if pc == nil {
+		return false
+	}
+	sent := pc.callAsync([][]byte{[]byte(n.command("FORWARD")), appendBatch(nil, now, ops)}, func(reply []byte, err error) {
+		var rs []result
+		if err == nil {
+			rs, err = decodeResults(reply)
+		}
+		finish(rs, err)
+	})
+	if sent {
+		n.batcher.metrics.forwarded.Add(1)
+		n.batcher.metrics.forwardedOps.Add(int64(len(ops)))
+	}
+	return sent
+}
+
+// fillOutcomes writes each decision's outcome: its result, or err.
+func fillOutcomes(out []algorithms.Outcome, rs []result, err error) {
+	for i := range out {
 		switch {
 		case err != nil:
 			out[i] = algorithms.Outcome{Err: err}

@@ -192,8 +192,12 @@ func (s *session) deniedInMulti(cmd *command, args [][]byte, err *error) bool {
 	return *err != nil
 }
 
-// logDenial adds an entry to the ACL LOG for the connection s serves.
+// logDenial adds an entry to the ACL LOG for the connection s serves,
+// unless the command in hand has added its entries already (s.quiet).
 func (s *session) logDenial(reason acl.Reason, ctx acl.Context, object string) {
+	if s.quiet {
+		return
+	}
 	user := ""
 	if s.user != nil {
 		user = s.user.Name()

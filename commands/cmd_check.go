@@ -160,6 +160,19 @@ func (s *session) resolveChecks() (failed bool) {
 	return failed
 }
 
+// checksMiss reports whether a queued RL.CHECK names a policy the current
+// snapshot lacks: resolveChecks would then catch the meta replica up
+// (syncMeta), which waits.
+func (s *session) checksMiss() bool {
+	snap := s.h.cfg.Policies.Load()
+	for i := range s.queue.chk.pending {
+		if snap.Policy(s.queue.chk.pending[i].name) == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // checkPolicy returns p, the policy RL.CHECK names (nil: none of that
 // name), or the error that refuses it. It does not allocate for a known
 // policy.

@@ -30,6 +30,11 @@ func (s *session) checkAll(pairs [][]byte, n int64) {
 	for i := 0; i < len(pairs); i += 2 {
 		pol := snap.Policy(pairs[i])
 		if pol == nil && !synced {
+			if s.h.cfg.MetaSync != nil && !s.conn.MayWait() {
+				s.readAgain()
+				s.conn.HandOff() // catching the meta replica up waits
+				return
+			}
 			if synced = true; s.syncMeta() {
 				// A sharded node's meta replica caught up: every pair
 				// again, in the fresh snapshot.

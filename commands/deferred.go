@@ -66,6 +66,19 @@ type deferred struct {
 	// scr is the script calls' part of the queue, made at the first
 	// deferred script call (cmd_scripts.go).
 	scr *scriptQueue
+	// fl is the decisions in flight (decideAsync).
+	fl flight
+}
+
+// flight is what the queue handed the keyspace to decide without waiting
+// (AsyncDecider): the requests, their outcomes to be, and, when
+// resolveChecks refused some, where in the queue each one's outcome goes.
+type flight struct {
+	now   int64
+	reqs  []algorithms.Request
+	out   []algorithms.Outcome
+	split bool  // at holds the queue's index of each
+	at    []int // for split
 }
 
 // queueDecision adds a decision to the queue.
@@ -94,7 +107,11 @@ func (s *session) unqueue(mark int) {
 }
 
 // runDeferred carries out the queued work and writes its replies, in
-// order, then empties the queue.
+// order, then empties the queue. On an event loop of a node whose
+// decisions wait for the log, it starts the queued decisions instead and
+// leaves s.inFlight set, the connection suspended (server.Conn.Suspend):
+// the caller returns at once, and the next call, EndBatch once the
+// decisions are in, writes their replies.
 func (s *session) runDeferred() {
 	q := &s.queue
 	if s.tx.active {
@@ -104,14 +121,27 @@ func (s *session) runDeferred() {
 		q.class = classNone
 		return
 	}
+	quiet := s.quiet
+	s.quiet = false // the queue's work logs for the commands that queued it
 	switch q.class {
 	case classDecision:
-		s.runDecisions()
+		switch {
+		case s.inFlight:
+			s.landDecisions()
+		case s.h.async != nil && !s.conn.MayWait():
+			if s.decideAsync() {
+				s.quiet = quiet
+				return
+			}
+		default:
+			s.runDecisions()
+		}
 	case classForward:
 		s.runForwards()
 	case classScript:
 		s.runScripts()
 	}
+	s.quiet = quiet
 	q.reset()
 }
 
@@ -140,6 +170,89 @@ func (s *session) runDecisions() {
 		s.decide(q.reqs, out)
 	}
 	s.writeOutcomes(q.kinds, q.cmds, q.reqs, out)
+}
+
+// decideAsync hands the queued decisions to the keyspace without waiting
+// and suspends the connection until they are decided (landDecisions
+// writes their replies). It reports false, having written the replies, if
+// nothing was left to decide: resolveChecks refused every one. When an
+// RL.CHECK's policy is missing on a sharded node, catching the meta
+// replica up (syncMeta) waits: a goroutine resolves the checks and
+// decides instead.
+func (s *session) decideAsync() bool {
+	if s.resume == nil {
+		s.resume = s.conn.Resume
+	}
+	if c := s.queue.chk; c != nil && len(c.pending) > 0 && s.h.cfg.MetaSync != nil && s.checksMiss() {
+		s.inFlight = true
+		s.conn.Suspend() // the goroutine owns the session until Resume
+		go func() {
+			if f := &s.queue.fl; s.prepareFlight() {
+				s.h.ks.Decide(f.now, f.reqs, f.out)
+			}
+			s.resume()
+		}()
+		return true
+	}
+	if !s.prepareFlight() {
+		q := &s.queue
+		s.writeOutcomes(q.kinds, q.cmds, q.reqs, q.outs[:len(q.reqs)])
+		return false
+	}
+	f := &s.queue.fl
+	s.inFlight = true
+	s.conn.Suspend() // before the keyspace can call done
+	s.h.async.DecideAsync(f.now, f.reqs, f.out, s.resume)
+	return true
+}
+
+// prepareFlight sets the flight up from the queue, resolving its
+// RL.CHECKs, and reports whether any decision is left to make: false when
+// resolveChecks refused every one (their errors are in the queue's
+// outcomes, which landDecisions writes).
+func (s *session) prepareFlight() bool {
+	q := &s.queue
+	out := s.outcomes(len(q.reqs))
+	f := &q.fl
+	f.now, f.reqs, f.out, f.split, f.at = s.conn.Now(), q.reqs, out, false, f.at[:0]
+	if c := q.chk; c != nil && len(c.pending) > 0 && s.resolveChecks() {
+		refused := make([]bool, len(q.reqs))
+		for _, pc := range c.pending {
+			if pc.err != nil {
+				refused[pc.at] = true
+				out[pc.at] = algorithms.Outcome{Err: pc.err}
+			}
+		}
+		f.reqs, f.split = nil, true
+		for i := range q.reqs {
+			if !refused[i] {
+				f.reqs = append(f.reqs, q.reqs[i])
+				f.at = append(f.at, i)
+			}
+		}
+		if len(f.reqs) == 0 {
+			return false
+		}
+		f.out = make([]algorithms.Outcome, len(f.reqs))
+	}
+	return true
+}
+
+// landDecisions writes the replies of the decisions decideAsync handed
+// over, now decided.
+func (s *session) landDecisions() {
+	q := &s.queue
+	f := &q.fl
+	s.inFlight = false
+	out := q.outs[:len(q.reqs)]
+	if f.split {
+		for j, i := range f.at {
+			out[i] = f.out[j]
+		}
+	}
+	s.h.top.record(s, f.now, f.reqs, f.out)
+	s.writeOutcomes(q.kinds, q.cmds, q.reqs, out)
+	f.reqs, f.out = nil, nil
 }
 
 // decideResolved carries out the queued decisions but those of the
@@ -334,6 +447,9 @@ func (s *session) nextGroup() int32 {
 // rejectDecision answers a decision whose arguments are wrong, after the
 // work queued before it.
 func (s *session) rejectDecision(err error) {
-	s.runDeferred()
+	if s.runDeferred(); s.inFlight {
+		s.readAgain() // once the queue's replies are in
+		return
+	}
 	s.writeError(err)
 }

@@ -20,6 +20,13 @@ type Handler struct {
 	cfg   Config
 	ks    Keyspace
 	clock *Clock
+	// waits says that commands wait for something else (a replicated
+	// node's Raft log); async is the keyspace's way of deciding without
+	// waiting, if it has one. On an event loop, a waiting command is
+	// handed to a goroutine (server.Conn.HandOff) and decisions are
+	// suspended until their entry commits (server.Conn.Suspend).
+	waits bool
+	async AsyncDecider
 	log   *slog.Logger
 	start time.Time
 	// memPeak is the largest used_memory sampled (INFO used_memory_peak).
@@ -79,6 +86,9 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table, stats: newCmdStats()}
+	if h.waits = cfg.Cluster != nil; h.waits {
+		h.async, _ = ks.(AsyncDecider)
+	}
 	users.users.OnRetire(h.closeRetired)
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
@@ -93,11 +103,6 @@ func (h *Handler) Attach(t Transport) { h.transport.Store(&transportRef{t}) }
 
 // Clock returns the clock the Handler and its transport read.
 func (h *Handler) Clock() *Clock { return h.clock }
-
-// MayBlock reports whether commands wait for something else (a replicated
-// node's Raft log): the server then gives every client its own goroutine
-// (server.Blocker).
-func (h *Handler) MayBlock() bool { return h.cfg.Cluster != nil }
 
 // Open starts a connection's session.
 func (h *Handler) Open(c *server.Conn) {

@@ -103,3 +103,14 @@ type Overrider interface {
 	// is false if there is none.
 	LocalOverride(now int64, key []byte) (w [3]int64, ok bool)
 }
+
+// AsyncDecider is a Keyspace whose decisions wait for something else (a
+// replicated node's log). DecideAsync starts carrying out reqs as Decide
+// does and returns without waiting; done is called once, from any
+// goroutine, after every outcome is in out. Until then the caller leaves
+// reqs, the bytes they point to, and out alone. With it, a replicated
+// node's decisions run on the event loops without blocking them
+// (server.Conn.Suspend).
+type AsyncDecider interface {
+	DecideAsync(now int64, reqs []algorithms.Request, out []algorithms.Outcome, done func())
+}

@@ -42,10 +42,16 @@ type session struct {
 	lastRate   []byte
 	lastRateNS int64
 
-	queue deferred     // the batch's deferred work (deferred.go)
-	acks  []ackSpan    // the batch's replies that acknowledge a change (durable.go)
-	tx    txState      // MULTI's queue and WATCH's keys (cmd_tx.go)
-	call  *compat.Call // scratch of EVAL and the string commands, made at the first (cmd_scripts.go)
+	queue    deferred // the batch's deferred work (deferred.go)
+	inFlight bool     // the queue's decisions are with the keyspace (decideAsync)
+	resume   func()   // conn.Resume, made once
+	// replay says that the command the transport reads next was logged
+	// (MONITOR, ACL LOG) before it was read again (readAgain); quiet, that
+	// the one in hand was, so that logging it again is skipped.
+	replay, quiet bool
+	acks          []ackSpan    // the batch's replies that acknowledge a change (durable.go)
+	tx            txState      // MULTI's queue and WATCH's keys (cmd_tx.go)
+	call          *compat.Call // scratch of EVAL and the string commands, made at the first (cmd_scripts.go)
 
 	lastScript *compat.Script // the script EVALSHA found last, tried first
 	named      bool           // CLIENT NAMED-REPLY ON: decisions answer with named fields
@@ -109,7 +115,13 @@ func (s *session) exec(args [][]byte) {
 		s.conn.Park() // read again once the pause ends (client_pause.go)
 		return
 	}
-	if cmd != nil && s.h.mon.n.Load() != 0 {
+	if s.h.waits && !s.conn.MayWait() && !s.decidesOnLoop(cmd) {
+		s.cmds--
+		s.conn.HandOff() // read again on a goroutine that may wait for the log
+		return
+	}
+	s.quiet, s.replay = s.replay, false
+	if cmd != nil && s.h.mon.n.Load() != 0 && !s.quiet {
 		s.h.feedMonitors(s, cmd, args) // cmd_monitor.go
 	}
 	if s.tx.active {
@@ -140,7 +152,15 @@ func (s *session) exec(args [][]byte) {
 		proxySlot, reject = s.route(cmd, args) // route.go
 	}
 	if reject != nil || s.queue.class != cmd.class {
-		s.runDeferred()
+		if s.runDeferred(); s.inFlight {
+			s.readAgain() // once the queue's replies are in (server.Conn.Suspend)
+			return
+		}
+	}
+	if proxySlot >= 0 && !s.conn.MayWait() {
+		s.readAgain()
+		s.conn.HandOff() // the slot's owner answers over the network
+		return
 	}
 	sl := s.slotFor(stat) // after runDeferred, which may flush the slots
 	if proxySlot >= 0 {
@@ -163,6 +183,28 @@ func (s *session) exec(args [][]byte) {
 	s.cur, s.curCmd = 0, 0
 }
 
+// decidesOnLoop reports whether cmd runs on an event loop of a node whose
+// commands wait: a decision, when the keyspace decides without waiting
+// (AsyncDecider) and the connection is not READONLY (whose peeks are
+// answered here, around the log), outside MULTI (whose queued RL.CHECK
+// looks its policy up at once, which may wait for the meta group). Every
+// other command is handed to a goroutine.
+func (s *session) decidesOnLoop(cmd *command) bool {
+	return cmd != nil && cmd.class == classDecision && s.h.async != nil && !s.readonly && !s.tx.active
+}
+
+// readAgain takes back the count of the command in hand, which the
+// transport reads again after a Suspend or a HandOff during Command. It
+// has been logged (MONITOR, ACL LOG) already: read again, it is not
+// (s.replay).
+func (s *session) readAgain() {
+	s.cmds--
+	if s.cur != 0 {
+		s.slots[s.cur-1].calls--
+	}
+	s.replay = true
+}
+
 // lookup finds a command, trying first the one the client ran last: a
 // pipeline mostly repeats one command.
 func (s *session) lookup(name []byte) *command {
@@ -179,7 +221,9 @@ func (s *session) lookup(name []byte) *command {
 // endBatch carries out the deferred work, publishes the batch's counters
 // and tells the transport what the session holds.
 func (s *session) endBatch() {
-	s.runDeferred()
+	if s.runDeferred(); s.inFlight {
+		return // the transport calls again once the decisions are in
+	}
 	s.syncLog()
 	s.flushStats() // after the log's sync: a batch's time includes it
 	if p := s.ran; p != nil && p != s.shown.Load() {

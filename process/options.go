@@ -207,7 +207,7 @@ var options = []option{
 		set:        func(c *Options, a []string) error { return intArg(a, 1, 1<<16, &c.shards) },
 		get:        func(c *Options) string { return strconv.Itoa(c.shards) }},
 	{name: "event-loops",
-		doc:        "epoll loops serving the clients (0: a goroutine per client; a replicated node always uses goroutines)",
+		doc:        "epoll loops serving the clients (0: a goroutine per client)",
 		docDefault: "GOMAXPROCS",
 		set:        func(c *Options, a []string) error { return intArg(a, 0, 1024, &c.server.EventLoops) },
 		get:        func(c *Options) string { return strconv.Itoa(c.server.EventLoops) }},

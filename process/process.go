@@ -347,7 +347,6 @@ func (p *Process) openCommands() error {
 	}
 	scfg := cfg.server
 	scfg.MaxMemoryClients, scfg.Clock, scfg.Logger = clientMemory, p.clock, p.log
-	// a replicated node's commands wait for Raft: a goroutine per client
 	if p.srv, err = server.New(scfg, p.cmds); err != nil {
 		return err
 	}

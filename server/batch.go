@@ -48,22 +48,40 @@ func (c *Conn) runBatch() {
 		if len(args) == 0 {
 			continue
 		}
+		c.inCommand = true
 		h.Command(c, args)
-		if c.parked { // not run: read it again later (park.go)
+		c.inCommand = false
+		if c.parked || c.rewind { // not run: read it again later (park.go, suspend.go)
 			c.start -= used
-			break
+			c.rewind = false
+			if c.parked || c.handOff || !c.awaitResume() {
+				break
+			}
+			continue
 		}
 		if buf[0] != '*' {
 			h.EndBatch(c) // inline arguments live in scratch, which the next line reuses
+			if c.suspended && !c.awaitResume() {
+				break
+			}
 		}
-		if len(c.Out) > flushAtOut {
+		if len(c.Out) > flushAtOut && !c.handedOff { // a handed-off batch is written by its loop
 			h.EndBatch(c)
+			if c.suspended && !c.awaitResume() {
+				break
+			}
 			if !c.flush() {
 				c.closing = true
 			}
 		}
 	}
+	if c.suspended || c.handOff {
+		return // the input and what points into it stay as they are
+	}
 	h.EndBatch(c)
+	if c.suspended && !c.awaitResume() {
+		return
+	}
 	if cap(c.args) > maxKeptArgs && c.rs.count == 0 {
 		c.args, c.rs.offs = nil, nil // one huge command does not pin its argument table
 	}
@@ -96,6 +114,9 @@ func (c *Conn) recoverHandler() {
 func (c *Conn) protocolError(err error) {
 	defer c.recoverHandler()
 	c.srv.h.EndBatch(c)
+	if c.suspended && !c.awaitResume() {
+		return // the frame is read again, and answered, once the replies before it are in
+	}
 	c.Out = replyerr.Append(c.Out, err)
 	c.closing = true
 	c.srv.stats.protoErrors.Add(1)

@@ -71,13 +71,30 @@ type Conn struct {
 
 	push   pushState // bytes other goroutines hand it to write (push.go)
 	parked bool      // the Handler parked the command in hand (park.go); owner only
+
+	// Waiting without blocking a loop (suspend.go); owner only but
+	// loopWaits and resumed.
+	inCommand bool          // a Command call is running
+	rewind    bool          // the command in hand was not run: read it again
+	suspended bool          // the batch waits for Resume
+	handOff   bool          // the Handler asked for a goroutine that may wait
+	handedOff bool          // an event loop's connection whose batch runs on a goroutine of its own
+	disarmed  bool          // the loop turned the descriptor's events off while the batch waits
+	pushLater bool          // pushes arrived while the batch waited: deliver them at Resume
+	loopWaits atomic.Bool   // Resume goes to the event loop (else to resumed)
+	resumed   chan struct{} // Resume of a connection that waits where it is
 }
 
 // Lane returns the index of the event loop that serves the connection
-// (0 ≤ Lane < Stats().EventLoops), or -1 if it has a goroutine of its own.
-// A Handler can keep per-loop figures in plain memory indexed by it: the
+// (0 ≤ Lane < Stats().EventLoops), or -1 if it has a goroutine of its own
+// (for the batch, during a HandOff). A Handler can keep per-loop figures in plain memory indexed by it: the
 // calls for one lane never run concurrently.
-func (c *Conn) Lane() int { return c.lane }
+func (c *Conn) Lane() int {
+	if c.handedOff {
+		return -1 // its calls run beside the loop's (HandOff)
+	}
+	return c.lane
+}
 
 // ID returns the connection's id, unique for the server's life (CLIENT ID).
 // Any goroutine.

@@ -28,6 +28,10 @@ import (
 //	NO-EVICT on|off     +OK (Conn.SetNoEvict)
 //	NOW                 :the batch's instant
 //	DEFER x             deferred to EndBatch: [:1 $x]
+//	LATER x             deferred and carried out on another goroutine
+//	                    (Conn.Suspend), released by the gate: $later:x
+//	BLOCK               waits 1 ms, handed to a goroutine on an event
+//	                    loop (Conn.HandOff): +blocked lane=Conn.Lane
 //	PANIC               panics
 //	SLEEP ms            holds the connection's loop or goroutine for ms, then +OK
 //	WRITTEN             :bytes the server has written to every client so far
@@ -42,12 +46,41 @@ type fakeHandler struct {
 	mu             sync.Mutex
 	nows           []int64 // with record: the instant of every NOW, -1 for every EndBatch
 	record         bool
+	// gate, if set, holds LATER's work until a value is sent (or it is
+	// closed); interleaved counts commands run while a connection's
+	// LATER work was out.
+	gate        chan struct{}
+	interleaved atomic.Int64
 }
 
 // fakeSession is a fakeHandler's per-connection state.
 type fakeSession struct {
 	authed   bool
 	deferred [][]byte // DEFER's arguments, pointing into the transport's buffers until EndBatch
+	later    [][]byte // LATER's arguments, as deferred
+	out      atomic.Bool
+}
+
+// startLater suspends c and carries LATER's work out on another
+// goroutine, which resumes c once the gate lets it.
+func (h *fakeHandler) startLater(c *Conn, s *fakeSession) {
+	s.out.Store(true)
+	c.Suspend()
+	go func() {
+		if h.gate != nil {
+			<-h.gate
+		}
+		c.Resume()
+	}()
+}
+
+// landLater writes the replies of LATER's work, done.
+func (h *fakeHandler) landLater(c *Conn, s *fakeSession) {
+	for _, x := range s.later {
+		c.Out = redcon.AppendBulkString(c.Out, "later:"+string(x))
+	}
+	s.later = s.later[:0]
+	s.out.Store(false)
 }
 
 func (h *fakeHandler) Open(c *Conn) {
@@ -60,6 +93,14 @@ func (h *fakeHandler) Open(c *Conn) {
 func (h *fakeHandler) Close(c *Conn) { h.closed.Add(1) }
 
 func (h *fakeHandler) EndBatch(c *Conn) {
+	s := c.Session().(*fakeSession)
+	switch {
+	case s.out.Load():
+		h.landLater(c, s)
+	case len(s.later) > 0:
+		h.startLater(c, s)
+		return
+	}
 	h.flush(c)
 	if h.record {
 		h.mu.Lock()
@@ -81,7 +122,19 @@ func (h *fakeHandler) flush(c *Conn) {
 
 func (h *fakeHandler) Command(c *Conn, args [][]byte) {
 	s := c.Session().(*fakeSession)
+	if s.out.Load() {
+		h.interleaved.Add(1)
+	}
 	name := strings.ToUpper(string(args[0]))
+	if name == "LATER" && len(args) == 2 {
+		h.flush(c)
+		s.later = append(s.later, args[1])
+		return
+	}
+	if len(s.later) > 0 { // the LATER work first: this command is read again after it
+		h.startLater(c, s)
+		return
+	}
 	if name != "DEFER" {
 		h.flush(c) // replies in order: the deferred ones first
 	}
@@ -128,6 +181,13 @@ func (h *fakeHandler) Command(c *Conn, args [][]byte) {
 		c.Out = redcon.AppendInt(c.Out, c.Now())
 	case name == "DEFER" && len(args) == 2:
 		s.deferred = append(s.deferred, args[1])
+	case name == "BLOCK":
+		if !c.MayWait() {
+			c.HandOff()
+			return
+		}
+		time.Sleep(time.Millisecond)
+		c.Out = redcon.AppendString(c.Out, "blocked lane="+strconv.Itoa(c.Lane()))
 	case name == "PANIC":
 		panic("test: a bug in a handler")
 	case name == "SLEEP" && len(args) == 2:

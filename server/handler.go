@@ -19,8 +19,8 @@ package server
 // EndBatch. A handler that keeps anything longer copies it.
 //
 // Concurrency: the calls for one connection come from one goroutine at a
-// time (the connection's event loop or its own goroutine), never
-// concurrently; calls for different connections run concurrently. Open
+// time (the connection's event loop, its own goroutine, or the goroutine
+// a HandOff runs its batch on), never concurrently; calls for different connections run concurrently. Open
 // comes first and Close last; nothing is called after Close.
 type Handler interface {
 	// Open sets up a new connection's session (Conn.SetSession) before its
@@ -41,9 +41,11 @@ type Handler interface {
 }
 
 // Blocker is implemented by handlers whose commands may wait, for a Raft
-// log or a peer. An event loop serves many clients and must never wait, so
-// a Server whose Handler reports MayBlock serves every client from its own
-// goroutine, whatever Config.EventLoops says.
+// log or a peer, and that do not use Conn.Suspend and Conn.HandOff to keep
+// an event loop from waiting (suspend.go). An event loop serves many
+// clients and must never wait, so a Server whose Handler reports MayBlock
+// serves every client from its own goroutine, whatever Config.EventLoops
+// says.
 type Blocker interface {
 	MayBlock() bool
 }

@@ -28,8 +28,9 @@ import (
 // A loop never blocks on a client: a reply that does not fit the socket
 // stays in the client's buffer, the loop stops reading that client (its
 // input waits in its own bounded buffer) and asks epoll for room to write.
-// Only keyspaces that answer without waiting may be served this way: a
-// replicated node waits for Raft, so it keeps a goroutine per client.
+// A Handler whose work waits (a replicated node's Raft log) suspends the
+// batch or hands it to a goroutine (suspend.go): the loop serves its other
+// clients meanwhile and takes the connection back at Resume.
 
 const (
 	loopEvents     = 256                    // events taken per epoll_wait
@@ -57,13 +58,15 @@ type eventLoop struct {
 	tick    int64   // monotonic ns read once per wake-up
 	done    chan struct{}
 
-	mu     sync.Mutex
-	adds   []*Conn
-	kills  []*Conn
-	pushes []*Conn // connections with pushed bytes to write (push.go)
-	parked []*Conn // loop only: connections whose command in hand waits (park.go)
-	unsent []*Conn // loop only: connections whose replies of this wake-up are not yet written (flush)
-	stop   bool
+	mu      sync.Mutex
+	adds    []*Conn
+	kills   []*Conn
+	pushes  []*Conn // connections with pushed bytes to write (push.go)
+	resumes []*Conn // connections whose suspended batch may go on (suspend.go)
+	parked  []*Conn // loop only: connections whose command in hand waits (park.go)
+	unsent  []*Conn // loop only: connections whose replies of this wake-up are not yet written (flush)
+	stop    bool
+	dead    bool // finish closed the eventfd: nothing wakes the loop any more
 }
 
 func newEventLoop(s *Server) (*eventLoop, error) {
@@ -171,8 +174,24 @@ func (l *eventLoop) shutdown() { l.post(func() { l.stop = true }) }
 func (l *eventLoop) post(change func()) {
 	l.mu.Lock()
 	change()
+	if !l.dead {
+		l.wake()
+	}
 	l.mu.Unlock()
-	l.wake()
+}
+
+// queueResume hands the loop a connection whose suspended batch may go
+// on. It writes the eventfd only when the queue was empty: the loop reads
+// the eventfd before it takes the queue, so a queue that holds a
+// connection has a wake-up pending, and a commit that resumes many
+// connections at once wakes the loop once.
+func (l *eventLoop) queueResume(c *Conn) {
+	l.mu.Lock()
+	l.resumes = append(l.resumes, c)
+	if len(l.resumes) == 1 && !l.dead {
+		l.wake()
+	}
+	l.mu.Unlock()
 }
 
 func (l *eventLoop) wake() {
@@ -226,8 +245,8 @@ func (l *eventLoop) run() {
 // loop has stopped.
 func (l *eventLoop) control() bool {
 	l.mu.Lock()
-	adds, kills, pushes, stop := l.adds, l.kills, l.pushes, l.stop
-	l.adds, l.kills, l.pushes = nil, nil, nil
+	adds, kills, pushes, resumes, stop := l.adds, l.kills, l.pushes, l.resumes, l.stop
+	l.adds, l.kills, l.pushes, l.resumes = nil, nil, nil, nil
 	l.mu.Unlock()
 	for _, c := range adds {
 		for c.fd >= len(l.conns) {
@@ -242,13 +261,22 @@ func (l *eventLoop) control() bool {
 		}
 	}
 	for _, c := range kills {
-		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c {
-			l.close(c)
+		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c && !c.away() {
+			l.close(c) // a suspended one closes at its Resume, its batch done (c.killed)
 		}
 	}
 	for _, c := range pushes {
 		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c {
+			if c.away() {
+				c.pushLater = true // its Out may be another goroutine's now
+				continue
+			}
 			l.deliverPush(c)
+		}
+	}
+	for _, c := range resumes {
+		if c.fd >= 0 && c.fd < len(l.conns) && l.conns[c.fd] == c {
+			l.resume(c)
 		}
 	}
 	if stop {
@@ -260,12 +288,23 @@ func (l *eventLoop) control() bool {
 // finish closes every client the loop holds, then the loop's descriptors.
 func (l *eventLoop) finish() {
 	for _, c := range l.conns {
-		if c != nil {
+		switch {
+		case c == nil:
+		case c.handedOff:
+			// Its goroutine still runs the Handler's calls: the socket
+			// closes, and the connection stays listed (Shutdown's wait
+			// times out) rather than its Close running beside them.
+			l.conns[c.fd] = nil
+			unix.Close(c.fd)
+		default:
 			l.close(c)
 		}
 	}
 	l.epf.Close()
+	l.mu.Lock()
+	l.dead = true
 	unix.Close(l.wakeFD)
+	l.mu.Unlock()
 }
 
 // wait returns the ready events, waiting up to ms milliseconds (-1: no
@@ -319,7 +358,7 @@ func (l *eventLoop) closeIdle() {
 		return
 	}
 	for _, c := range l.conns {
-		if c != nil && l.tick-c.lastIO > t {
+		if c != nil && !c.away() && l.tick-c.lastIO > t {
 			l.close(c)
 		}
 	}
@@ -328,6 +367,16 @@ func (l *eventLoop) closeIdle() {
 // serve handles a readiness event of c: room to write its waiting
 // replies, or input to read and run (the interest registered says which).
 func (l *eventLoop) serve(c *Conn) {
+	if c.away() {
+		// Its input stays unread until Resume. Level-triggered, the event
+		// would come back at every wait: turn it off (one-shot, nothing
+		// asked) until then.
+		if !c.disarmed {
+			c.disarmed = true
+			l.watch(c, unix.EPOLLONESHOT)
+		}
+		return
+	}
 	if c.waiting {
 		if !c.writeOut() {
 			l.close(c)
@@ -393,6 +442,20 @@ func (l *eventLoop) runAndWrite(c *Conn) {
 		return // waits for retryParked: its input stays unread
 	}
 	c.runBatch()
+	l.afterBatch(c)
+}
+
+// afterBatch goes on from a batch that ran on the loop or that a
+// goroutine ran for it: it hands the batch to a goroutine that may wait,
+// leaves it suspended, or accounts and writes its replies.
+func (l *eventLoop) afterBatch(c *Conn) {
+	switch {
+	case c.handOff:
+		l.handOff(c)
+		return
+	case c.suspended:
+		return // Resume brings it back (resume)
+	}
 	if c.parked {
 		l.parked = append(l.parked, c)
 	}
@@ -415,6 +478,9 @@ func (l *eventLoop) flush() {
 		if c.fd < 0 || l.conns[c.fd] != c {
 			continue // closed since it ran
 		}
+		if c.away() {
+			continue // ran again and waits: its goroutine or Resume owns Out, written after (afterBatch)
+		}
 		if !c.writeOut() || c.panicked {
 			l.close(c) // after a panic, the error is written once, as far as the socket takes it
 			continue
@@ -428,6 +494,52 @@ func (l *eventLoop) flush() {
 		}
 	}
 	l.unsent = l.unsent[:0]
+}
+
+// handOff runs c's batch from the command in hand on a goroutine that may
+// wait (Conn.HandOff); the loop takes c back at its resume. Until then the
+// goroutine owns c.
+func (l *eventLoop) handOff(c *Conn) {
+	c.handOff, c.handedOff = false, true
+	go func() {
+		c.runBatch()
+		l.queueResume(c)
+	}()
+}
+
+// resume takes back a connection whose batch was suspended or handed off:
+// the Handler ends the batch (after a Suspend), the loop writes the
+// replies and runs the input that waited.
+func (l *eventLoop) resume(c *Conn) {
+	handedOff := c.handedOff
+	c.suspended, c.handedOff = false, false
+	if !handedOff {
+		c.endBatch()
+		if c.suspended {
+			return // suspended again
+		}
+	}
+	if c.disarmed {
+		c.disarmed = false
+		l.watch(c, unix.EPOLLIN)
+		if c.fd < 0 {
+			return
+		}
+	}
+	if c.killed.Load() { // CLIENT KILL or Shutdown while it waited: its batch is done
+		c.writeOut()
+		l.close(c)
+		return
+	}
+	if c.start < c.end && !c.closing && !c.waiting && !c.parked && !c.panicked {
+		l.runAndWrite(c) // the input that waited, a command read again first
+	} else {
+		l.afterBatch(c)
+	}
+	if c.pushLater && c.fd >= 0 && !c.suspended {
+		c.pushLater = false
+		l.deliverPush(c)
+	}
 }
 
 func (l *eventLoop) watch(c *Conn, events uint32) {

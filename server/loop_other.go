@@ -29,4 +29,5 @@ func (l *eventLoop) kill(*Conn)                     {}
 func (l *eventLoop) shutdown()                      {}
 func (l *eventLoop) wake()                          {}
 func (l *eventLoop) queuePush(*Conn)                {}
+func (l *eventLoop) queueResume(*Conn)              {}
 func (c *Conn) writeOut() bool                      { return false }
