@@ -76,14 +76,13 @@ func (c *commandSet) getAll(names [][]byte, todo uint64, out []*Policy) {
 	var ps [batchMax]*Policy
 	for rest := todo; rest != 0; rest &= rest - 1 {
 		k := bits.TrailingZeros64(rest)
-		if sl := &x.slots[hs[k]&mask]; sl.h == hs[k] {
-			ps[k] = sl.p
-		}
+		ps[k] = probeHash(x, hs[k], mask)
 	}
-	// The policies: the lookups that meet their name in the first slot
-	// end here. Reading the limit too brings in the policy's next cache
-	// line if it straddles one; every held policy has an algorithm, so
-	// the test only ever passes the others on to findIndexed.
+	// The policies: the lookups whose probe met their hash end here, with
+	// the policies of all of them loaded together (a policy displaced from
+	// its home slot too). Reading the limit too brings in the policy's next
+	// cache line if it straddles one; every held policy has an algorithm,
+	// so the test only ever passes the others on to findIndexed.
 	for rest := todo; rest != 0; rest &= rest - 1 {
 		k := bits.TrailingZeros64(rest)
 		if p := ps[k]; p != nil && p.Name == string(names[k]) && p.Limit.Algo != algorithms.None {
@@ -94,5 +93,18 @@ func (c *commandSet) getAll(names [][]byte, todo uint64, out []*Policy) {
 	for rest := todo; rest != 0; rest &= rest - 1 { // collisions, and names not held
 		k := bits.TrailingZeros64(rest)
 		out[k] = findIndexed(x, hs[k], names[k])
+	}
+}
+
+// probeHash returns the policy of the first slot on h's probe sequence in
+// x whose hash is h, or nil if an empty slot comes first: the candidate
+// findIndexed would compare first, found without reading any policy
+// (mask is len(x.slots)-1; x is not empty).
+func probeHash(x *policyIndex, h, mask uint64) *Policy {
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &x.slots[i]
+		if sl.p == nil || sl.h == h {
+			return sl.p
+		}
 	}
 }
