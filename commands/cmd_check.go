@@ -175,8 +175,9 @@ func (s *session) checkPolicy(p *policy.Policy, name []byte) (*policy.Policy, er
 
 // checkKeysOf returns subject's state key under p and its override key
 // (policy.AppendOverrideKey), both in the queue's key arena, with the
-// prefixes of the policy used last kept in the session: a pipeline under
-// one policy escapes its name once, and one of many policies once a check.
+// prefixes of the policy used last kept for the queue: a pipeline under
+// one policy escapes its name once, and one of many policies once a check,
+// without copying the prefixes aside (they are the last keys' own bytes).
 func (s *session) checkKeysOf(p *policy.Policy, algo algorithms.Algo, subject []byte) (key, ovr []byte) {
 	c := s.checks()
 	if p == c.pol {
@@ -187,9 +188,7 @@ func (s *session) checkKeysOf(p *policy.Policy, algo algorithms.Algo, subject []
 	var split int
 	c.keys, split = policy.AppendCheckKeys(c.keys, p.Name, algo, subject)
 	key, ovr = c.keys[start:split:split], c.keys[split:len(c.keys):len(c.keys)]
-	c.pol = p
-	c.prefix = append(c.prefix[:0], key[:len(key)-len(subject)]...)
-	c.ovrPrefix = append(c.ovrPrefix[:0], ovr[:len(ovr)-len(subject)]...)
+	c.pol, c.prefix, c.ovrPrefix = p, key[:len(key)-len(subject)], ovr[:len(ovr)-len(subject)]
 	return key, ovr
 }
 
@@ -228,9 +227,10 @@ type checkState struct {
 	keys []byte
 	// outs is writeCheckAll's scratch, kept between batches.
 	outs []algorithms.Result
-	// pol is the policy used last and prefix its state keys' prefix
-	// (pol:<name>:<algo>:): a pipeline mostly repeats one policy. A policy
-	// changed by RL.POLICY SET is another pointer, so the prefix follows.
+	// pol is the policy used last in the queue and prefix its state keys'
+	// prefix (pol:<name>:<algo>:): a pipeline mostly repeats one policy. A
+	// policy changed by RL.POLICY SET is another pointer, so the prefix
+	// follows. The prefixes alias the key arena, so reset forgets them.
 	pol       *policy.Policy
 	prefix    []byte
 	ovrPrefix []byte // ovr:<name>:
@@ -247,12 +247,13 @@ func (s *session) checks() *checkState {
 	return s.queue.chk
 }
 
-// reset empties what the queue's items held, keeping the memory and the
-// prefix of the last policy.
+// reset empties what the queue's items held, keeping the memory; the
+// last policy's prefixes go with the arena they point into.
 func (c *checkState) reset() {
 	clear(c.items)
 	clear(c.pending) // drop references into the input buffer
 	c.items, c.pending, c.next, c.keys = c.items[:0], c.pending[:0], 0, c.keys[:0]
+	c.pol, c.prefix, c.ovrPrefix = nil, nil, nil
 }
 
 // size is the bytes c holds, for the session's footprint; 0 if not made.
@@ -262,7 +263,7 @@ func (c *checkState) size() int64 {
 	}
 	return int64(unsafe.Sizeof(*c)) + int64(cap(c.items))*int64(unsafe.Sizeof(checkItem{})) + int64(cap(c.keys)) +
 		int64(cap(c.pending))*int64(unsafe.Sizeof(pendingCheck{})) +
-		int64(cap(c.outs))*int64(unsafe.Sizeof(algorithms.Result{})) + int64(cap(c.prefix))
+		int64(cap(c.outs))*int64(unsafe.Sizeof(algorithms.Result{}))
 }
 
 // writeCheck writes a policy decision's reply: the shared five fields of
