@@ -188,3 +188,44 @@ func TestCheckPipelinesAlternatingPoliciesKeepTheirOwnState(t *testing.T) {
 	expectReplies(t, replies(t, c, cmds...), want)
 	expectReplies(t, replies(t, c, exists), []string{":12"})
 }
+
+// While the store has never held an override, RL.CHECK's requests name
+// none; the first override set, in the same pipeline or another batch,
+// decides every check queued after it.
+func TestCheckSeesTheFirstOverrideOnceItIsSet(t *testing.T) {
+	st := store.New(4)
+	_, c := loopbackOn(t, DefaultConfig(), st)
+	expectReplies(t, replies(t, c,
+		[]string{"RL.POLICY", "SET", "p", "TOKEN", "1/h", "10"},
+		[]string{"RL.CHECK", "p", "s"},
+		[]string{"RL.CHECK", "p", "t"},
+		[]string{"RL.OVERRIDE", "SET", "p", "s", "DENY"},
+		[]string{"RL.CHECK", "p", "s"},
+		[]string{"RL.CHECK", "p", "t"},
+	), []string{"+OK", decided(true, 10, 9), decided(true, 10, 9), "+OK", decided(false, 10, 0), decided(true, 10, 8)})
+	if !st.MayHoldOverrides() {
+		t.Fatal("the store does not know it holds an override")
+	}
+	expectReplies(t, replies(t, c,
+		[]string{"RL.CHECK", "p", "s"},
+		[]string{"RL.OVERRIDE", "SET", "p", "u", "TOKEN", "1/h", "3"},
+		[]string{"RL.CHECK", "p", "u"},
+	), []string{decided(false, 10, 0), "+OK", decided(true, 3, 2)})
+}
+
+// A policy's request that names no override key, because none is held,
+// is still a policy's: a limiter's state of another algorithm under its
+// key starts afresh, as with an override key named, instead of failing
+// with WRONGTYPE.
+func TestCheckWithNoOverrideHeldStartsAfreshOverAnotherAlgorithmsState(t *testing.T) {
+	st := store.New(4)
+	_, c := loopbackOn(t, DefaultConfig(), st)
+	expectReplies(t, replies(t, c,
+		[]string{"RL.POLICY", "SET", "p", "FIXED", "5", "1h"},
+		[]string{"RL.TOKEN", "pol:p:fixed:s", "1/h", "10"},
+		[]string{"RL.CHECK", "p", "s"},
+	), []string{"+OK", decided(true, 10, 9), decided(true, 5, 4)})
+	if st.MayHoldOverrides() {
+		t.Fatal("the store holds an override: the test does not exercise a check that names none")
+	}
+}

@@ -19,6 +19,7 @@ import (
 type Handler struct {
 	cfg   Config
 	ks    Keyspace
+	ovr   OverrideHolder // ks, if it is one; else nil
 	clock *Clock
 	log   *slog.Logger
 	start time.Time
@@ -79,6 +80,7 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{cfg: cfg, ks: ks, clock: clock, log: cfg.Logger, start: time.Now(), acl: users, table: table, stats: newCmdStats()}
+	h.ovr, _ = ks.(OverrideHolder)
 	users.users.OnRetire(h.closeRetired)
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)
