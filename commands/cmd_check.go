@@ -76,7 +76,8 @@ func cmdCheck(s *session, args [][]byte) {
 		return
 	}
 	// In a transaction the arguments are checked as the command is queued,
-	// and its policy is the one of that moment.
+	// and its policy is the one of that moment; EXEC decides later, so the
+	// request names its override key whatever the keyspace holds now.
 	p, err := s.checkPolicy(s.policyNamed(args[1]), args[1])
 	if err != nil {
 		s.rejectDecision(err)
@@ -84,7 +85,7 @@ func cmdCheck(s *session, args [][]byte) {
 	}
 	req := algorithms.Request{N: n}
 	var item checkItem
-	if err := s.checkUnder(p, args[2], &req, &item); err != nil {
+	if err := s.checkUnder(p, args[2], true, &req, &item); err != nil {
 		s.rejectDecision(err)
 		return
 	}
@@ -94,10 +95,11 @@ func cmdCheck(s *session, args [][]byte) {
 
 // checkUnder completes req (whose N is set) and item as the decision for
 // subject under p, or returns NOPERM if the session's user may not reach
-// the state key.
-func (s *session) checkUnder(p *policy.Policy, subject []byte, req *algorithms.Request, item *checkItem) error {
+// the state key. Without withOverride the request names noOverride
+// instead of subject's override key.
+func (s *session) checkUnder(p *policy.Policy, subject []byte, withOverride bool, req *algorithms.Request, item *checkItem) error {
 	limit, mode := p.Resolve(nil)
-	key, ovr := s.checkKeysOf(p, limit.Algo, subject)
+	key, ovr := s.checkKeysOf(p, limit.Algo, subject, withOverride)
 	if err := s.derivedKeyError(key, acl.Read|acl.Write); err != nil {
 		return err
 	}
@@ -122,9 +124,16 @@ type pendingCheck struct {
 // missing or refused, or whose state key the user may not reach, keeps
 // its error in its pendingCheck instead; resolveChecks reports whether
 // one did.
+//
+// The queue is decided as soon as it is resolved (runDecisions), so while
+// the keyspace has never held an override (OverrideHolder) the requests
+// name none (noOverride): an override stored between that reading and the
+// decision is one set concurrently with it, which Decide, reading the
+// same flag before it locks anything, may equally miss.
 func (s *session) resolveChecks() (failed bool) {
 	q := &s.queue
 	c := q.chk
+	withOverride := s.h.ovr == nil || s.h.ovr.MayHoldOverrides()
 	snap := s.h.cfg.Policies.Load()
 	var names [16][]byte
 	var found [16]*policy.Policy
@@ -149,7 +158,7 @@ func (s *session) resolveChecks() (failed bool) {
 			}
 			p, err := s.checkPolicy(found[k], pc.name)
 			if err == nil {
-				err = s.checkUnder(p, pc.subject, &q.reqs[pc.at], &c.items[pc.item])
+				err = s.checkUnder(p, pc.subject, withOverride, &q.reqs[pc.at], &c.items[pc.item])
 			}
 			if err != nil {
 				pc.err, failed = err, true
@@ -186,25 +195,41 @@ func (s *session) checkPolicy(p *policy.Policy, name []byte) (*policy.Policy, er
 	return p, nil
 }
 
-// checkKeysOf returns subject's state key under p and its override key
-// (policy.AppendOverrideKey), both in the queue's key arena, with the
-// prefixes of the policy used last kept in the session: a pipeline under
-// one policy escapes its name once, and one of many policies once a check.
-func (s *session) checkKeysOf(p *policy.Policy, algo algorithms.Algo, subject []byte) (key, ovr []byte) {
+// checkKeysOf returns subject's state key under p and, withOverride, its
+// override key (policy.AppendOverrideKey), both in the queue's key arena;
+// without, noOverride. The prefixes of the policy used last are kept for
+// the queue: a pipeline under one policy escapes its name once, and one of
+// many policies once a check, without copying the prefixes aside (they are
+// the last keys' own bytes).
+func (s *session) checkKeysOf(p *policy.Policy, algo algorithms.Algo, subject []byte, withOverride bool) (key, ovr []byte) {
 	c := s.checks()
-	if p == c.pol {
+	if p == c.pol && (!withOverride || c.ovrPrefix != nil) {
+		if !withOverride {
+			return c.key(c.prefix, subject), noOverride
+		}
 		return c.key(c.prefix, subject), c.key(c.ovrPrefix, subject)
 	}
 	c.reserve(2*(len("pol:")+3*len(p.Name)+len(subject)) + len(policy.AlgoName(algo)) + 3) // every name byte escaped, at worst
 	start := len(c.keys)
+	if !withOverride {
+		c.keys = policy.AppendCheckKey(c.keys, p.Name, algo, subject)
+		key = c.keys[start:len(c.keys):len(c.keys)]
+		c.pol, c.prefix, c.ovrPrefix = p, key[:len(key)-len(subject)], nil
+		return key, noOverride
+	}
 	var split int
 	c.keys, split = policy.AppendCheckKeys(c.keys, p.Name, algo, subject)
 	key, ovr = c.keys[start:split:split], c.keys[split:len(c.keys):len(c.keys)]
-	c.pol = p
-	c.prefix = append(c.prefix[:0], key[:len(key)-len(subject)]...)
-	c.ovrPrefix = append(c.ovrPrefix[:0], ovr[:len(ovr)-len(subject)]...)
+	c.pol, c.prefix, c.ovrPrefix = p, key[:len(key)-len(subject)], ovr[:len(ovr)-len(subject)]
 	return key, ovr
 }
+
+// noOverride is the override key of a policy's request that names none
+// because the keyspace holds none (OverrideHolder): not nil, so that the
+// request is still a policy's (algorithms.Request.Override: a limiter's
+// state of another algorithm under its key starts afresh), and a key no
+// override is ever stored under (every override key starts "ovr:").
+var noOverride = []byte{}
 
 // reserve makes room for need more bytes in the queue's key arena: when
 // it is full a larger one replaces it, and the keys already handed out
@@ -241,9 +266,10 @@ type checkState struct {
 	keys []byte
 	// outs is writeCheckAll's scratch, kept between batches.
 	outs []algorithms.Result
-	// pol is the policy used last and prefix its state keys' prefix
-	// (pol:<name>:<algo>:): a pipeline mostly repeats one policy. A policy
-	// changed by RL.POLICY SET is another pointer, so the prefix follows.
+	// pol is the policy used last in the queue and prefix its state keys'
+	// prefix (pol:<name>:<algo>:): a pipeline mostly repeats one policy. A
+	// policy changed by RL.POLICY SET is another pointer, so the prefix
+	// follows. The prefixes alias the key arena, so reset forgets them.
 	pol       *policy.Policy
 	prefix    []byte
 	ovrPrefix []byte // ovr:<name>:
@@ -260,12 +286,13 @@ func (s *session) checks() *checkState {
 	return s.queue.chk
 }
 
-// reset empties what the queue's items held, keeping the memory and the
-// prefix of the last policy.
+// reset empties what the queue's items held, keeping the memory; the
+// last policy's prefixes go with the arena they point into.
 func (c *checkState) reset() {
 	clear(c.items)
 	clear(c.pending) // drop references into the input buffer
 	c.items, c.pending, c.next, c.keys = c.items[:0], c.pending[:0], 0, c.keys[:0]
+	c.pol, c.prefix, c.ovrPrefix = nil, nil, nil
 }
 
 // size is the bytes c holds, for the session's footprint; 0 if not made.
@@ -275,7 +302,7 @@ func (c *checkState) size() int64 {
 	}
 	return int64(unsafe.Sizeof(*c)) + int64(cap(c.items))*int64(unsafe.Sizeof(checkItem{})) + int64(cap(c.keys)) +
 		int64(cap(c.pending))*int64(unsafe.Sizeof(pendingCheck{})) +
-		int64(cap(c.outs))*int64(unsafe.Sizeof(algorithms.Result{})) + int64(cap(c.prefix))
+		int64(cap(c.outs))*int64(unsafe.Sizeof(algorithms.Result{}))
 }
 
 // writeCheck writes a policy decision's reply: the shared five fields of

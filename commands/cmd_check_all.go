@@ -75,7 +75,7 @@ func (s *session) checkAll(pairs [][]byte, n int64) {
 			if shadow {
 				g = 0
 			}
-			key, ovr := s.checkKeysOf(p, limit.Algo, pairs[i+1])
+			key, ovr := s.checkKeysOf(p, limit.Algo, pairs[i+1], true)
 			c := s.checks()
 			c.items = append(c.items, checkItem{p: p, mode: mode, slot: int32(i / 2), ovr: ovr})
 			s.queueDecision(algorithms.Request{Key: key, Limit: limit, N: n, Group: g, Override: ovr}, kind)

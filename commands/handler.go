@@ -19,6 +19,7 @@ import (
 type Handler struct {
 	cfg   Config
 	ks    Keyspace
+	ovr   OverrideHolder // ks, if it is one; else nil
 	clock *Clock
 	// waits says that commands wait for something else (a replicated
 	// node's Raft log); async is the keyspace's way of deciding without
@@ -89,6 +90,7 @@ func New(cfg Config, ks Keyspace, clock *Clock) (*Handler, error) {
 	if h.waits = cfg.Cluster != nil; h.waits {
 		h.async, _ = ks.(AsyncDecider)
 	}
+	h.ovr, _ = ks.(OverrideHolder)
 	users.users.OnRetire(h.closeRetired)
 	h.slowlog.slower.Store(cfg.SlowlogSlowerThan)
 	h.slowlog.maxLen.Store(cfg.SlowlogMaxLen)

@@ -91,6 +91,17 @@ type Transactor interface {
 	Transact(now int64, watches []algorithms.Watch, reqs []algorithms.Request, out []algorithms.Outcome, ops []compat.TxOp) (bool, error)
 }
 
+// OverrideHolder is a Keyspace that can tell that it holds no override
+// (store.Store.MayHoldOverrides): RL.CHECKs resolved and decided in one
+// go then build no override key. A keyspace that does not implement it
+// (a replicated node, whose decisions are applied later from its log) is
+// given every override key.
+type OverrideHolder interface {
+	// MayHoldOverrides reports whether an override may be held: false
+	// until one is first stored, never false again.
+	MayHoldOverrides() bool
+}
+
 // Overrider is the Keyspace's part that keeps overrides (RL.OVERRIDE). An
 // override is an entry under the key
 // policy.AppendOverrideKey derives, holding policy.Override's packed words.

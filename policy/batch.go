@@ -72,21 +72,47 @@ func (c *commandSet) getAll(names [][]byte, todo uint64, out []*Policy) {
 	if x.n == 0 || todo == 0 {
 		return
 	}
+	// Each stage first loads, for every lookup, what it needs into a
+	// local array, in a loop that branches on nothing it loads, so that
+	// all of the stage's cache misses are in flight together; a branch on
+	// a value still in flight, mispredicted, would discard the loads
+	// issued after it.
 	mask := uint64(len(x.slots) - 1)
+	var home [batchMax]indexSlot
+	for rest := todo; rest != 0; rest &= rest - 1 {
+		k := bits.TrailingZeros64(rest)
+		home[k] = x.slots[hs[k]&mask]
+	}
+	// The candidates: the home slot's policy if its hash is the name's,
+	// else the first of the probe's slots with that hash (a displaced
+	// name's, mostly on the home slot's cache line).
 	var ps [batchMax]*Policy
 	for rest := todo; rest != 0; rest &= rest - 1 {
 		k := bits.TrailingZeros64(rest)
-		if sl := &x.slots[hs[k]&mask]; sl.h == hs[k] {
-			ps[k] = sl.p
+		switch {
+		case home[k].h == hs[k]:
+			ps[k] = home[k].p
+		case home[k].p != nil:
+			ps[k] = probeHash(x, hs[k], mask)
 		}
 	}
-	// The policies: the lookups that meet their name in the first slot
-	// end here. Reading the limit too brings in the policy's next cache
-	// line if it straddles one; every held policy has an algorithm, so
-	// the test only ever passes the others on to findIndexed.
+	// The candidates' policies, loaded together: the name's length, and
+	// the limit, which brings in the policy's next cache line if it
+	// straddles one.
+	var nameLen [batchMax]int
+	var algo [batchMax]algorithms.Algo
 	for rest := todo; rest != 0; rest &= rest - 1 {
 		k := bits.TrailingZeros64(rest)
-		if p := ps[k]; p != nil && p.Name == string(names[k]) && p.Limit.Algo != algorithms.None {
+		if p := ps[k]; p != nil {
+			nameLen[k], algo[k] = len(p.Name), p.Limit.Algo
+		}
+	}
+	// The lookups whose candidate has their name end here; every held
+	// policy has an algorithm, so the test only ever passes the others on
+	// to findIndexed.
+	for rest := todo; rest != 0; rest &= rest - 1 {
+		k := bits.TrailingZeros64(rest)
+		if p := ps[k]; p != nil && nameLen[k] == len(names[k]) && algo[k] != algorithms.None && p.Name == string(names[k]) {
 			out[k] = p
 			todo &^= 1 << k
 		}
@@ -94,5 +120,18 @@ func (c *commandSet) getAll(names [][]byte, todo uint64, out []*Policy) {
 	for rest := todo; rest != 0; rest &= rest - 1 { // collisions, and names not held
 		k := bits.TrailingZeros64(rest)
 		out[k] = findIndexed(x, hs[k], names[k])
+	}
+}
+
+// probeHash returns the policy of the first slot on h's probe sequence in
+// x whose hash is h, or nil if an empty slot comes first: the candidate
+// findIndexed would compare first, found without reading any policy
+// (mask is len(x.slots)-1; x is not empty).
+func probeHash(x *policyIndex, h, mask uint64) *Policy {
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &x.slots[i]
+		if sl.p == nil || sl.h == h {
+			return sl.p
+		}
 	}
 }

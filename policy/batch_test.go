@@ -40,6 +40,9 @@ func TestPoliciesAnswersAsPolicyDoesForEachName(t *testing.T) {
 	if snap.commands.delta.n == 0 || snap.commands.base.n == 0 {
 		t.Fatalf("the set is not split between index (%d) and trie (%d)", snap.commands.base.n, snap.commands.delta.n)
 	}
+	if displaced(&snap.commands.base) == 0 {
+		t.Fatal("no policy of the index is displaced from its home slot: the probe past it is not exercised")
+	}
 
 	var pool [][]byte
 	for i := 0; i < 3100; i++ {
@@ -221,4 +224,16 @@ func TestRegistryFoldsDoNotLoseConcurrentChanges(t *testing.T) {
 			t.Fatalf("new:%06d is missing", i)
 		}
 	}
+}
+
+// displaced counts the policies of x that do not sit in their home slot
+// (linear probing moved them on).
+func displaced(x *policyIndex) int {
+	n, mask := 0, uint64(len(x.slots)-1)
+	for i, sl := range x.slots {
+		if sl.p != nil && sl.h&mask != uint64(i) {
+			n++
+		}
+	}
+	return n
 }

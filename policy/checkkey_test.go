@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/sluice-rl/sluice/algorithms"
@@ -37,4 +38,50 @@ func FuzzSplitCheckKey(f *testing.F) {
 			t.Fatalf("SplitCheckKey(%q) = %q, %q, %v; want %q, %q", k, n, s, ok, name, subject)
 		}
 	})
+}
+
+// The escaping keeps the key layout (docs/policies.md): each byte of
+// escapeSet as %XX in upper-case hex, every other byte as it is, escapes
+// first, last, side by side or absent.
+func TestAppendEscapedWritesEachEscapedByteAsPercentHex(t *testing.T) {
+	all := make([]byte, 256)
+	for i := range all {
+		all[i] = byte(i)
+	}
+	for _, s := range []string{"", "api", ":", "key:000123", ":a:", "a::b%%", "%3A", "x y\x7f\x00", string(all)} {
+		var want []byte
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; escapeSet[c] {
+				want = fmt.Appendf(want, "%%%02X", c)
+			} else {
+				want = append(want, c)
+			}
+		}
+		if got := appendEscaped([]byte("pre"), s); string(got) != "pre"+string(want) {
+			t.Errorf("appendEscaped(%q) = %q; want %q", s, got[3:], want)
+		}
+		if got := appendEscaped(nil, []byte(s)); string(got) != string(want) {
+			t.Errorf("appendEscaped([]byte(%q)) = %q; want %q", s, got, want)
+		}
+	}
+	if got := AppendCheckKey(nil, "key:000123", algorithms.Token, []byte("user:1")); string(got) != "pol:key%3A000123:token:user:1" {
+		t.Errorf("AppendCheckKey = %q; want pol:key%%3A000123:token:user:1", got)
+	}
+}
+
+// AppendCheckKeys writes what AppendCheckKey and AppendOverrideKey write,
+// one after the other, after what dst holds.
+func TestAppendCheckKeysWritesBothKeys(t *testing.T) {
+	for _, c := range []struct{ name, subject string }{
+		{"api", "alice"}, {"key:000123", "user:1"}, {":a%b:", ""}, {"", "x"}, {"a b\x00", "pol:y:token:z"},
+	} {
+		for _, algo := range []algorithms.Algo{algorithms.Token, algorithms.Sliding, algorithms.Log} {
+			key := AppendCheckKey(nil, c.name, algo, []byte(c.subject))
+			ovr := AppendOverrideKey(nil, c.name, []byte(c.subject))
+			got, split := AppendCheckKeys([]byte("before"), c.name, algo, []byte(c.subject))
+			if string(got[:6]) != "before" || string(got[6:split]) != string(key) || string(got[split:]) != string(ovr) {
+				t.Errorf("AppendCheckKeys(%q, %v, %q) = %q split at %d; want before%s%s", c.name, algo, c.subject, got, split, key, ovr)
+			}
+		}
+	}
 }

@@ -106,3 +106,25 @@ func TestAppendCheckKeysIsBothKeys(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAppendCheckKeys builds RL.CHECK's two keys for a policy whose
+// name has an escaped byte, as bench's sluice-check-100k names them.
+func BenchmarkAppendCheckKeys(b *testing.B) {
+	dst := make([]byte, 0, 128)
+	subject := []byte("user:000123")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		dst, _ = AppendCheckKeys(dst[:0], "key:000123", algorithms.Token, subject)
+	}
+}
+
+// BenchmarkAppendCheckKey builds the state key alone: what
+// BenchmarkAppendCheckKeys costs beyond it is the override key's part.
+func BenchmarkAppendCheckKey(b *testing.B) {
+	dst := make([]byte, 0, 128)
+	subject := []byte("user:000123")
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		dst = AppendCheckKey(dst[:0], "key:000123", algorithms.Token, subject)
+	}
+}

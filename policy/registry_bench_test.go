@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -85,5 +86,28 @@ func BenchmarkPolicyLookupBatch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkPolicyLookupBatchSpread is BenchmarkPolicyLookupBatch over
+// every policy of the table in a random order, as bench's
+// sluice-check-100k asks for them: the table does not fit in a core's
+// cache, and each batch's lookups meet cold index slots and policies.
+func BenchmarkPolicyLookupBatchSpread(b *testing.B) {
+	const n = 100000
+	r := registryOf(b, n)
+	names := make([][]byte, n-n%batchMax)
+	for i, j := range rand.New(rand.NewPCG(1, 2)).Perm(n)[:len(names)] {
+		names[i] = fmt.Appendf(nil, "key:%06d", j)
+	}
+	out := make([]*Policy, batchMax)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += batchMax {
+		at := i % len(names)
+		r.Load().Policies(names[at:at+batchMax], out)
+		if out[0] == nil {
+			b.Fatal("a policy is missing")
+		}
 	}
 }

@@ -535,6 +535,9 @@ var (
 	_ commands.Keyspace = (*cluster.Node)(nil)
 	_ commands.Keyspace = (*lease.Tier)(nil)
 	_ commands.Cluster  = (*cluster.Node)(nil)
+	// The local store tells RL.CHECK when no override key is needed; a
+	// replicated node or a lease tier must not (TestOnlyTheLocalStoreSaysItHoldsNoOverride).
+	_ commands.OverrideHolder = (*store.Store)(nil)
 )
 
 // clusterOf returns node as the commands' Cluster, or a nil interface on a

@@ -56,6 +56,15 @@ func (st *Store) SetOverride(now int64, key []byte, w [3]int64) (bool, error) {
 	return cur.Algo == algorithms.None, nil
 }
 
+// MayHoldOverrides reports whether the store may hold an override: false
+// until it first holds one (RL.OVERRIDE, a snapshot, the log), never false
+// again. A false answer means that no decision made from then on, until an
+// override is stored, has an override to find: a caller that builds its
+// requests and then decides them at once may leave their override keys
+// out (algorithms.Request.Override), as Decide itself looks none up then.
+// Any goroutine.
+func (st *Store) MayHoldOverrides() bool { return st.hasOverrides.Load() }
+
 // noteEntry records what a restored entry means for the decisions: an
 // override makes Decide look overrides up.
 func (st *Store) noteEntry(e *shard.Entry) {

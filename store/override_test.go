@@ -293,3 +293,56 @@ func TestOverridesChangingUnderDecisions(t *testing.T) {
 	default:
 	}
 }
+
+// MayHoldOverrides turns true with the first override the store holds, by
+// whichever path it comes (RL.OVERRIDE, a snapshot, the append-only log),
+// and stays true once it is deleted; a snapshot or a log without one
+// leaves it false.
+func TestMayHoldOverridesFromTheFirstOverrideOn(t *testing.T) {
+	deny := words(algorithms.OverrideDeny, algorithms.Limit{}, 0)
+	st := New(2)
+	decide(st, t0, checkReq("a", algorithms.Limit{Algo: algorithms.Fixed, Count: 3, Period: int64(time.Minute)}, 1))
+	if st.MayHoldOverrides() {
+		t.Fatal("MayHoldOverrides() = true in a store that never held one")
+	}
+	var none bytes.Buffer
+	if err := st.snapshotAt(&none, t0); err != nil {
+		t.Fatal(err)
+	}
+	st.SetOverride(t0, []byte("ovr:p:shut"), deny)
+	if !st.MayHoldOverrides() {
+		t.Fatal("MayHoldOverrides() = false after SetOverride")
+	}
+	var with bytes.Buffer
+	if err := st.snapshotAt(&with, t0); err != nil {
+		t.Fatal(err)
+	}
+	st.Delete(t0, [][]byte{[]byte("ovr:p:shut")})
+	if !st.MayHoldOverrides() {
+		t.Fatal("MayHoldOverrides() = false after the override was deleted; want it never false again")
+	}
+	for name, c := range map[string]struct {
+		snap *bytes.Buffer
+		want bool
+	}{"without": {&none, false}, "with": {&with, true}} {
+		fresh := New(2)
+		if err := fresh.Restore(c.snap); err != nil {
+			t.Fatal(err)
+		}
+		if got := fresh.MayHoldOverrides(); got != c.want {
+			t.Errorf("restored from a snapshot %s an override: MayHoldOverrides() = %v; want %v", name, got, c.want)
+		}
+	}
+
+	logged, a, path := openLog(t, FsyncNo)
+	decide(logged, t0, checkReq("a", algorithms.Limit{Algo: algorithms.Fixed, Count: 3, Period: int64(time.Minute)}, 1))
+	a.Sync()
+	if got, _ := loadLog(t, path, AOFLoadOptions{}); got.MayHoldOverrides() {
+		t.Error("loaded from a log without an override: MayHoldOverrides() = true; want false")
+	}
+	logged.SetOverride(t0, []byte("ovr:p:shut"), deny)
+	a.Close()
+	if got, _ := loadLog(t, path, AOFLoadOptions{}); !got.MayHoldOverrides() {
+		t.Error("loaded from a log with an override: MayHoldOverrides() = false; want true")
+	}
+}
