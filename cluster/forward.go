@@ -214,8 +214,9 @@ func (pc *pipeConn) call(args [][]byte) ([]byte, error) {
 }
 
 // callAsync sends one command without waiting for its reply: notify gets
-// it. It reports false, having sent nothing, if the connection is dead or
-// another caller is writing to it (which may take up to writeTimeout):
+// it. It reports false, having sent nothing, if the connection is dead,
+// its socket has no room for the command, or another caller is writing to
+// it (which may take up to writeTimeout):
 // the caller, which must not wait (an event loop), then calls from a
 // goroutine instead. A failed write closes the connection, and notify
 // learns of it before callAsync returns.
@@ -223,12 +224,19 @@ func (pc *pipeConn) callAsync(args [][]byte, notify func(reply []byte, err error
 	if !pc.wmu.TryLock() {
 		return false
 	}
-	if pc.isDead() {
+	if pc.isDead() || len(pc.waiters) == cap(pc.waiters) {
+		pc.wmu.Unlock()
+		return false
+	}
+	msg := resp.AppendArgs(nil, args)
+	// A leader that stopped reading fills the socket: decline before the
+	// write would block (a TLS record adds at most 1/16 and a header).
+	if room, known := sendRoom(pc.nc); known && room < len(msg)+len(msg)/16+64 {
 		pc.wmu.Unlock()
 		return false
 	}
 	pc.waiters <- &pending{notify: notify}
-	pc.bw.Write(resp.AppendArgs(nil, args))
+	pc.bw.Write(msg)
 	pc.nc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	err := pc.bw.Flush()
 	pc.wmu.Unlock()

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"net"
 	"strconv"
 	"strings"
@@ -75,5 +76,54 @@ func TestCallAsyncHandsEachReplyToItsCaller(t *testing.T) {
 	}
 	if pc.callAsync([][]byte{[]byte("PING")}, func([]byte, error) { t.Error("notified of a command never sent") }) {
 		t.Fatal("callAsync on a broken connection = true; want false")
+	}
+}
+
+// TestCallAsyncDeclinesAFullSocket: a leader that stops reading (paused,
+// partitioned) must not block the event loop that forwards to it. Once the
+// socket has no room for a command, callAsync declines at once, sending
+// nothing (the loop then forwards from a goroutine), instead of waiting up
+// to the write timeout with every other client of its loop.
+func TestCallAsyncDeclinesAFullSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	held := make(chan net.Conn, 1)
+	go func() { // accepts, never reads
+		if nc, err := ln.Accept(); err == nil {
+			held <- nc
+		}
+	}()
+	defer func() {
+		select {
+		case nc := <-held:
+			nc.Close()
+		default:
+		}
+	}()
+	fwd := newForwarder("", nil)
+	defer fwd.close()
+	pc, err := fwd.conn(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arg := bytes.Repeat([]byte("x"), 64<<10)
+	for i := 0; ; i++ {
+		if i == 4096 { // 256 MiB: far past any socket buffer
+			t.Fatal("callAsync never declined a peer that does not read")
+		}
+		start := time.Now()
+		sent := pc.callAsync([][]byte{[]byte("RAFT.FORWARD"), arg}, func([]byte, error) {})
+		if took := time.Since(start); took >= writeTimeout/2 {
+			t.Fatalf("callAsync %d blocked %v on a full socket", i, took)
+		}
+		if !sent {
+			break
+		}
+	}
+	if pc.isDead() {
+		t.Fatal("declining closed the connection")
 	}
 }
