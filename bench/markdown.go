@@ -37,13 +37,13 @@ func (rep *report) writeMarkdown(path string) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	if !rep.onlySidecar() && !rep.onlySharded() {
+	if !rep.only(groupSidecar) && !rep.only(groupSharded) {
 		doc = spliceSection(doc, rep.markdown(chartRel))
 	}
-	if rep.hasSidecar() {
+	if rep.has(groupSidecar) {
 		doc = spliceBlock(doc, sidecarBegin, sidecarEnd, rep.sidecarMarkdown())
 	}
-	if rep.hasSharded() {
+	if rep.has(groupSharded) {
 		doc = spliceBlock(doc, shardedBegin, shardedEnd, rep.shardedMarkdown())
 	}
 	return os.WriteFile(path, doc, 0o644)

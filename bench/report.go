@@ -417,3 +417,25 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// has reports whether a run of the table group ran (groupSidecar,
+// groupSharded, …).
+func (rep *report) has(group string) bool {
+	for _, r := range rep.results {
+		if r.spec.group == group {
+			return true
+		}
+	}
+	return false
+}
+
+// only reports whether every run was of the table group (a -plan sidecar
+// or cluster run): the main section of RESULTS.md is then left as it is.
+func (rep *report) only(group string) bool {
+	for _, r := range rep.results {
+		if r.spec.group != group {
+			return false
+		}
+	}
+	return true
+}

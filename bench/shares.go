@@ -224,28 +224,8 @@ const modelNote = "**Extrapolated, not measured.** From the measured `leader s/M
 	"bound), and G groups of N on G machines, each machine running one group's leader and N−1 followers of other " +
 	"groups, G × 10⁶/(cL + (N−1)·cF). A machine's other cores multiply both only as far as one process uses them."
 
-func (rep *report) hasSharded() bool {
-	for _, r := range rep.results {
-		if r.spec.group == groupSharded {
-			return true
-		}
-	}
-	return false
-}
-
-// onlySharded reports whether every run was a cluster-plan run: the main
-// section of RESULTS.md is then left as it is.
-func (rep *report) onlySharded() bool {
-	for _, r := range rep.results {
-		if r.spec.group != groupSharded {
-			return false
-		}
-	}
-	return len(rep.results) > 0
-}
-
 func (rep *report) printSharded(w io.Writer) {
-	if !rep.hasSharded() {
+	if !rep.has(groupSharded) {
 		return
 	}
 	fmt.Fprintln(w, "\nOne node, one group through its leader, a sharded cluster through a cluster client: CPU by role")

@@ -138,28 +138,8 @@ func (r *result) sidecarRow() []string {
 		fmtNum(f.srvPerM), fmtNum(f.genPerM), admitted, fmt.Sprint(r.t.errors))
 }
 
-func (rep *report) hasSidecar() bool {
-	for _, r := range rep.results {
-		if r.spec.group == groupSidecar {
-			return true
-		}
-	}
-	return false
-}
-
-// onlySidecar reports whether every run was a sidecar run (-plan sidecar):
-// the main section of RESULTS.md is then left as it is.
-func (rep *report) onlySidecar() bool {
-	for _, r := range rep.results {
-		if r.spec.group != groupSidecar {
-			return false
-		}
-	}
-	return true
-}
-
 func (rep *report) printSidecar(w io.Writer) {
-	if !rep.hasSidecar() {
+	if !rep.has(groupSidecar) {
 		return
 	}
 	fmt.Fprintln(w, "\nThe sidecar regime (paced runs: open loop, latency from each request's scheduled send)")
