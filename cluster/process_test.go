@@ -385,24 +385,13 @@ func drive(t *testing.T, ps []*proc, perNode int, key string, capacity int, h *h
 					call := time.Now()
 					v, err := rdb.Do(context.Background(), "RL.TOKEN", key, "1/h", capacity).Slice()
 					ret := time.Now()
-					var out takeOutput
-					var re redis.Error
-					switch {
-					case err == nil && len(v) == 5:
-						out = takeOutput{kind: "ok", allowed: v[0] == int64(1), remaining: int(v[2].(int64))}
-					case errors.As(err, &re) && strings.HasPrefix(err.Error(), "CLUSTERDOWN"):
-						out = takeOutput{kind: "none"}
-					case isDialError(err):
-						out = takeOutput{kind: "none"} // nothing was sent
-						time.Sleep(100 * time.Millisecond)
-					case err != nil && strings.HasPrefix(err.Error(), "ERR"):
+					out, ok := takeOutputOf(v, err)
+					if !ok {
 						t.Errorf("client %d: unexpected error %v", id, err)
 						return
-					default:
-						out = takeOutput{kind: "unknown"} // UNKNOWN, timeouts, broken connections
-						if err != nil && !strings.HasPrefix(err.Error(), "UNKNOWN ") {
-							time.Sleep(100 * time.Millisecond) // the node is down: don't spin
-						}
+					}
+					if out.kind != "ok" && (err == nil || !strings.HasPrefix(err.Error(), "UNKNOWN ")) {
+						time.Sleep(100 * time.Millisecond) // the node is down: don't spin
 					}
 					h.record(id, call, out, ret)
 					time.Sleep(pace)
@@ -412,6 +401,28 @@ func drive(t *testing.T, ps []*proc, perNode int, key string, capacity int, h *h
 		}
 	}
 	return &wg
+}
+
+// takeOutputOf is what an RL.TOKEN reply says happened, for the history:
+// a decision; none, for the replies that mean nothing was applied
+// (CLUSTERDOWN, MOVED, TRYAGAIN) and a dial that failed; unknown for the
+// rest (UNKNOWN, timeouts, broken connections). ok is false for an ERR
+// reply, which no client of these tests should get.
+func takeOutputOf(v []any, err error) (out takeOutput, ok bool) {
+	var re redis.Error
+	switch {
+	case err == nil && len(v) == 5:
+		return takeOutput{kind: "ok", allowed: v[0] == int64(1), remaining: int(v[2].(int64))}, true
+	case errors.As(err, &re) && (strings.HasPrefix(err.Error(), "CLUSTERDOWN") || strings.HasPrefix(err.Error(), "MOVED") ||
+		strings.HasPrefix(err.Error(), "TRYAGAIN")):
+		return takeOutput{kind: "none"}, true
+	case isDialError(err):
+		return takeOutput{kind: "none"}, true // nothing was sent
+	case err != nil && strings.HasPrefix(err.Error(), "ERR"):
+		return takeOutput{}, false
+	default:
+		return takeOutput{kind: "unknown"}, true
+	}
 }
 
 func checkHistory(t *testing.T, h *history, capacity int) {

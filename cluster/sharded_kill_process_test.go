@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -251,21 +250,10 @@ func (gl *groupLoad) drive(t *testing.T, wg *sync.WaitGroup, id int, addr string
 		call := time.Now()
 		v, err := rdb.Do(context.Background(), "RL.TOKEN", gl.key, "1/h", capacity).Slice()
 		ret := time.Now()
-		var out takeOutput
-		var re redis.Error
-		switch {
-		case err == nil && len(v) == 5:
-			out = takeOutput{kind: "ok", allowed: v[0] == int64(1), remaining: int(v[2].(int64))}
-		case errors.As(err, &re) && (strings.HasPrefix(err.Error(), "CLUSTERDOWN") || strings.HasPrefix(err.Error(), "MOVED") ||
-			strings.HasPrefix(err.Error(), "TRYAGAIN")):
-			out = takeOutput{kind: "none"}
-		case isDialError(err):
-			out = takeOutput{kind: "none"} // nothing was sent
-		case err != nil && strings.HasPrefix(err.Error(), "ERR"):
+		out, ok := takeOutputOf(v, err)
+		if !ok {
 			t.Errorf("client %d on %s: unexpected error %v", id, addr, err)
 			return
-		default:
-			out = takeOutput{kind: "unknown"} // UNKNOWN, timeouts, broken connections
 		}
 		gl.h.record(id, call, out, ret)
 		gl.mu.Lock()
