@@ -21,12 +21,7 @@ import (
 func TestPipelineOnEventLoopsAnswersInOrder(t *testing.T) {
 	g := newGroup(t, 3)
 	ld := g.leader()
-	var f *member
-	for _, m := range g.members {
-		if m != ld {
-			f = m
-		}
-	}
+	f := g.followersOf(ld)[0]
 	for _, m := range []*member{ld, f} {
 		if n := m.srv.EventLoops(); n != 2 {
 			t.Fatalf("%s serves from %d event loops; want 2", m.id, n)
@@ -58,12 +53,7 @@ func TestPipelineOnEventLoopsAnswersInOrder(t *testing.T) {
 func TestCommandReadAgainIsLoggedOnce(t *testing.T) {
 	g := newACLGroup(t, 3)
 	ld := g.leader()
-	var f *member
-	for _, m := range g.members {
-		if m != ld {
-			f = m
-		}
-	}
+	f := g.followersOf(ld)[0]
 	for _, m := range []*member{ld, f} {
 		mon, cl := testutil.Dial(t, m.addr), testutil.Dial(t, m.addr)
 		if got := mon.Do("MONITOR\r\n"); got != "+OK" {
