@@ -87,12 +87,18 @@ func groupLeaderProc(t *testing.T, g []*proc) *proc {
 	return ld
 }
 
+// reshardClient is a cluster client seeded with a node of each of the
+// first two groups, with room for the redirects a migration causes.
+func reshardClient(groups [][]*proc) *redis.ClusterClient {
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{groups[0][0].addr(), groups[1][0].addr()}, Protocol: 2,
+		MaxRedirects: 40, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond,
+		DialTimeout: 300 * time.Millisecond})
+}
+
 func TestProcessReshardKill9(t *testing.T) {
 	groups := startReshardProcs(t, 2)
 	all := append(append([]*proc(nil), groups[0]...), groups[1]...)
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{all[0].addr(), all[3].addr()}, Protocol: 2,
-		MaxRedirects: 40, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond,
-		DialTimeout: 300 * time.Millisecond})
+	cc := reshardClient(groups)
 	defer cc.Close()
 	ctx := context.Background()
 	keys := movingKeys(0, 999, 60)
@@ -184,9 +190,7 @@ func migrationState(p *proc, epoch int64) string {
 func TestProcessAddRebalanceRemoveGroup(t *testing.T) {
 	groups := startReshardProcs(t, 2)
 	all := append(append([]*proc(nil), groups[0]...), groups[1]...)
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{all[0].addr(), all[3].addr()}, Protocol: 2,
-		MaxRedirects: 40, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond,
-		DialTimeout: 300 * time.Millisecond})
+	cc := reshardClient(groups)
 	defer cc.Close()
 	ctx := context.Background()
 	// A client that still routes to a stopped node of the drained group
@@ -281,9 +285,7 @@ func TestProcessReshardSoak(t *testing.T) {
 	}
 	groups := startReshardProcs(t, 2)
 	all := append(append([]*proc(nil), groups[0]...), groups[1]...)
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{all[0].addr(), all[3].addr()}, Protocol: 2,
-		MaxRedirects: 40, MinRetryBackoff: 5 * time.Millisecond, MaxRetryBackoff: 200 * time.Millisecond,
-		DialTimeout: 300 * time.Millisecond})
+	cc := reshardClient(groups)
 	defer cc.Close()
 	ctx := context.Background()
 	l := startLoad(cc, movingKeys(0, 16383, 120), 4, isUnknown)
