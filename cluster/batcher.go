@@ -272,17 +272,12 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time
 		case off+len(s.ops) <= len(results):
 			s.results = results[off : off+len(s.ops) : off+len(s.ops)]
 		default: // applied, but the state machine kept no results for it
-			s.err = errResultsLost
+			s.err = errUnknown("the entry was applied without its results")
 		}
 		off += len(s.ops)
 		s.complete()
 	}
 }
-
-// errResultsLost answers submissions whose entry was applied without
-// results: the outcome is unknown, so it is not one of the errors that
-// mean nothing was applied.
-var errResultsLost = errors.New("ERR the decision was applied but its outcome was lost")
 
 // proposals are the entries the batcher has handed to raft and still waits
 // on, by the address of their data: the leader's state machine applies the
