@@ -432,11 +432,8 @@ func (l *eventLoop) retryParked() {
 	}
 }
 
-// runAndWrite runs the complete commands in c's input; its replies are
-// written by flush, after every client ready at this wake-up has run, as
-// Redis writes its replies before it sleeps: replies leave in one burst per
-// wake-up, so a client that waits on several connections is woken once for
-// them, and the next wake-up finds more requests ready.
+// runAndWrite runs the complete commands in c's input; flush writes its
+// replies at the end of the wake-up.
 func (l *eventLoop) runAndWrite(c *Conn) {
 	if c.parked {
 		return // waits for retryParked: its input stays unread
