@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/store"
 )
 
@@ -33,5 +34,30 @@ func BenchmarkApplyEntry(b *testing.B) {
 				f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: entries[i%len(entries)]})
 			}
 		})
+	}
+}
+
+// BenchmarkEncodeEntry packs an entry as the leader does at P16: 25
+// clients' batches of 16 RL.TOKEN decisions each, submitted (DecideAsync)
+// and encoded (the batcher). ns/op and B/op are per entry.
+func BenchmarkEncodeEntry(b *testing.B) {
+	const clients, perClient = 25, 16
+	batches := make([][]algorithms.Request, clients)
+	for c := range batches {
+		reqs := make([]algorithms.Request, perClient)
+		for i := range reqs {
+			reqs[i] = token([]byte("k"+strconv.Itoa(c*perClient+i)), 0).req
+		}
+		batches[c] = reqs
+	}
+	var bt batcher
+	var buf []byte
+	subs := make([]*submission, clients)
+	b.ReportAllocs()
+	for b.Loop() {
+		for c, reqs := range batches {
+			subs[c] = &submission{now: 1_800_000_000e9, reqs: reqs}
+		}
+		buf = bt.encode(buf[:0], subs)
 	}
 }

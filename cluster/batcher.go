@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/hashicorp/raft"
+	"github.com/sluice-rl/sluice/algorithms"
 )
 
 // Group commit: submissions that arrive while earlier entries are in flight
@@ -28,11 +29,18 @@ const (
 type submission struct {
 	now     int64
 	ops     []op
+	reqs    []algorithms.Request // decisions alone, in place of ops (submitDecisions): the caller's, not copied
 	results []result
 	err     error
 	done    chan struct{}
 	notify  func(results []result, err error)
 }
+
+// len is the submission's count of ops: its results.
+func (s *submission) len() int { return len(s.ops) + len(s.reqs) }
+
+// size bounds the bytes the submission takes in an entry (opsSize).
+func (s *submission) size() int { return opsSize(s.ops) + reqsSize(s.reqs) }
 
 // complete hands the submission its outcome, once.
 func (s *submission) complete() {
@@ -119,11 +127,17 @@ enqueue:
 	return results, errs
 }
 
-// submitAsync queues ops without waiting: notify is called once, from
-// another goroutine, with their results or error. It reports false,
-// having queued nothing, if the batcher is closed or its queue is full.
-func (b *batcher) submitAsync(now int64, ops []op, notify func([]result, error)) bool {
-	s := &submission{now: now, ops: ops, notify: notify}
+// submitDecisions queues decisions without waiting: notify is called
+// once, from another goroutine, with their results or error. It reports
+// false, having queued nothing, if the batcher is closed or its queue is
+// full. reqs must stay as they are until notify is called.
+func (b *batcher) submitDecisions(now int64, reqs []algorithms.Request, notify func([]result, error)) bool {
+	return b.queue(&submission{now: now, reqs: reqs, notify: notify})
+}
+
+// queue queues s without waiting; it reports false if the batcher is
+// closed or its queue is full.
+func (b *batcher) queue(s *submission) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -178,14 +192,14 @@ func (b *batcher) loop() {
 			return
 		}
 		batch = append(batch[:0], first)
-		nops, size := len(first.ops), opsSize(first.ops)
+		nops, size := first.len(), first.size()
 	drain:
 		for nops < maxOps && size < maxBytes {
 			select {
 			case s := <-b.in:
 				batch = append(batch, s)
-				nops += len(s.ops)
-				size += opsSize(s.ops)
+				nops += s.len()
+				size += s.size()
 			default:
 				break drain
 			}
@@ -221,30 +235,62 @@ func opsSize(ops []op) int {
 	return n
 }
 
+// reqsSize is opsSize for decisions.
+func reqsSize(reqs []algorithms.Request) int {
+	n := 0
+	for i := range reqs {
+		n += 48 + len(reqs[i].Key) + len(reqs[i].ID) + len(reqs[i].Override)
+	}
+	return n
+}
+
 // encode packs the submissions into one entry stamped with the latest of
 // their instants, renumbering RL.ALL groups so that no two groups of
 // different submissions (or of one) merge.
 func (b *batcher) encode(buf []byte, subs []*submission) []byte {
 	var now int64
-	var all []op
-	group := int32(0)
+	count := 0
 	for _, s := range subs {
 		now = max(now, s.now)
-		prev := int32(0)
-		for _, o := range s.ops {
-			if o.code == opDecide && o.req.Group != 0 {
-				if o.req.Group != prev {
-					group++
-					prev = o.req.Group
-				}
-				o.req.Group = group
-			} else {
-				prev = 0
+		count += s.len()
+	}
+	buf = appendBatchHead(buf, now, count)
+	var g groupNumbers
+	for _, s := range subs {
+		g.prev = 0
+		for i := range s.ops {
+			o := &s.ops[i]
+			if o.code != opDecide {
+				g.prev = 0
+				buf = appendOp(buf, o)
+				continue
 			}
-			all = append(all, o)
+			buf = appendDecide(buf, &o.req, g.of(o.req.Group))
+		}
+		for i := range s.reqs {
+			buf = appendDecide(buf, &s.reqs[i], g.of(s.reqs[i].Group))
 		}
 	}
-	return appendBatch(buf, now, all)
+	return buf
+}
+
+// groupNumbers renumbers the RL.ALL groups of an entry's submissions: each
+// run of decisions in one nonzero group of a submission gets the entry's
+// next number.
+type groupNumbers struct {
+	n, prev int32
+}
+
+func (g *groupNumbers) of(group int32) int32 {
+	if group == 0 {
+		g.prev = 0
+		return 0
+	}
+	if group != g.prev {
+		g.n++
+		g.prev = group
+	}
+	return g.n
 }
 
 // finish waits for an entry to be applied and hands each submission its
@@ -269,12 +315,12 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time
 		switch {
 		case err != nil:
 			s.err = err
-		case off+len(s.ops) <= len(results):
-			s.results = results[off : off+len(s.ops) : off+len(s.ops)]
+		case off+s.len() <= len(results):
+			s.results = results[off : off+s.len() : off+s.len()]
 		default: // applied, but the state machine kept no results for it
 			s.err = errUnknown("the entry was applied without its results")
 		}
-		off += len(s.ops)
+		off += s.len()
 		s.complete()
 	}
 }

@@ -184,39 +184,62 @@ type result struct {
 
 // appendBatch encodes ops with the timestamp now.
 func appendBatch(b []byte, now int64, ops []op) []byte {
-	b = append(b, codecVersion, kindOps)
-	b = binary.LittleEndian.AppendUint64(b, uint64(now))
-	b = binary.AppendUvarint(b, uint64(len(ops)))
+	b = appendBatchHead(b, now, len(ops))
 	for i := range ops {
 		b = appendOp(b, &ops[i])
 	}
 	return b
 }
 
+// appendDecisions encodes decisions with the timestamp now, as appendBatch
+// encodes them as decide ops.
+func appendDecisions(b []byte, now int64, reqs []algorithms.Request) []byte {
+	b = appendBatchHead(b, now, len(reqs))
+	for i := range reqs {
+		b = appendDecide(b, &reqs[i], reqs[i].Group)
+	}
+	return b
+}
+
+// appendBatchHead starts an entry of count ops with the timestamp now.
+func appendBatchHead(b []byte, now int64, count int) []byte {
+	b = append(b, codecVersion, kindOps)
+	b = binary.LittleEndian.AppendUint64(b, uint64(now))
+	return binary.AppendUvarint(b, uint64(count))
+}
+
+// appendDecide encodes a decide op for r, in RL.ALL group group.
+func appendDecide(b []byte, r *algorithms.Request, group int32) []byte {
+	code := opDecide
+	switch {
+	case r.Min != 0:
+		code = opTake
+	case r.Override != nil:
+		code = opCheck
+	}
+	b = append(b, byte(code))
+	b = binary.AppendUvarint(b, uint64(uint32(group)))
+	b = append(b, byte(r.Limit.Algo))
+	b = binary.AppendVarint(b, r.Limit.Count)
+	b = binary.AppendVarint(b, r.Limit.Period)
+	b = binary.AppendVarint(b, r.N)
+	b = appendBytes(b, r.Key)
+	b = appendBytes(b, r.ID)
+	switch {
+	case r.Min != 0:
+		b = binary.AppendVarint(b, r.Min)
+	case r.Override != nil:
+		b = appendBytes(b, r.Override)
+	}
+	return b
+}
+
 func appendOp(b []byte, o *op) []byte {
+	if o.code == opDecide {
+		return appendDecide(b, &o.req, o.req.Group)
+	}
 	b = append(b, byte(o.code))
 	switch o.code {
-	case opDecide:
-		r := &o.req
-		switch {
-		case r.Min != 0:
-			b[len(b)-1] = byte(opTake)
-		case r.Override != nil:
-			b[len(b)-1] = byte(opCheck)
-		}
-		b = binary.AppendUvarint(b, uint64(uint32(r.Group)))
-		b = append(b, byte(r.Limit.Algo))
-		b = binary.AppendVarint(b, r.Limit.Count)
-		b = binary.AppendVarint(b, r.Limit.Period)
-		b = binary.AppendVarint(b, r.N)
-		b = appendBytes(b, r.Key)
-		b = appendBytes(b, r.ID)
-		switch {
-		case r.Min != 0:
-			b = binary.AppendVarint(b, r.Min)
-		case r.Override != nil:
-			b = appendBytes(b, r.Override)
-		}
 	case opTx:
 		b = binary.AppendUvarint(b, uint64(len(o.watches)))
 		for _, w := range o.watches {

@@ -516,14 +516,18 @@ func TestAllIsAtomicThroughTheLog(t *testing.T) {
 }
 
 func TestBatcherRenumbersGroups(t *testing.T) {
-	dec := func(group int32) op {
-		return op{code: opDecide, req: algorithms.Request{Key: []byte("k"), Group: group, N: 1,
-			Limit: algorithms.Limit{Algo: algorithms.Token, Count: 1, Period: 1}}}
+	req := func(group int32) algorithms.Request {
+		return algorithms.Request{Key: []byte("k"), Group: group, N: 1,
+			Limit: algorithms.Limit{Algo: algorithms.Token, Count: 1, Period: 1}}
 	}
+	dec := func(group int32) op { return op{code: opDecide, req: req(group)} }
+	decided := []algorithms.Request{req(1), req(1), req(0), req(5)}
 	subs := []*submission{
 		{ops: []op{dec(1), dec(1), dec(0)}},
 		{ops: []op{dec(1), dec(1)}}, // the same group number as the first submission's
 		{ops: []op{dec(2), dec(3), dec(3)}},
+		{reqs: decided}, // decisions alone (submitDecisions), renumbered the same way
+		{ops: []op{{code: opDelete, keys: [][]byte{[]byte("k")}}, dec(7)}},
 	}
 	var b batcher
 	_, ops, err := decodeBatch(b.encode(nil, subs))
@@ -534,8 +538,31 @@ func TestBatcherRenumbersGroups(t *testing.T) {
 	for _, o := range ops {
 		got = append(got, o.req.Group)
 	}
-	want := []int32{1, 1, 0, 2, 2, 3, 4, 4}
+	want := []int32{1, 1, 0, 2, 2, 3, 4, 4, 5, 5, 0, 6, 0, 7}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("groups in the entry = %v; want %v", got, want)
+	}
+	if ops[12].code != opDelete || string(ops[8].req.Key) != "k" || ops[8].req.Limit.Count != 1 {
+		t.Fatalf("ops decoded as %+v", ops)
+	}
+	for i, g := range []int32{1, 1, 0, 5} {
+		if decided[i].Group != g {
+			t.Fatalf("the caller's decision %d now has group %d; encoding must leave it %d", i, decided[i].Group, g)
+		}
+	}
+}
+
+func TestDecisionsEncodeAsTheirDecideOps(t *testing.T) {
+	reqs := []algorithms.Request{
+		{Key: []byte("a"), ID: []byte("id"), N: 2, Group: 3, Limit: algorithms.Limit{Algo: algorithms.Token, Count: 10, Period: 1000}},
+		{Key: []byte("b"), N: 1, Min: 4, Limit: algorithms.Limit{Algo: algorithms.Token, Count: 10, Period: 1000}},
+		{Key: []byte("c"), N: 1, Override: []byte("ovr:c"), Limit: algorithms.Limit{Algo: algorithms.Token, Count: 10, Period: 1000}},
+	}
+	ops := make([]op, len(reqs))
+	for i := range reqs {
+		ops[i] = op{code: opDecide, req: reqs[i]}
+	}
+	if a, b := appendDecisions(nil, 42, reqs), appendBatch(nil, 42, ops); !bytes.Equal(a, b) {
+		t.Fatalf("appendDecisions = %x; appendBatch of the same decide ops = %x", a, b)
 	}
 }

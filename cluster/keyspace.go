@@ -35,10 +35,6 @@ func (n *Node) Decide(now int64, reqs []algorithms.Request, out []algorithms.Out
 // not ready), a goroutine runs Decide, with its forwarding and retries,
 // and then calls done.
 func (n *Node) DecideAsync(now int64, reqs []algorithms.Request, out []algorithms.Outcome, done func()) {
-	ops := make([]op, len(reqs))
-	for i := range reqs {
-		ops[i] = op{code: opDecide, req: reqs[i]}
-	}
 	finish := func(rs []result, err error) {
 		if err != nil && retryable(err) {
 			go func() { n.Decide(now, reqs, out); done() }()
@@ -49,7 +45,7 @@ func (n *Node) DecideAsync(now int64, reqs []algorithms.Request, out []algorithm
 	}
 	switch leaderAddr, leaderID := n.raft.LeaderWithID(); {
 	case n.ready.Load():
-		if n.batcher.submitAsync(now, ops, func(rs []result, err error) {
+		if n.batcher.submitDecisions(now, reqs, func(rs []result, err error) {
 			if err == nil {
 				n.settle(rs)
 			}
@@ -58,22 +54,22 @@ func (n *Node) DecideAsync(now int64, reqs []algorithms.Request, out []algorithm
 			return
 		}
 	case leaderAddr != "" && leaderID != raft.ServerID(n.cfg.ID):
-		if addr := n.fsm.Member(string(leaderID)); addr != "" && n.forwardAsync(addr, now, ops, finish) {
+		if addr := n.fsm.Member(string(leaderID)); addr != "" && n.forwardAsync(addr, now, reqs, finish) {
 			return
 		}
 	}
 	go func() { n.Decide(now, reqs, out); done() }()
 }
 
-// forwardAsync sends ops to the leader at addr without waiting, if a
+// forwardAsync sends decisions to the leader at addr without waiting, if a
 // connection to it is up and free, and reports whether it did; finish
 // gets the leader's results, once, from the goroutine that read them.
-func (n *Node) forwardAsync(addr string, now int64, ops []op, finish func([]result, error)) bool {
+func (n *Node) forwardAsync(addr string, now int64, reqs []algorithms.Request, finish func([]result, error)) bool {
 	pc := n.fwd.live(addr)
 	if pc == nil {
 		return false
 	}
-	sent := pc.callAsync([][]byte{[]byte(n.command("FORWARD")), appendBatch(nil, now, ops)}, func(reply []byte, err error) {
+	sent := pc.callAsync([][]byte{[]byte(n.command("FORWARD")), appendDecisions(nil, now, reqs)}, func(reply []byte, err error) {
 		var rs []result
 		if err == nil {
 			rs, err = decodeResults(reply)
@@ -82,7 +78,7 @@ func (n *Node) forwardAsync(addr string, now int64, ops []op, finish func([]resu
 	})
 	if sent {
 		n.batcher.metrics.forwarded.Add(1)
-		n.batcher.metrics.forwardedOps.Add(int64(len(ops)))
+		n.batcher.metrics.forwardedOps.Add(int64(len(reqs)))
 	}
 	return sent
 }
