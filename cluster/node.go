@@ -19,6 +19,11 @@ import (
 	"github.com/sluice-rl/sluice/store"
 )
 
+// logCacheEntries is how many of the latest log entries a node keeps in
+// memory (raft.LogCache), each at most maxBytes: twice what the batcher
+// keeps in flight, so that replicating and applying them reads none back.
+const logCacheEntries = 2 * maxInflight
+
 // Config configures a Node. Start from DefaultConfig and set at least ID,
 // RESPAddr and one of RaftBind, Port or Transport; Open refuses a Config
 // that Validate refuses.
@@ -192,7 +197,15 @@ func Open(cfg Config, st *store.Store) (*Node, error) {
 			return nil, err
 		}
 	}
-	r, err := raft.NewRaft(rc, n.fsm, n.cfg.Logs, n.cfg.Stable, n.cfg.Snapshots, n.trans)
+	// Recent entries stay in memory: a follower applies, and the leader
+	// sends, what it has just appended, without reading it back from the
+	// log store.
+	logs, err := raft.NewLogCache(logCacheEntries, n.cfg.Logs)
+	if err != nil {
+		n.closeAll()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	r, err := raft.NewRaft(rc, n.fsm, logs, n.cfg.Stable, n.cfg.Snapshots, n.trans)
 	if err != nil {
 		n.closeAll()
 		return nil, fmt.Errorf("cluster: %w", err)
