@@ -34,10 +34,11 @@ func (e Entry) Live(now int64) bool { return e.Algo != algorithms.None && now < 
 // while the shard's lock is held; Commit notices when the shard changed
 // since Find (another key inserted or removed) and looks the key up again.
 type Ref struct {
-	hash  uint64
-	slot  uint32
-	loc   uint32 // record's loc+1; 0: absent
-	epoch uint32
+	hash    uint64
+	slot    uint32
+	loc     uint32 // record's loc+1; 0: absent
+	epoch   uint32
+	expired bool // FindReusing: loc names a record that had expired
 }
 
 // Absent reports whether the key had no live entry.
@@ -147,6 +148,47 @@ func (s *Shard) FindInto(key []byte, h uint64, now int64, e *Entry) Ref {
 	}
 	s.stats.Hits++
 	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}
+}
+
+// FindReusing is FindInto for a caller about to write the key: an entry
+// that has expired at now is reported as the zero Entry, as FindInto
+// reports it, but its record stays, and the Ref names it, so that Commit
+// rewrites it in place instead of freeing it and making another of the
+// same size (a key that comes back after its bucket refilled). The caller
+// hands the Ref to Commit or not, then to DropExpired, which removes the
+// record if it is still expired. Such a Ref is for those two only: Absent
+// reports false for it.
+func (s *Shard) FindReusing(key []byte, h uint64, now int64, e *Entry) Ref {
+	s.see(now)
+	slot, l, ok := s.lookup(key, uint32(h>>32))
+	if !ok {
+		s.stats.Misses++
+		return Ref{hash: h, epoch: s.epoch}
+	}
+	s.arena.entryInto(l, e)
+	if !e.Live(now) {
+		s.stats.ExpiredKeys++
+		s.stats.Misses++
+		*e = Entry{}
+		return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch, expired: true}
+	}
+	s.stats.Hits++
+	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}
+}
+
+// DropExpired removes key's record if ref, from FindReusing, named an
+// expired one that nothing has made live since (no Commit, or a refused
+// one), as FindInto would have removed it. It requires that s is locked.
+func (s *Shard) DropExpired(ref Ref, key []byte, now int64) {
+	if !ref.expired {
+		return
+	}
+	if ref.epoch != s.epoch {
+		s.refresh(&ref, key)
+	}
+	if ref.loc != 0 && s.arena.expire(ref.loc-1) <= now {
+		s.removeAt(ref.slot, ref.loc-1)
+	}
 }
 
 // Prefetch loads the index slots of the keys whose hashes are hs, then the

@@ -257,6 +257,59 @@ func TestLazyExpiry(t *testing.T) {
 	}
 }
 
+// A key written again after its entry expired keeps its record: Commit
+// rewrites it in place. One that is not written again is removed, as Find
+// removes it.
+func TestFindReusingRewritesAnExpiredRecordInPlace(t *testing.T) {
+	var s Shard
+	put(t, &s, "k", tokenEntry(t0+100), t0)
+	put(t, &s, "other", tokenEntry(t0+1000), t0)
+	words, free := s.arena.words, s.arena.freeWords
+	key := []byte("k")
+	var e Entry
+	ref := s.FindReusing(key, s.Hash(key), t0+100, &e)
+	if !sameEntry(e, Entry{}) {
+		t.Fatalf("FindReusing of an expired entry gave %+v; want the zero Entry", e)
+	}
+	next := tokenEntry(t0 + 500)
+	if err := s.Commit(ref, key, &next, t0+100); err != nil {
+		t.Fatal(err)
+	}
+	s.DropExpired(ref, key, t0+100)
+	if got, ok := get(&s, "k", t0+100); !ok || !sameEntry(got, next) {
+		t.Fatalf("after the rewrite k = %+v, %v; want %+v", got, ok, next)
+	}
+	if s.arena.words != words || s.arena.freeWords != free {
+		t.Fatalf("arena words %d, free %d; want %d, %d (the same record, rewritten)", s.arena.words, s.arena.freeWords, words, free)
+	}
+	if s.stats.Keys != 2 || s.stats.ExpiredKeys != 1 {
+		t.Fatalf("stats %+v; want 2 keys, 1 expired", s.stats)
+	}
+
+	// Expired again, and this time a denial or a peek writes nothing: the
+	// record goes, as Find would have removed it.
+	e = Entry{}
+	ref = s.FindReusing(key, s.Hash(key), t0+500, &e)
+	s.DropExpired(ref, key, t0+500)
+	if _, ok := get(&s, "k", t0+500); ok {
+		t.Fatal("k is present after DropExpired")
+	}
+	if s.stats.Keys != 1 || s.stats.ExpiredKeys != 2 {
+		t.Fatalf("stats %+v; want 1 key, 2 expired", s.stats)
+	}
+	if got, ok := get(&s, "other", t0+500); !ok || got.Expire != t0+1000 {
+		t.Fatalf("other = %+v, %v", got, ok)
+	}
+
+	// A live entry's Ref is an ordinary one: DropExpired leaves it.
+	e = Entry{}
+	ref = s.FindReusing([]byte("other"), s.Hash([]byte("other")), t0+500, &e)
+	s.DropExpired(ref, []byte("other"), t0+500)
+	if _, ok := get(&s, "other", t0+500); !ok || e.Expire != t0+1000 {
+		t.Fatalf("other gone or misread (%+v) after DropExpired of a live entry", e)
+	}
+}
+
 func TestSweepRemovesEveryExpired(t *testing.T) {
 	var s Shard
 	for i := 0; i < 5000; i++ {

@@ -206,10 +206,11 @@ func decideLocked(sh *shard.Shard, now int64, req *algorithms.Request, h uint64,
 		return
 	}
 	var e, next shard.Entry
-	ref := sh.FindInto(req.Key, h, now, &e)
+	ref := sh.FindReusing(req.Key, h, now, &e)
 	if apply(now, req, &e, o, &next) {
 		commit(sh, ref, req.Key, &next, o, now, lg)
 	}
+	sh.DropExpired(ref, req.Key, now)
 }
 
 // commit stores next for key, as the outcome o decided: marked depleted

@@ -258,6 +258,11 @@ func benchScale(b *testing.B, nkeys, shards int) { benchScaleWith(b, nkeys, shar
 // benchScaleWith is benchScale on a store told of deciders (SetDeciders; 0:
 // left at its default).
 func benchScaleWith(b *testing.B, nkeys, shards, deciders int) {
+	benchScaleStep(b, nkeys, shards, deciders, 1000)
+}
+
+// benchScaleStep is benchScaleWith with the clock moving step ns a batch.
+func benchScaleStep(b *testing.B, nkeys, shards, deciders int, step int64) {
 	st := New(shards)
 	if deciders > 0 {
 		st.SetDeciders(deciders)
@@ -283,10 +288,16 @@ func benchScaleWith(b *testing.B, nkeys, shards, deciders int) {
 		for j := range reqs {
 			reqs[j].Key = keys[x.next()%uint64(nkeys)]
 		}
-		now += 1000
+		now += step
 		st.Decide(now, reqs, out)
 	}
 }
+
+// BenchmarkBatch100kKeysReturning is BenchmarkBatch100kKeys4Shards with
+// every key coming back after its bucket refilled (a second a batch): each
+// decision finds its key's entry expired and writes the key again, as for
+// keys sparser than their limit's refill time.
+func BenchmarkBatch100kKeysReturning(b *testing.B) { benchScaleStep(b, 100_000, 4, 0, 1e9) }
 
 func BenchmarkBatch1kKeys4Shards(b *testing.B)    { benchScale(b, 1_000, 4) }
 func BenchmarkBatch100kKeys4Shards(b *testing.B)  { benchScale(b, 100_000, 4) }
