@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/sluice-rl/sluice/algorithms"
@@ -120,6 +121,38 @@ func TestBatchRoundTrip(t *testing.T) {
 		if a, b := appendOp(nil, &ops[i]), appendOp(nil, &got[i]); !bytes.Equal(a, b) {
 			t.Fatalf("op %d: %+v decoded as %+v", i, ops[i], got[i])
 		}
+	}
+}
+
+// Decoding into a state machine's scratch that held other entries gives
+// exactly what decoding into fresh ops gives: nothing of an earlier op
+// stays in its slot, whatever its kind and the new one's.
+func TestDecodingIntoUsedOpsLeavesNothingBehind(t *testing.T) {
+	ops := sampleOps()
+	decides := []op{}
+	for _, o := range ops {
+		if o.code == opDecide {
+			decides = append(decides, o)
+		}
+	}
+	rev := slices.Clone(ops)
+	slices.Reverse(rev)
+	entries := [][]byte{appendBatch(nil, 1, ops), appendBatch(nil, 2, decides), appendBatch(nil, 3, rev),
+		appendBatch(nil, 4, ops), appendBatch(nil, 5, decides[:1])}
+	var scratch []op
+	for i, e := range entries {
+		_, fresh, err := decodeBatch(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, used, err := decodeBatchInto(e, scratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(used, fresh) {
+			t.Fatalf("entry %d decoded into used ops:\n%+v\nwant, as into fresh ones:\n%+v", i, used, fresh)
+		}
+		scratch = used
 	}
 }
 
