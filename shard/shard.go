@@ -132,22 +132,12 @@ func (s *Shard) FindHash(key []byte, h uint64, now int64) (Ref, Entry) {
 // zero Entry, instead of returning it: the decision path's form, which
 // copies no Entry.
 func (s *Shard) FindInto(key []byte, h uint64, now int64, e *Entry) Ref {
-	s.see(now)
-	slot, l, ok := s.lookup(key, uint32(h>>32))
-	if !ok {
-		s.stats.Misses++
+	ref := s.FindReusing(key, h, now, e)
+	if ref.expired {
+		s.removeAt(ref.slot, ref.loc-1)
 		return Ref{hash: h, epoch: s.epoch}
 	}
-	s.arena.entryInto(l, e)
-	if !e.Live(now) {
-		s.removeAt(slot, l)
-		s.stats.ExpiredKeys++
-		s.stats.Misses++
-		*e = Entry{}
-		return Ref{hash: h, epoch: s.epoch}
-	}
-	s.stats.Hits++
-	return Ref{hash: h, slot: slot, loc: l + 1, epoch: s.epoch}
+	return ref
 }
 
 // FindReusing is FindInto for a caller about to write the key: an entry
