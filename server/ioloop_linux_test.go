@@ -226,3 +226,72 @@ func TestRepliesOfAWakeUpLeaveTogether(t *testing.T) {
 	read(b, "+PONG\r\n")
 	read(c, fmt.Sprintf(":%d\r\n", before+int64(len("+OK\r\n"))))
 }
+
+// A client whose last command and end of input (shutdown) arrive together,
+// while its loop is busy, gets its reply and then its connection closed:
+// the loop reads it again to find the end, for which no new event comes.
+func TestLoopClosesAClientWhoseEndCameWithItsLastCommand(t *testing.T) {
+	_, addr := startServer(t, Config{EventLoops: 1}, nil)
+	dial := func() *net.TCPConn {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		return nc.(*net.TCPConn)
+	}
+	a, b := dial(), dial()
+	for _, nc := range []net.Conn{a, b} { // both registered with the loop
+		nc.Write([]byte("PING\r\n"))
+		if _, err := io.ReadFull(nc, make([]byte, len("+PONG\r\n"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Write([]byte("SLEEP 200\r\n")) // holds the loop
+	time.Sleep(50 * time.Millisecond)
+	b.Write([]byte("PING\r\n"))
+	b.CloseWrite() // input and its end wait together for the loop
+	b.SetReadDeadline(time.Now().Add(3 * time.Second))
+	got, err := io.ReadAll(b)
+	if err != nil {
+		t.Fatalf("after %q: %v; want the reply, then the server's close", got, err)
+	}
+	if string(got) != "+PONG\r\n" {
+		t.Fatalf("read %q until the close; want +PONG", got)
+	}
+}
+
+// A pipeline larger than a client's input buffer, all waiting when its
+// loop comes to it, is read to its end: a read that fills the buffer is
+// followed by another, for which no new event comes.
+func TestLoopReadsAWaitingPipelineLargerThanItsBuffer(t *testing.T) {
+	_, addr := startServer(t, Config{EventLoops: 1}, nil)
+	dial := func() net.Conn {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		return nc
+	}
+	a, b := dial(), dial()
+	for _, nc := range []net.Conn{a, b} {
+		nc.Write([]byte("PING\r\n"))
+		if _, err := io.ReadFull(nc, make([]byte, len("+PONG\r\n"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 20_000 // 120 KB of input
+	a.Write([]byte("SLEEP 200\r\n"))
+	time.Sleep(50 * time.Millisecond)
+	if _, err := b.Write(bytes.Repeat([]byte("PING\r\n"), n)); err != nil {
+		t.Fatal(err)
+	}
+	b.SetReadDeadline(time.Now().Add(3 * time.Second))
+	got := make([]byte, n*len("+PONG\r\n"))
+	if k, err := io.ReadFull(b, got); err != nil {
+		t.Fatalf("%d of %d replies, then %v", k/len("+PONG\r\n"), n, err)
+	}
+}
