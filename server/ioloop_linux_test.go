@@ -184,6 +184,39 @@ func TestIdleLoopsHoldNoThreadInEpollWait(t *testing.T) {
 	}
 }
 
+// loopClients starts a server with one event loop and connects n clients
+// to it, each answered once (so registered with the loop) before it
+// returns them.
+func loopClients(t *testing.T, n int) []*net.TCPConn {
+	t.Helper()
+	_, addr := startServer(t, Config{EventLoops: 1}, nil)
+	var cs []*net.TCPConn
+	for range n {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		nc.Write([]byte("PING\r\n"))
+		readReply(t, nc, "+PONG\r\n")
+		cs = append(cs, nc.(*net.TCPConn))
+	}
+	return cs
+}
+
+// readReply reads len(want) bytes from nc and fails unless they are want.
+func readReply(t *testing.T, nc net.Conn, want string) {
+	t.Helper()
+	buf := make([]byte, len(want))
+	if _, err := io.ReadFull(nc, buf); err != nil {
+		t.Fatal(err)
+	}
+	if string(buf) != want {
+		t.Fatalf("reply %q, want %q", buf, want)
+	}
+}
+
 // TestRepliesOfAWakeUpLeaveTogether: the replies of the clients an event
 // loop finds ready at one wake-up are written after all of them have run,
 // so they leave in one burst, as Redis writes its replies before it sleeps.
@@ -191,63 +224,25 @@ func TestIdleLoopsHoldNoThreadInEpollWait(t *testing.T) {
 // when C's WRITTEN runs, B's reply must still be unwritten: the server has
 // written A's +OK alone.
 func TestRepliesOfAWakeUpLeaveTogether(t *testing.T) {
-	_, addr := startServer(t, Config{EventLoops: 1}, nil)
-	dial := func() net.Conn {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nc.Close() })
-		nc.SetDeadline(time.Now().Add(10 * time.Second))
-		return nc
-	}
-	a, b, c := dial(), dial(), dial()
-	read := func(nc net.Conn, want string) {
-		t.Helper()
-		buf := make([]byte, len(want))
-		if _, err := io.ReadFull(nc, buf); err != nil {
-			t.Fatal(err)
-		}
-		if string(buf) != want {
-			t.Fatalf("reply %q, want %q", buf, want)
-		}
-	}
-	for _, nc := range []net.Conn{a, b, c} { // every client registered with the loop
-		nc.Write([]byte("PING\r\n"))
-		read(nc, "+PONG\r\n")
-	}
+	cs := loopClients(t, 3)
+	a, b, c := cs[0], cs[1], cs[2]
 	before := int64(3 * len("+PONG\r\n"))
 	a.Write([]byte("SLEEP 300\r\n"))
 	time.Sleep(50 * time.Millisecond)
 	b.Write([]byte("PING\r\n"))
 	time.Sleep(50 * time.Millisecond)
 	c.Write([]byte("WRITTEN\r\n"))
-	read(a, "+OK\r\n")
-	read(b, "+PONG\r\n")
-	read(c, fmt.Sprintf(":%d\r\n", before+int64(len("+OK\r\n"))))
+	readReply(t, a, "+OK\r\n")
+	readReply(t, b, "+PONG\r\n")
+	readReply(t, c, fmt.Sprintf(":%d\r\n", before+int64(len("+OK\r\n"))))
 }
 
 // A client whose last command and end of input (shutdown) arrive together,
 // while its loop is busy, gets its reply and then its connection closed:
 // the loop reads it again to find the end, for which no new event comes.
 func TestLoopClosesAClientWhoseEndCameWithItsLastCommand(t *testing.T) {
-	_, addr := startServer(t, Config{EventLoops: 1}, nil)
-	dial := func() *net.TCPConn {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nc.Close() })
-		nc.SetDeadline(time.Now().Add(10 * time.Second))
-		return nc.(*net.TCPConn)
-	}
-	a, b := dial(), dial()
-	for _, nc := range []net.Conn{a, b} { // both registered with the loop
-		nc.Write([]byte("PING\r\n"))
-		if _, err := io.ReadFull(nc, make([]byte, len("+PONG\r\n"))); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cs := loopClients(t, 2)
+	a, b := cs[0], cs[1]
 	a.Write([]byte("SLEEP 200\r\n")) // holds the loop
 	time.Sleep(50 * time.Millisecond)
 	b.Write([]byte("PING\r\n"))
@@ -266,25 +261,10 @@ func TestLoopClosesAClientWhoseEndCameWithItsLastCommand(t *testing.T) {
 // loop comes to it, is read to its end: a read that fills the buffer is
 // followed by another, for which no new event comes.
 func TestLoopReadsAWaitingPipelineLargerThanItsBuffer(t *testing.T) {
-	_, addr := startServer(t, Config{EventLoops: 1}, nil)
-	dial := func() net.Conn {
-		nc, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nc.Close() })
-		nc.SetDeadline(time.Now().Add(10 * time.Second))
-		return nc
-	}
-	a, b := dial(), dial()
-	for _, nc := range []net.Conn{a, b} {
-		nc.Write([]byte("PING\r\n"))
-		if _, err := io.ReadFull(nc, make([]byte, len("+PONG\r\n"))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const n = 20_000 // 120 KB of input
-	a.Write([]byte("SLEEP 200\r\n"))
+	cs := loopClients(t, 2)
+	a, b := cs[0], cs[1]
+	const n = 20_000                 // 120 KB of input
+	a.Write([]byte("SLEEP 200\r\n")) // holds the loop
 	time.Sleep(50 * time.Millisecond)
 	if _, err := b.Write(bytes.Repeat([]byte("PING\r\n"), n)); err != nil {
 		t.Fatal(err)
