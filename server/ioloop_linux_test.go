@@ -247,7 +247,7 @@ func TestLoopClosesAClientWhoseEndCameWithItsLastCommand(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	b.Write([]byte("PING\r\n"))
 	b.CloseWrite() // input and its end wait together for the loop
-	b.SetReadDeadline(time.Now().Add(3 * time.Second))
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
 	got, err := io.ReadAll(b)
 	if err != nil {
 		t.Fatalf("after %q: %v; want the reply, then the server's close", got, err)
@@ -269,7 +269,7 @@ func TestLoopReadsAWaitingPipelineLargerThanItsBuffer(t *testing.T) {
 	if _, err := b.Write(bytes.Repeat([]byte("PING\r\n"), n)); err != nil {
 		t.Fatal(err)
 	}
-	b.SetReadDeadline(time.Now().Add(3 * time.Second))
+	b.SetReadDeadline(time.Now().Add(10 * time.Second))
 	got := make([]byte, n*len("+PONG\r\n"))
 	if k, err := io.ReadFull(b, got); err != nil {
 		t.Fatalf("%d of %d replies, then %v", k/len("+PONG\r\n"), n, err)
