@@ -142,6 +142,7 @@ type pipeConn struct {
 
 	wmu     sync.Mutex // serializes writes and the order of waiters
 	waiters chan *pending
+	sndbuf  int // the socket's send buffer size as last read (hasRoom); under wmu
 
 	dmu  sync.Mutex
 	dead error
@@ -231,7 +232,7 @@ func (pc *pipeConn) callAsync(args [][]byte, notify func(reply []byte, err error
 	msg := resp.AppendArgs(nil, args)
 	// A leader that stopped reading fills the socket: decline before the
 	// write would block (a TLS record adds at most 1/16 and a header).
-	if room, known := sendRoom(pc.nc); known && room < len(msg)+len(msg)/16+64 {
+	if !hasRoom(pc.nc, &pc.sndbuf, len(msg)+len(msg)/16+64) {
 		pc.wmu.Unlock()
 		return false
 	}
