@@ -170,9 +170,12 @@ func (s *Shard) FindReusing(key []byte, h uint64, now int64, e *Entry) Ref {
 // expired one that nothing has made live since (no Commit, or a refused
 // one), as FindInto would have removed it. It requires that s is locked.
 func (s *Shard) DropExpired(ref Ref, key []byte, now int64) {
-	if !ref.expired {
-		return
+	if ref.expired { // small enough to inline: most decisions find a live entry or none
+		s.dropExpired(ref, key, now)
 	}
+}
+
+func (s *Shard) dropExpired(ref Ref, key []byte, now int64) {
 	if ref.epoch != s.epoch {
 		s.refresh(&ref, key)
 	}
