@@ -23,45 +23,59 @@ func Hash(key []byte) uint64 { return maphash.Bytes(seed, key) }
 // not keep was seen at most Floor times; so every key seen more than
 // Total/k times is kept.
 //
-// Add costs one hash-table probe and a sift in a heap of k counters, and
+// The counters are kept in order of count (a stream summary in arrays):
+// runs of equal counts are buckets, and a count raised by w moves its
+// counter past the buckets of counts it overtakes, one swap each. Add costs
+// one hash-table probe and, for w = 1, a constant number of moves whatever
+// k and however many counters share the least count (a stream of keys
+// seen once each, where a heap would sift through all of its levels). It
 // never allocates. Concurrency: none; the caller serialises all use. The
 // zero value is unusable: use New.
 type Sketch struct {
 	n      int      // counters in use
 	total  uint64   // the weight added (merges included)
-	floor  uint64   // the most a key not kept was seen (merges only; else the heap's minimum when full)
+	floor  uint64   // the most a key not kept was seen (merges only; else the least count when full)
 	hashes []uint64 // by counter
 	counts []uint64
 	errs   []uint64
 	keys   [][KeyCap]byte
 	klen   []uint8 // the key's length kept; KeyCap+1: truncated
-	heap   []int32 // counters, a min-heap by count
-	pos    []int32 // counter → its place in heap
+	order  []int32 // counters by count, least first (first n in use)
+	pos    []int32 // counter → its place in order
+	bucket []int32 // counter → its bucket: the run of order of its count
+	first  []int32 // bucket → its first and last place in order
+	last   []int32
+	free   []int32 // buckets not in use
 	table  []int32 // open addressing by hash, linear probing: counter+1, 0 empty
 	mask   uint64
 }
 
 // New returns an empty sketch of k counters (k >= 1).
 func New(k int) *Sketch {
+	s := &Sketch{
+		hashes: make([]uint64, k), counts: make([]uint64, k), errs: make([]uint64, k),
+		keys: make([][KeyCap]byte, k), klen: make([]uint8, k),
+		order: make([]int32, k), pos: make([]int32, k), bucket: make([]int32, k),
+		first: make([]int32, k), last: make([]int32, k), free: make([]int32, 0, k),
+		table: make([]int32, tableSize(k)), mask: uint64(tableSize(k) - 1),
+	}
+	s.Reset()
+	return s
+}
+
+// tableSize is the hash table's slots for k counters: a power of two at
+// least 4k.
+func tableSize(k int) int {
 	size := 1
 	for size < 4*k {
 		size <<= 1
 	}
-	return &Sketch{
-		hashes: make([]uint64, k), counts: make([]uint64, k), errs: make([]uint64, k),
-		keys: make([][KeyCap]byte, k), klen: make([]uint8, k),
-		heap: make([]int32, 0, k), pos: make([]int32, k),
-		table: make([]int32, size), mask: uint64(size - 1),
-	}
+	return size
 }
 
 // Size is the bytes a sketch of k counters holds.
 func Size(k int) int64 {
-	size := 1
-	for size < 4*k {
-		size <<= 1
-	}
-	return int64(unsafe.Sizeof(Sketch{})) + int64(k)*(3*8+KeyCap+1+4+4) + int64(size)*4
+	return int64(unsafe.Sizeof(Sketch{})) + int64(k)*(3*8+KeyCap+1+6*4) + int64(tableSize(k))*4
 }
 
 // Cap returns k, the counters of s.
@@ -72,8 +86,8 @@ func (s *Sketch) Total() uint64 { return s.total }
 
 // Floor returns the most a key that s does not keep was seen.
 func (s *Sketch) Floor() uint64 {
-	if s.n == len(s.counts) && s.counts[s.heap[0]] > s.floor {
-		return s.counts[s.heap[0]]
+	if s.n == len(s.counts) && s.counts[s.order[0]] > s.floor {
+		return s.counts[s.order[0]]
 	}
 	return s.floor
 }
@@ -81,7 +95,10 @@ func (s *Sketch) Floor() uint64 {
 // Reset empties s, keeping its memory.
 func (s *Sketch) Reset() {
 	clear(s.table)
-	s.heap = s.heap[:0]
+	s.free = s.free[:0]
+	for b := len(s.counts) - 1; b >= 0; b-- {
+		s.free = append(s.free, int32(b))
+	}
 	s.n, s.total, s.floor = 0, 0, 0
 }
 
@@ -89,26 +106,22 @@ func (s *Sketch) Reset() {
 func (s *Sketch) Add(key []byte, h uint64, w uint64) {
 	s.total += w
 	if c := s.find(h); c >= 0 {
-		s.counts[c] += w
-		s.down(int(s.pos[c]))
+		s.raise(c, s.counts[c]+w)
 		return
 	}
 	if s.n < len(s.counts) {
 		c := int32(s.n)
-		s.n++
 		s.set(c, key, h, w+s.floor, s.floor)
-		s.heap = append(s.heap, c)
-		s.pos[c] = int32(len(s.heap) - 1)
-		s.up(len(s.heap) - 1)
+		s.insert(c)
 		return
 	}
 	// Replace the least counted key: the newcomer inherits its count as
 	// its error.
-	c := s.heap[0]
+	c := s.order[0]
 	m := max(s.counts[c], s.floor)
 	s.unindex(s.hashes[c])
-	s.set(c, key, h, m+w, m)
-	s.down(0)
+	s.set(c, key, h, s.counts[c], m)
+	s.raise(c, m+w)
 }
 
 // set makes counter c key's, with this count and error, and indexes it.
@@ -124,6 +137,75 @@ func (s *Sketch) set(c int32, key []byte, h, count, err uint64) {
 		i = (i + 1) & s.mask
 	}
 	s.table[i] = c + 1
+}
+
+// insert puts counter c, whose count is set, in order as the n-th counter
+// in use: placed last, it moves before every bucket of a greater count,
+// and joins the bucket of its own count if there is one.
+func (s *Sketch) insert(c int32) {
+	v := s.counts[c]
+	at := int32(s.n)
+	s.n++
+	for at > 0 && s.counts[s.order[at-1]] > v {
+		b := s.bucket[s.order[at-1]]
+		f := s.first[b]
+		s.place(s.order[f], at) // the bucket's first counter becomes its last
+		s.first[b], s.last[b] = f+1, at
+		at = f
+	}
+	s.place(c, at)
+	if at > 0 && s.counts[s.order[at-1]] == v {
+		b := s.bucket[s.order[at-1]]
+		s.bucket[c], s.last[b] = b, at
+		return
+	}
+	s.open(c, at)
+}
+
+// raise makes c's count v (at least its count now) and moves c past the
+// buckets of the counts below v: to the end of its own bucket first, which
+// it leaves, then across each bucket it overtakes, whose first counter
+// takes c's place. It joins the bucket of count v if there is one.
+func (s *Sketch) raise(c int32, v uint64) {
+	if v == s.counts[c] {
+		return
+	}
+	b := s.bucket[c]
+	at := s.last[b]
+	s.place(s.order[at], s.pos[c])
+	if s.first[b] == at {
+		s.free = append(s.free, b)
+	} else {
+		s.last[b] = at - 1
+	}
+	s.counts[c] = v
+	n := int32(s.n)
+	for at+1 < n && s.counts[s.order[at+1]] < v {
+		nb := s.bucket[s.order[at+1]]
+		l := s.last[nb]
+		s.place(s.order[l], at) // the bucket's last counter becomes its first
+		s.first[nb], s.last[nb] = at, l-1
+		at = l
+	}
+	s.place(c, at)
+	if at+1 < n && s.counts[s.order[at+1]] == v {
+		nb := s.bucket[s.order[at+1]]
+		s.bucket[c], s.first[nb] = nb, at
+		return
+	}
+	s.open(c, at)
+}
+
+// place puts counter c at place i of order.
+func (s *Sketch) place(c, i int32) {
+	s.order[i], s.pos[c] = c, i
+}
+
+// open makes a bucket of c alone, at place i.
+func (s *Sketch) open(c, i int32) {
+	b := s.free[len(s.free)-1]
+	s.free = s.free[:len(s.free)-1]
+	s.bucket[c], s.first[b], s.last[b] = b, i, i
 }
 
 // find returns the counter of hash h, or -1.
@@ -163,42 +245,5 @@ func (s *Sketch) unindex(h uint64) {
 				break
 			}
 		}
-	}
-}
-
-func (s *Sketch) less(a, b int) bool { return s.counts[s.heap[a]] < s.counts[s.heap[b]] }
-
-func (s *Sketch) swap(a, b int) {
-	s.heap[a], s.heap[b] = s.heap[b], s.heap[a]
-	s.pos[s.heap[a]], s.pos[s.heap[b]] = int32(a), int32(b)
-}
-
-func (s *Sketch) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			return
-		}
-		s.swap(i, p)
-		i = p
-	}
-}
-
-func (s *Sketch) down(i int) {
-	n := len(s.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			return
-		}
-		s.swap(i, m)
-		i = m
 	}
 }

@@ -153,16 +153,17 @@ func TestMergeKeepsBoundsAcrossPeriods(t *testing.T) {
 	checkBounds(t, tl.Top(k), acc.Floor(), acc.Total(), k/7, exact)
 }
 
-// checkTable checks that every counter in use is found by its hash and
-// sits where the heap says.
+// checkTable checks that every counter in use is found by its hash, sits
+// where order says, in order of count, and that the buckets are exactly
+// the runs of equal counts.
 func checkTable(t *testing.T, s *Sketch) {
 	t.Helper()
 	for c := 0; c < s.n; c++ {
 		if got := s.find(s.hashes[c]); got != int32(c) {
 			t.Fatalf("find(counter %d's hash) = %d", c, got)
 		}
-		if s.heap[s.pos[c]] != int32(c) {
-			t.Fatalf("heap[pos[%d]] = %d", c, s.heap[s.pos[c]])
+		if s.order[s.pos[c]] != int32(c) {
+			t.Fatalf("order[pos[%d]] = %d", c, s.order[s.pos[c]])
 		}
 	}
 	used := 0
@@ -174,10 +175,35 @@ func checkTable(t *testing.T, s *Sketch) {
 	if used != s.n {
 		t.Fatalf("table holds %d counters; %d in use", used, s.n)
 	}
-	for i := 1; i < len(s.heap); i++ {
-		if s.less(i, (i-1)/2) {
-			t.Fatalf("heap order broken at %d", i)
+	buckets := 0
+	for i := 0; i < s.n; i++ {
+		c := s.order[i]
+		b := s.bucket[c]
+		starts := i == 0 || s.bucket[s.order[i-1]] != b
+		ends := i == s.n-1 || s.bucket[s.order[i+1]] != b
+		if f, l := s.first[b], s.last[b]; int32(i) < f || int32(i) > l ||
+			starts != (int32(i) == f) || ends != (int32(i) == l) {
+			t.Fatalf("counter %d at %d; its bucket %d spans %d-%d", c, i, b, f, l)
 		}
+		if i == 0 {
+			buckets++
+			continue
+		}
+		prev := s.order[i-1]
+		switch {
+		case s.counts[prev] > s.counts[c]:
+			t.Fatalf("order broken at %d: count %d after %d", i, s.counts[c], s.counts[prev])
+		case s.counts[prev] == s.counts[c] && s.bucket[prev] != b:
+			t.Fatalf("equal counts at %d and %d in buckets %d and %d", i-1, i, s.bucket[prev], b)
+		case s.counts[prev] < s.counts[c]:
+			if s.bucket[prev] == b {
+				t.Fatalf("counts %d and %d share bucket %d", s.counts[prev], s.counts[c], b)
+			}
+			buckets++
+		}
+	}
+	if buckets+len(s.free) != s.Cap() {
+		t.Fatalf("%d buckets in use and %d free of %d", buckets, len(s.free), s.Cap())
 	}
 }
 
@@ -236,5 +262,28 @@ func BenchmarkSketchHashAndAdd(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		k := keys[i&(len(keys)-1)]
 		s.Add(k, Hash(k), 1)
+	}
+}
+
+// BenchmarkSketchAddDistinct counts keys that each come once per cycle of
+// 65,536, so that every Add replaces the least counted key while most
+// counters share the least count: the worst case of a heap by count.
+func BenchmarkSketchAddDistinct(b *testing.B) {
+	for _, k := range []int{64, 4096} {
+		b.Run("k="+strconv.Itoa(k), func(b *testing.B) {
+			keys := make([][]byte, 1<<16)
+			hashes := make([]uint64, len(keys))
+			for i := range keys {
+				keys[i] = []byte("user:" + strconv.Itoa(i))
+				hashes[i] = Hash(keys[i])
+			}
+			s := New(k)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				j := i & (len(keys) - 1)
+				s.Add(keys[j], hashes[j], 1)
+			}
+		})
 	}
 }

@@ -114,14 +114,10 @@ func Merge(dst, src *Sketch) {
 	for i := len(top) - 1; i >= 0; i-- {
 		e := &top[i]
 		c := int32(dst.n)
-		dst.n++
-		key := e.Key
-		dst.set(c, key, e.hash, e.Count, e.Err)
+		dst.set(c, e.Key, e.hash, e.Count, e.Err)
 		if e.Truncated {
 			dst.klen[c] = KeyCap + 1
 		}
-		dst.heap = append(dst.heap, c)
-		dst.pos[c] = int32(len(dst.heap) - 1)
-		dst.up(len(dst.heap) - 1)
+		dst.insert(c)
 	}
 }
