@@ -273,9 +273,11 @@ type checkState struct {
 	pol       *policy.Policy
 	prefix    []byte
 	ovrPrefix []byte // ovr:<name>:
-	// pols count the batch's decisions by policy (policystats.go).
-	pols [polSlots]polSlot
-	npol int
+	// pols count the batch's decisions by policy (policystats.go), found
+	// by polAt: open addressing by the policy's address, slot+1, 0 empty.
+	pols  [polSlots]polSlot
+	npol  int
+	polAt [1 << polAtBits]uint8
 }
 
 // checks returns the session's RL.CHECK state, making it at the first use.

@@ -1,9 +1,11 @@
 package commands
 
 import (
+	"hash/maphash"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/sluice-rl/sluice/policy"
 )
@@ -22,6 +24,7 @@ import (
 
 const (
 	polSlots       = 16
+	polAtBits      = 5 // checkState.polAt has 1<<polAtBits places, at least twice polSlots
 	maxPolicyNames = 256
 	otherPolicies  = "_other"
 )
@@ -52,9 +55,38 @@ type policyStats struct {
 	stripes [statStripes]polStripe
 	mu      sync.Mutex          // guards names until full
 	names   map[string]struct{} // the names given series of their own
+	// seen has two bits set for each of names (nameBits): a name with
+	// either bit clear has no series of its own, found without a lookup
+	// in names.
+	seen [nameFilterWords]uint64
 	// full is set once names holds maxPolicyNames, after which names
-	// never changes and is read without mu.
+	// and seen never change and are read without mu.
 	full atomic.Bool
+}
+
+// nameFilterWords is the words of policyStats.seen: 4,096 bits, so that
+// a name without a series passes for one of maxPolicyNames about 1.4% of
+// the time.
+const nameFilterWords = 64
+
+// nameSeed hashes names for policyStats.seen.
+var nameSeed = maphash.MakeSeed()
+
+// nameBits returns the two bits of policyStats.seen that stand for name.
+func nameBits(name string) (a, b uint) {
+	h := maphash.String(nameSeed, name)
+	const n = nameFilterWords * 64
+	return uint(h % n), uint((h >> 32) % n)
+}
+
+// named reports whether name has a series of its own. Requires full.
+func (ps *policyStats) named(name string) bool {
+	a, b := nameBits(name)
+	if ps.seen[a/64]&(1<<(a%64)) == 0 || ps.seen[b/64]&(1<<(b%64)) == 0 {
+		return false
+	}
+	_, ok := ps.names[name]
+	return ok
 }
 
 // label returns the name name is counted under: itself while fewer than
@@ -64,7 +96,7 @@ type policyStats struct {
 // per such name, so that a table of many policies does not grow it.
 func (ps *policyStats) label(name string) string {
 	if ps.full.Load() {
-		if _, ok := ps.names[name]; ok {
+		if ps.named(name) {
 			return name
 		}
 		return otherPolicies
@@ -81,6 +113,9 @@ func (ps *policyStats) label(name string) string {
 		ps.names = map[string]struct{}{}
 	}
 	ps.names[name] = struct{}{}
+	a, b := nameBits(name)
+	ps.seen[a/64] |= 1 << (a % 64)
+	ps.seen[b/64] |= 1 << (b % 64)
 	if len(ps.names) == maxPolicyNames {
 		ps.full.Store(true)
 	}
@@ -91,30 +126,40 @@ func (ps *policyStats) label(name string) string {
 // policy would have denied it.
 func (s *session) countPolicy(p *policy.Policy, allowed, wouldDeny bool) {
 	c := s.checks()
-	i := 0
-	for ; i < c.npol; i++ {
-		if c.pols[i].p == p {
-			break
+	h := polHome(p)
+	for {
+		i := c.polAt[h]
+		if i == 0 { // the batch's first of p
+			if c.npol == polSlots {
+				s.flushPolicies()
+				h = polHome(p)
+			}
+			c.pols[c.npol] = polSlot{p: p}
+			c.npol++
+			c.polAt[h] = uint8(c.npol)
+			i = c.polAt[h]
+		} else if c.pols[i-1].p != p {
+			h = (h + 1) % uint(len(c.polAt))
+			continue
 		}
-	}
-	if i == c.npol {
-		if c.npol == polSlots {
-			s.flushPolicies()
-			i = 0
+		sl := &c.pols[i-1]
+		switch {
+		case allowed:
+			sl.allowed++
+		default:
+			sl.denied++
 		}
-		c.pols[i] = polSlot{p: p}
-		c.npol = i + 1
+		if wouldDeny {
+			sl.wouldDeny++
+		}
+		return
 	}
-	sl := &c.pols[i]
-	switch {
-	case allowed:
-		sl.allowed++
-	default:
-		sl.denied++
-	}
-	if wouldDeny {
-		sl.wouldDeny++
-	}
+}
+
+// polHome is p's first place in checkState.polAt: a multiplicative hash
+// of its address.
+func polHome(p *policy.Policy) uint {
+	return uint((uint64(uintptr(unsafe.Pointer(p))) * 0x9e3779b97f4a7c15) >> (64 - polAtBits))
 }
 
 // flushPolicies adds the batch's policy counts to the session's stripe
@@ -141,13 +186,14 @@ func (s *session) flushPolicies() {
 	}
 	st.mu.Unlock()
 	c.npol = 0
+	clear(c.polAt[:])
 }
 
 // entry returns the stripe's entry that counts name. Once every series
 // is given, a name without one costs one lookup, in names. Requires st.mu.
 func (st *polStripe) entry(ps *policyStats, name string) *PolicyStat {
 	if ps.full.Load() {
-		if _, ok := ps.names[name]; !ok {
+		if !ps.named(name) {
 			if st.other == nil {
 				st.other = st.add(ps, otherPolicies)
 			}

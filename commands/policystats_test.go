@@ -49,3 +49,39 @@ func TestPolicyStatsGiveSeriesToTheFirst256PoliciesOnly(t *testing.T) {
 		t.Errorf("%d allowed, %d denied in all; want %d each", allowed, denied, n)
 	}
 }
+
+// TestPolicyStatsCountEveryDecisionOfAPipelineOfManyPolicies interleaves
+// checks of more policies than a batch keeps counts for, each several
+// times, so that a batch's counts are found again among others and
+// flushed in the middle of a pipeline.
+func TestPolicyStatsCountEveryDecisionOfAPipelineOfManyPolicies(t *testing.T) {
+	srv := startServer(t, testConfig{})
+	rdb := srv.client(t, proto(2))
+	ctx := context.Background()
+	for _, pols := range []int{12, 40} {
+		const rounds = 5
+		pipe := rdb.Pipeline()
+		for i := 0; i < pols; i++ {
+			pipe.Do(ctx, "RL.POLICY", "SET", "m"+strconv.Itoa(pols)+"-"+strconv.Itoa(i), "TOKEN", "1/m", 2)
+		}
+		for r := 0; r < rounds; r++ {
+			for i := 0; i < pols; i++ {
+				pipe.Do(ctx, "RL.CHECK", "m"+strconv.Itoa(pols)+"-"+strconv.Itoa(i), "s")
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]PolicyStat{}
+		for _, st := range srv.h.PolicyStats() {
+			got[st.Name] = st
+		}
+		for i := 0; i < pols; i++ {
+			name := "m" + strconv.Itoa(pols) + "-" + strconv.Itoa(i)
+			// a burst of 2: the first two rounds admitted, the rest denied
+			if st := got[name]; st.Allowed != 2 || st.Denied != rounds-2 {
+				t.Errorf("%s: %d allowed, %d denied; want 2 and %d", name, st.Allowed, st.Denied, rounds-2)
+			}
+		}
+	}
+}
