@@ -224,7 +224,7 @@ func (b *batcher) loop() {
 func opsSize(ops []op) int {
 	n := 0
 	for i := range ops {
-		n += 48 + len(ops[i].req.Key) + len(ops[i].req.ID) + len(ops[i].req.Override) + len(ops[i].addr) + len(ops[i].id)
+		n += reqSize(&ops[i].req) + len(ops[i].addr) + len(ops[i].id)
 		for _, w := range ops[i].watches {
 			n += 8 + len(w.Key)
 		}
@@ -239,10 +239,14 @@ func opsSize(ops []op) int {
 func reqsSize(reqs []algorithms.Request) int {
 	n := 0
 	for i := range reqs {
-		n += 48 + len(reqs[i].Key) + len(reqs[i].ID) + len(reqs[i].Override)
+		n += reqSize(&reqs[i])
 	}
 	return n
 }
+
+// reqSize bounds the bytes a decision takes in an entry, fixed fields
+// included.
+func reqSize(r *algorithms.Request) int { return 48 + len(r.Key) + len(r.ID) + len(r.Override) }
 
 // encode packs the submissions into one entry stamped with the latest of
 // their instants, renumbering RL.ALL groups so that no two groups of

@@ -127,32 +127,27 @@ func (ps *policyStats) label(name string) string {
 func (s *session) countPolicy(p *policy.Policy, allowed, wouldDeny bool) {
 	c := s.checks()
 	h := polHome(p)
-	for {
-		i := c.polAt[h]
-		if i == 0 { // the batch's first of p
-			if c.npol == polSlots {
-				s.flushPolicies()
-				h = polHome(p)
-			}
-			c.pols[c.npol] = polSlot{p: p}
-			c.npol++
-			c.polAt[h] = uint8(c.npol)
-			i = c.polAt[h]
-		} else if c.pols[i-1].p != p {
-			h = (h + 1) % uint(len(c.polAt))
-			continue
+	for c.polAt[h] != 0 && c.pols[c.polAt[h]-1].p != p {
+		h = (h + 1) % uint(len(c.polAt))
+	}
+	if c.polAt[h] == 0 { // the batch's first of p
+		if c.npol == polSlots {
+			s.flushPolicies()
+			h = polHome(p)
 		}
-		sl := &c.pols[i-1]
-		switch {
-		case allowed:
-			sl.allowed++
-		default:
-			sl.denied++
-		}
-		if wouldDeny {
-			sl.wouldDeny++
-		}
-		return
+		c.pols[c.npol] = polSlot{p: p}
+		c.npol++
+		c.polAt[h] = uint8(c.npol)
+	}
+	sl := &c.pols[c.polAt[h]-1]
+	switch {
+	case allowed:
+		sl.allowed++
+	default:
+		sl.denied++
+	}
+	if wouldDeny {
+		sl.wouldDeny++
 	}
 }
 

@@ -274,4 +274,7 @@ func TestLoopReadsAWaitingPipelineLargerThanItsBuffer(t *testing.T) {
 	if k, err := io.ReadFull(b, got); err != nil {
 		t.Fatalf("%d of %d replies, then %v", k/len("+PONG\r\n"), n, err)
 	}
+	if !bytes.Equal(got, bytes.Repeat([]byte("+PONG\r\n"), n)) {
+		t.Fatal("the replies are not every PING's +PONG, in order")
+	}
 }

@@ -160,5 +160,5 @@ func TestTogetherRunsBesideOtherLockers(t *testing.T) {
 // BenchmarkBatch100kKeys4ShardsTogether is BenchmarkBatch100kKeys4Shards
 // with one decider declared: each pipeline holds all its shards at once and
 // prefetches across them.
-func BenchmarkBatch100kKeys4ShardsTogether(b *testing.B) { benchScaleWith(b, 100_000, 4, 1) }
-func BenchmarkBatch1MKeys4ShardsTogether(b *testing.B)   { benchScaleWith(b, 1_000_000, 4, 1) }
+func BenchmarkBatch100kKeys4ShardsTogether(b *testing.B) { benchScaleStep(b, 100_000, 4, 1, 1000) }
+func BenchmarkBatch1MKeys4ShardsTogether(b *testing.B)   { benchScaleStep(b, 1_000_000, 4, 1, 1000) }

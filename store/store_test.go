@@ -253,15 +253,10 @@ func BenchmarkStoreDecide(b *testing.B) {
 
 // benchScale decides batches of 16 random keys out of nkeys live ones: the
 // pipeline's shape, where the cost is the memory the lookups touch.
-func benchScale(b *testing.B, nkeys, shards int) { benchScaleWith(b, nkeys, shards, 0) }
+func benchScale(b *testing.B, nkeys, shards int) { benchScaleStep(b, nkeys, shards, 0, 1000) }
 
-// benchScaleWith is benchScale on a store told of deciders (SetDeciders; 0:
-// left at its default).
-func benchScaleWith(b *testing.B, nkeys, shards, deciders int) {
-	benchScaleStep(b, nkeys, shards, deciders, 1000)
-}
-
-// benchScaleStep is benchScaleWith with the clock moving step ns a batch.
+// benchScaleStep is benchScale on a store told of deciders (SetDeciders;
+// 0: left at its default), with the clock moving step ns a batch.
 func benchScaleStep(b *testing.B, nkeys, shards, deciders int, step int64) {
 	st := New(shards)
 	if deciders > 0 {
