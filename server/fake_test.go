@@ -51,6 +51,9 @@ type fakeHandler struct {
 	// LATER work was out.
 	gate        chan struct{}
 	interleaved atomic.Int64
+	// suspended, if set, is sent a value each time a batch is suspended
+	// for LATER's work (it must have room, or startLater waits).
+	suspended chan struct{}
 }
 
 // fakeSession is a fakeHandler's per-connection state.
@@ -66,6 +69,9 @@ type fakeSession struct {
 func (h *fakeHandler) startLater(c *Conn, s *fakeSession) {
 	s.out.Store(true)
 	c.Suspend()
+	if h.suspended != nil {
+		h.suspended <- struct{}{}
+	}
 	go func() {
 		if h.gate != nil {
 			<-h.gate

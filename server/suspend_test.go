@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluice-rl/sluice/internal/testutil"
 )
@@ -79,11 +80,16 @@ func TestSuspendedClientLeavesItsLoopServing(t *testing.T) {
 // waits closes it once the batch is done, after its replies.
 func TestKillWaitsForTheSuspendedBatch(t *testing.T) {
 	ioModels(t, func(t *testing.T, loops int) {
-		h := &fakeHandler{gate: make(chan struct{})}
+		h := &fakeHandler{gate: make(chan struct{}), suspended: make(chan struct{}, 1)}
 		_, addr := startServer(t, Config{EventLoops: loops}, h)
 		victim, killer := testutil.Dial(t, addr), testutil.Dial(t, addr)
 		id := strings.TrimPrefix(victim.Do("CLIENT ID\r\n"), ":")
 		victim.Send("LATER x\r\n")
+		select { // the kill must find the batch waiting, not still unread
+		case <-h.suspended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the LATER batch was not suspended within 10 s")
+		}
 		if got := killer.Do("CLIENT KILL ID " + id + "\r\n"); got != ":1" {
 			t.Fatalf("CLIENT KILL ID %s = %q; want :1", id, got)
 		}
