@@ -12,6 +12,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
 	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
 )
@@ -70,13 +71,36 @@ func openLogStore(dir string, want LogStore, fsync bool) (logStore, LogStore, er
 		if !fsync {
 			vfs = noSyncFS{vfs}
 		}
-		logger := hclog.New(&hclog.LoggerOptions{Name: "wal", Level: hclog.Warn, Output: os.Stderr})
-		s, err := wal.Open(path, wal.WithSegmentFiler(segment.NewFiler(path, vfs)), wal.WithLogger(logger))
+		s, err := openWAL(path, vfs)
 		if err != nil {
 			return nil, "", fmt.Errorf("cluster: opening the log %s: %w", path, err)
 		}
 		return s, kind, nil
 	}
+}
+
+// openWAL opens the raft-wal log in path, an existing directory, on vfs.
+func openWAL(path string, vfs types.VFS) (walStore, error) {
+	logger := hclog.New(&hclog.LoggerOptions{Name: "wal", Level: hclog.Warn, Output: os.Stderr})
+	meta := &metadb.BoltMetaDB{}
+	w, err := wal.Open(path, wal.WithSegmentFiler(segment.NewFiler(path, vfs)), wal.WithMetaStore(meta), wal.WithLogger(logger))
+	if err != nil {
+		return walStore{}, errors.Join(err, meta.Close())
+	}
+	return walStore{w, meta}, nil
+}
+
+// walStore is a raft-wal log and its meta database. raft-wal's Close
+// (v0.4.0) leaves the database open, and with it the file lock that makes
+// a later open of the same directory in the same process wait forever;
+// walStore's Close closes both.
+type walStore struct {
+	*wal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+func (s walStore) Close() error {
+	return errors.Join(s.WAL.Close(), s.meta.Close())
 }
 
 // logStoreIn is the kind of log dir holds, or want if it holds none.
