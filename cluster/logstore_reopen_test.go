@@ -8,7 +8,9 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// record is the i'th of the entries the log tests store.
+// record is the i'th of the entries or appends the log tests write:
+// lengths that do not divide a chunk of zeros, so appends straddle the
+// frontier.
 func record(i int) []byte {
 	b := make([]byte, 3000+(i*7919)%20000)
 	for k := range b {
@@ -73,4 +75,3 @@ func TestLogStoreWithFsyncKeepsEveryEntryAcrossReopen(t *testing.T) {
 		}
 	}
 }
-
