@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,10 +22,12 @@ func record(i int) []byte {
 
 // A log closed and opened again in the same process (a Node shut down and
 // started again on its --dir) holds every entry: the close released
-// everything the open takes.
+// everything the open takes. The entries fill more than raft-wal's first
+// segment of 64 MiB, so that a second one is made, and the appends after
+// the reopen go on in the tail recovered from the files.
 func TestLogStoreWithFsyncKeepsEveryEntryAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
-	const entries = 3000 // about 39 MB
+	const before, after = 6000, 500 // about 78 MB, then 6 MB
 	open := func() logStore {
 		type opened struct {
 			s    logStore
@@ -47,25 +50,33 @@ func TestLogStoreWithFsyncKeepsEveryEntryAcrossReopen(t *testing.T) {
 			return nil
 		}
 	}
-	s := open()
-	for i := 1; i <= entries; i += 10 {
-		var batch []*raft.Log
-		for k := i; k < i+10; k++ {
-			batch = append(batch, &raft.Log{Index: uint64(k), Term: 1, Type: raft.LogCommand, Data: record(k)})
+	store := func(from, to int) {
+		s := open()
+		for i := from; i <= to; i += 10 {
+			var batch []*raft.Log
+			for k := i; k < i+10; k++ {
+				batch = append(batch, &raft.Log{Index: uint64(k), Term: 1, Type: raft.LogCommand, Data: record(k)})
+			}
+			if err := s.StoreLogs(batch); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := s.StoreLogs(batch); err != nil {
+		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
+	store(1, before)
+	if segs, _ := filepath.Glob(filepath.Join(dir, "wal", "*.wal")); len(segs) < 2 {
+		t.Fatalf("the log is in %d segment files, want at least 2: the test no longer crosses a segment", len(segs))
 	}
-	s = open()
+	store(before+1, before+after)
+
+	s := open()
 	defer s.Close()
-	if last, err := s.LastIndex(); err != nil || last != entries {
-		t.Fatalf("LastIndex after reopening = %d, %v; want %d", last, err, entries)
+	if last, err := s.LastIndex(); err != nil || last != before+after {
+		t.Fatalf("LastIndex after reopening = %d, %v; want %d", last, err, before+after)
 	}
-	for i := 1; i <= entries; i++ {
+	for i := 1; i <= before+after; i++ {
 		var l raft.Log
 		if err := s.GetLog(uint64(i), &l); err != nil {
 			t.Fatalf("entry %d: %v", i, err)
