@@ -172,6 +172,12 @@ func failoverTrial(ctx context.Context, cfg groupConfig) (*failoverResult, error
 	watchStop := make(chan struct{})
 	watchDone := make(chan struct{})
 	survivors := g.followers(leader)
+	// The kill is timed from the moment the leader is reaped. A request
+	// sent before then may still have been decided by it: the signal can
+	// leave this process a millisecond or more after it sets out to send
+	// it (the race detector, a busy machine), time enough for a commit,
+	// which would pass for a decision made without the old leader.
+	g.crash(leader)
 	t0 := time.Now()
 	go func() {
 		defer close(watchDone)
@@ -190,7 +196,6 @@ func failoverTrial(ctx context.Context, cfg groupConfig) (*failoverResult, error
 			}
 		}
 	}()
-	g.crash(leader)
 
 	for {
 		done := true
