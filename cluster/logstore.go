@@ -227,12 +227,11 @@ func (f *zeroAheadFile) WriteAt(p []byte, off int64) (int, error) {
 	return f.WritableFile.WriteAt(p, off)
 }
 
-// zeroFrom writes zeros from from (not before the frontier) up to
-// zeroChunk bytes on, within size. If a write fails it stops writing
-// zeros for good: the zeros only make syncs cheaper, and the appends go
-// on as they would without them.
+// zeroFrom writes zeros from from, past the frontier, up to zeroChunk
+// bytes on, within size. If a write fails it stops writing zeros for
+// good: the zeros only make syncs cheaper, and the appends go on as they
+// would without them.
 func (f *zeroAheadFile) zeroFrom(from int64) {
-	from = max(from, f.frontier)
 	to := min(f.size, from+zeroChunk)
 	for at := from; at < to; {
 		n := min(to-at, int64(len(zeros)))

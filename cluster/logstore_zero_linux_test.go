@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/types"
+	"github.com/sluice-rl/sluice/internal/testutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -123,22 +124,13 @@ func BenchmarkLogAppend(b *testing.B) {
 			data := bytes.Repeat([]byte{7}, 12<<10)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := processCPU(b)
+			cpu := testutil.ProcessCPU()
 			for i := 1; i <= b.N; i++ {
 				if err := s.StoreLogs([]*raft.Log{{Index: uint64(i), Term: 1, Type: raft.LogCommand, Data: data}}); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU is the CPU time the process has used, user and system, in ns.
-func processCPU(b *testing.B) int64 {
-	var r unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &r); err != nil {
-		b.Fatal(err)
-	}
-	return r.Utime.Nano() + r.Stime.Nano()
 }

@@ -7,11 +7,11 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluice-rl/sluice/algorithms"
+	"github.com/sluice-rl/sluice/internal/testutil"
 )
 
 // BenchmarkShardContention measures what the shard locks cost as deciders
@@ -49,7 +49,7 @@ func benchContention(b *testing.B, nkeys int) {
 		st.Decide(t0, one, make([]algorithms.Outcome, 1))
 	}
 	var seed atomic.Int64
-	waited, cpu := mutexWait(), cpuTime()
+	waited, cpu := mutexWait(), testutil.ProcessCPU()
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -76,16 +76,7 @@ func benchContention(b *testing.B, nkeys int) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(mutexWait()-waited)/float64(b.N), "wait-ns/op")
-	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime is the process's user and system CPU time, in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	b.ReportMetric(float64(testutil.ProcessCPU()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
 // mutexWait is the process's cumulative time blocked on mutexes, in
