@@ -23,7 +23,9 @@ func countOps(batch []*submission) (n int) {
 	return n
 }
 
-// gatherFrom runs gather on batch as the loop does after draining it.
+// gatherFrom runs gather on batch as the loop does after draining it. It
+// panics, rather than failing t, if gather's counts are not its batch's:
+// the tests call it from goroutines too.
 func gatherFrom(b *batcher, batch []*submission, room freed) []*submission {
 	nops, size := 0, 0
 	for _, s := range batch {
