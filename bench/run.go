@@ -103,7 +103,15 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	var rws []*replWatch
 	var sw *shareWatch
 	mark := func() {
-		if srv.pid > 0 {
+		// A group's or a cluster's processes are read once for both the
+		// total and the shares by role, so that the shares add up to it.
+		if srv.group != nil || srv.cluster != nil {
+			sw = watchShares(srv)
+		}
+		switch {
+		case sw != nil:
+			cpu0, cpuErr = sw.total(sw.start), sw.err
+		case srv.pid > 0:
 			cpu0, cpuErr = srv.cpu()
 		}
 		gen0, _ = selfCPU()
@@ -115,19 +123,22 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 				rws = append(rws, watchRepl(g))
 			}
 		}
-		if srv.group != nil || srv.cluster != nil {
-			sw = watchShares(srv)
-		}
 	}
 	if spec.offered > 0 {
 		res.t, res.elapsed = drivePaced(l, ws, spec.offered, spec.warmup, spec.duration, hardCtx.Done(), mark)
 	} else {
 		res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), mark)
 	}
-	if srv.pid > 0 && cpuErr == nil {
-		if cpu1, err := srv.cpu(); err == nil {
-			res.srvCPU, res.cpuKnown = cpu1-cpu0, true
-		}
+	var cpu1 time.Duration
+	cpu1Err := cpuErr
+	switch {
+	case sw != nil:
+		cpu1, cpu1Err = sw.stop()
+	case srv.pid > 0:
+		cpu1, cpu1Err = srv.cpu()
+	}
+	if srv.pid > 0 && cpuErr == nil && cpu1Err == nil {
+		res.srvCPU, res.cpuKnown = cpu1-cpu0, true
 	}
 	for _, rw := range rws {
 		res.repl = res.repl.add(rw.finish(res.elapsed))

@@ -78,12 +78,13 @@ func (s *shares) perM(decisions int64) (leader, follower float64) {
 	return leader, follower
 }
 
-// shareWatch holds every process's CPU at the start of the measured part.
+// shareWatch holds every process's CPU at the start of the measured part,
+// and at its end once stopped.
 type shareWatch struct {
-	srv   *server
-	roles []procRole
-	start []time.Duration
-	err   error
+	srv        *server
+	roles      []procRole
+	start, end []time.Duration
+	err        error
 }
 
 func watchShares(srv *server) *shareWatch {
@@ -98,18 +99,43 @@ func watchShares(srv *server) *shareWatch {
 	return w
 }
 
-// finish reads every process's CPU again and returns the shares; nil if a
-// process could not be read, or a group's leader changed during the part.
+// total sums the processes' CPU in readings.
+func (w *shareWatch) total(readings []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, c := range readings {
+		sum += c
+	}
+	return sum
+}
+
+// stop reads every process's CPU at the end of the measured part, and
+// returns their sum.
+func (w *shareWatch) stop() (time.Duration, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	end := make([]time.Duration, 0, len(w.roles))
+	for _, r := range w.roles {
+		c, err := proc.CPU(r.pid)
+		if err != nil {
+			w.err = err
+			return 0, err
+		}
+		end = append(end, c)
+	}
+	w.end = end
+	return w.total(end), nil
+}
+
+// finish returns the shares between the start and stop; nil if a process
+// could not be read, or a group's leader changed during the part.
 func (w *shareWatch) finish() *shares {
-	if w.err != nil || !w.sameLeaders() {
+	if w.err != nil || w.end == nil || !w.sameLeaders() {
 		return nil
 	}
 	sh := &shares{}
 	for i, r := range w.roles {
-		c, err := proc.CPU(r.pid)
-		if err != nil {
-			return nil
-		}
+		c := w.end[i]
 		switch r.role {
 		case roleLeader:
 			sh.leader += c - w.start[i]
