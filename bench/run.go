@@ -105,12 +105,10 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	mark := func() {
 		// A group's or a cluster's processes are read once for both the
 		// total and the shares by role, so that the shares add up to it.
-		if srv.group != nil || srv.cluster != nil {
-			sw = watchShares(srv)
-		}
 		switch {
-		case sw != nil:
-			cpu0, cpuErr = sw.total(sw.start), sw.err
+		case srv.group != nil || srv.cluster != nil:
+			sw = watchShares(srv)
+			cpu0, cpuErr = sumCPU(sw.start), sw.err
 		case srv.pid > 0:
 			cpu0, cpuErr = srv.cpu()
 		}
@@ -129,16 +127,14 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	} else {
 		res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), mark)
 	}
-	var cpu1 time.Duration
-	cpu1Err := cpuErr
-	switch {
-	case sw != nil:
-		cpu1, cpu1Err = sw.stop()
-	case srv.pid > 0:
-		cpu1, cpu1Err = srv.cpu()
-	}
-	if srv.pid > 0 && cpuErr == nil && cpu1Err == nil {
-		res.srvCPU, res.cpuKnown = cpu1-cpu0, true
+	if srv.pid > 0 && cpuErr == nil {
+		read := srv.cpu
+		if sw != nil {
+			read = sw.stop
+		}
+		if cpu1, err := read(); err == nil {
+			res.srvCPU, res.cpuKnown = cpu1-cpu0, true
+		}
 	}
 	for _, rw := range rws {
 		res.repl = res.repl.add(rw.finish(res.elapsed))

@@ -99,8 +99,8 @@ func watchShares(srv *server) *shareWatch {
 	return w
 }
 
-// total sums the processes' CPU in readings.
-func (w *shareWatch) total(readings []time.Duration) time.Duration {
+// sumCPU sums the processes' CPU in readings.
+func sumCPU(readings []time.Duration) time.Duration {
 	var sum time.Duration
 	for _, c := range readings {
 		sum += c
@@ -124,7 +124,7 @@ func (w *shareWatch) stop() (time.Duration, error) {
 		end = append(end, c)
 	}
 	w.end = end
-	return w.total(end), nil
+	return sumCPU(end), nil
 }
 
 // finish returns the shares between the start and stop; nil if a process

@@ -226,7 +226,7 @@ func (b *batcher) loop() {
 		if int64(nops) > b.maxSeen.Load() {
 			b.maxSeen.Store(int64(nops))
 		}
-		go b.finish(f, subs, start, data)
+		go b.finish(f, subs, nops, start, data)
 	}
 }
 
@@ -357,17 +357,14 @@ func (g *groupNumbers) of(group int32) int32 {
 }
 
 // finish waits for an entry to be applied and hands each submission its
-// results; an entry applied counts its time since start (raft.Apply).
-func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, start time.Time, data []byte) {
+// results (nops operations in all); an entry applied counts its time
+// since start (raft.Apply).
+func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, nops int, start time.Time, data []byte) {
 	err := f.Error()
 	b.props.remove(data)
 	took := time.Since(start)
 	if err == nil {
 		b.metrics.observeApply(took)
-	}
-	nops := 0
-	for _, s := range subs {
-		nops += s.len()
 	}
 	b.window.release(took, time.Now(), err == nil, nops, b.seq.Load())
 	var results []result
