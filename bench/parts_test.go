@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluice-rl/sluice/algorithms"
 	"github.com/sluice-rl/sluice/internal/resp"
+	"github.com/sluice-rl/sluice/policy"
 )
 
 // Unit tests of the generator's parts: the reply reader, the request
@@ -231,5 +234,23 @@ func TestCPUPlacement(t *testing.T) {
 	}
 	if !strings.Contains(off.describe(), "not pinned (-pin off)") {
 		t.Errorf("describe: %q", off.describe())
+	}
+}
+
+// RL.TOKEN's keys in sluice-token-derived are RL.CHECK's state keys in
+// sluice-check-100k but for the name's ':', which RL.CHECK escapes.
+func TestDerivedKeysAreCheckKeys(t *testing.T) {
+	tk, ck := findScenario("sluice-token-derived"), findScenario("sluice-check-100k")
+	tmpl := compileTemplate(tk.args(testWorkload, ""), len(tk.prefix)+keyDigits)
+	var v resp.Value
+	cmd := tmpl.encode(nil, appendKey(nil, tk.prefix, 42), nil)
+	if err := resp.Read(bufio.NewReader(bytes.NewReader(cmd)), &v); err != nil {
+		t.Fatal(err)
+	}
+	got := string(v.Elems[1].Text)
+	subject := appendKey(nil, ck.prefix, 42)
+	want := string(policy.AppendCheckKey(nil, string(subject), algorithms.Token, subject))
+	if want = strings.Replace(want, "%3A", ":", 1); strings.ReplaceAll(want, ck.prefix, tk.prefix) != got {
+		t.Fatalf("derived key %q; want RL.CHECK's %q with the name unescaped and prefix %q", got, want, tk.prefix)
 	}
 }

@@ -116,12 +116,13 @@ func scrapeRuns(b base) []runSpec {
 }
 
 // checkRuns runs RL.TOKEN and RL.CHECK under a policy of the same
-// parameters (one, and one per key of 100,000) at pipeline 1 and 16, one
-// after the other so that they are close in time.
+// parameters (one, and one per key of 100,000), and RL.TOKEN on the keys
+// RL.CHECK derives at 100,000, at pipeline 1 and 16, one after the other
+// so that they are close in time.
 func checkRuns(b base) []runSpec {
 	var runs []runSpec
 	for _, depth := range []int{1, 16} {
-		for _, name := range []string{"sluice-token", "sluice-check", "sluice-check-ovr", "sluice-check-100k"} {
+		for _, name := range []string{"sluice-token", "sluice-check", "sluice-check-ovr", "sluice-token-derived", "sluice-check-100k"} {
 			if b.wants(name) {
 				runs = append(runs, b.spec(groupCheck, name, depth))
 			}

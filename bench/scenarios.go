@@ -103,6 +103,18 @@ var scenarios = []*scenario{
 		check: checkDecision,
 		setup: preloadPolicies("pk:", policyTable),
 	},
+	// RL.TOKEN on keys of the length and shape RL.CHECK derives at 100k
+	// policies (pol:<policy>:token:<subject>, two bytes shorter: the name's
+	// ':' is not escaped as %3A): the store's part of RL.CHECK's cost,
+	// without the policy lookup, so RL.CHECK at 100k's ceiling.
+	{
+		name: "sluice-token-derived", label: "sluice RL.TOKEN on RL.CHECK's state keys", server: "sluice",
+		algo: "token", prefix: "pd:", keysPer: 1,
+		args: func(w workload, _ string) []string {
+			return []string{"RL.TOKEN", "pol:$KEY:token:$KEY", w.rate, itoa(w.capacity), itoa(w.cost)}
+		},
+		check: checkDecision,
+	},
 	// The same decisions with the append-only log on (a fresh directory
 	// per server), at two appendfsync policies.
 	aofToken("sluice-token-aof-everysec", "sluice RL.TOKEN, appendfsync everysec", "sluice-aof-everysec"),

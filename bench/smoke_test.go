@@ -65,7 +65,7 @@ func smokeSpec(name string, d time.Duration) runSpec {
 
 func TestSmokeSluice(t *testing.T) {
 	targets := map[string]*target{"sluice": sluiceTarget(t)}
-	for _, name := range []string{"sluice-ping", "sluice-token"} {
+	for _, name := range []string{"sluice-ping", "sluice-token", "sluice-token-derived"} {
 		res, err := execute(context.Background(), smokeSpec(name, time.Second), targets)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
