@@ -27,8 +27,9 @@ type result struct {
 	repl           *replStats // a group's leader during the measured part
 	shares         *shares    // the CPU of a group's or cluster's processes by role
 
-	rounds   int      // how many rounds were combined; 0 or 1: one
-	combined *figures // the medians, when rounds were combined
+	rounds   int       // how many rounds were combined; 0 or 1: one
+	combined *figures  // the medians, when rounds were combined
+	each     []figures // the combined rounds' own figures, in round order
 }
 
 // figures are the numbers of a row. Unknown values are NaN.
@@ -130,9 +131,32 @@ func combine(rs []*result) *result {
 		c.max = max(c.max, f.max)
 	}
 	out.combined = c
+	out.each = fs
 	out.repl = combineRepl(rs)
 	return out
 }
+
+// pairedRatio returns figure get of x over that of y: the median of the
+// rounds' own ratios when both ran the same rounds (round k of every run
+// in one interleaved sweep), else the ratio of their figures. A slow
+// moment of a shared machine hits the runs of one sweep alike, so a
+// ratio taken within each round and then the median is steadier than a
+// ratio of two medians taken from different rounds.
+func pairedRatio(x, y *result, get func(f figures) float64) float64 {
+	if len(x.each) > 1 && len(x.each) == len(y.each) {
+		v := make([]float64, len(x.each))
+		for k := range x.each {
+			v[k] = get(x.each[k]) / get(y.each[k])
+		}
+		return median(v)
+	}
+	return get(x.figs()) / get(y.figs())
+}
+
+// The figures a ratio compares.
+func opsOf(f figures) float64     { return f.ops }
+func srvPerMOf(f figures) float64 { return f.srvPerM }
+func p99Of(f figures) float64     { return float64(f.p99) }
 
 // median of values; NaN if any is NaN (a figure unknown in one round is not
 // reported).

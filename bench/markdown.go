@@ -101,7 +101,9 @@ func (rep *report) markdown(chart string) string {
 	}
 	b.WriteString("```\n\n")
 	b.WriteString("How to read this: every round of a run starts a fresh server; the rounds of all runs are " +
-		"interleaved, and each figure is the median over the rounds (max latency: the largest); load comes from bench's own closed-loop " +
+		"interleaved, and each figure is the median over the rounds (max latency: the largest); each ratio is the median of the rounds' " +
+		"own ratios, each taken within one round, so that a slow stretch of a shared machine, which slows the runs of a round alike, " +
+		"cancels more than in a ratio of two medians; load comes from bench's own closed-loop " +
 		"connections over 127.0.0.1, each writing a batch of P requests and reading the P replies; a request's " +
 		"latency is the time from its batch's write to the return of the read that brought its reply (HDR histogram). Every reply is checked " +
 		"(shape and values); a wrong or error reply is an error, never a success. `srv CPU s/M` is the server's " +

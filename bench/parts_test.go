@@ -254,3 +254,32 @@ func TestDerivedKeysAreCheckKeys(t *testing.T) {
 		t.Fatalf("derived key %q; want RL.CHECK's %q with the name unescaped and prefix %q", got, want, tk.prefix)
 	}
 }
+
+// A ratio is the median of the rounds' own ratios: a round that slowed
+// both runs alike does not move it, where the ratio of the two medians
+// would take its figures from different rounds.
+func TestRatiosArePairedByRound(t *testing.T) {
+	mk := func(opsByRound ...int64) *result {
+		var rs []*result
+		for _, ops := range opsByRound {
+			r := &result{spec: runSpec{sc: findScenario("sluice-token")}, elapsed: time.Second,
+				t: &tally{hist: newHistogram(), ok: ops, problems: map[string]*problem{}}}
+			r.t.hist.RecordValue(1e6)
+			rs = append(rs, r)
+		}
+		return combine(rs)
+	}
+	x := mk(900, 300, 1000) // round 2 slowed both
+	y := mk(1000, 330, 1100)
+	if got := pairedRatio(x, y, opsOf); math.Abs(got-300.0/330) > 1e-9 {
+		t.Fatalf("paired ratio %v; want the median of 0.9, 0.909, 0.909", got)
+	}
+	if medians := x.opsPerSec() / y.opsPerSec(); math.Abs(medians-0.9) > 1e-9 {
+		t.Fatalf("ratio of medians %v; want 900/1000", medians)
+	}
+	// Runs of different rounds (one skipped or combined apart) fall back
+	// to the ratio of their figures.
+	if got := pairedRatio(x, mk(500), opsOf); math.Abs(got-900.0/500) > 1e-9 {
+		t.Fatalf("unpaired ratio %v; want 900/500", got)
+	}
+}

@@ -84,7 +84,7 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return x.opsPerSec() / y.opsPerSec()
+			return pairedRatio(x, y, opsOf)
 		}
 	}
 	p99 := func(a, b string) func(int) float64 {
@@ -93,7 +93,7 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil || y.quantile(99) == 0 {
 				return math.NaN()
 			}
-			return float64(x.quantile(99)) / float64(y.quantile(99))
+			return pairedRatio(x, y, p99Of)
 		}
 	}
 	aof := func(a, b string) func(int) float64 {
@@ -102,7 +102,7 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return x.opsPerSec() / y.opsPerSec()
+			return pairedRatio(x, y, opsOf)
 		}
 	}
 	aofCPU := func(a, b string) func(int) float64 {
@@ -111,7 +111,7 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return x.figs().srvPerM / y.figs().srvPerM
+			return pairedRatio(x, y, srvPerMOf)
 		}
 	}
 	check := func(a, b string) func(int) float64 {
@@ -120,7 +120,7 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return x.opsPerSec() / y.opsPerSec()
+			return pairedRatio(x, y, opsOf)
 		}
 	}
 	checkCPU := func(a, b string) func(int) float64 {
@@ -129,7 +129,7 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return x.figs().srvPerM / y.figs().srvPerM
+			return pairedRatio(x, y, srvPerMOf)
 		}
 	}
 	sec := func(a, b string) func(int) float64 {
@@ -138,10 +138,10 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return x.opsPerSec() / y.opsPerSec()
+			return pairedRatio(x, y, opsOf)
 		}
 	}
-	scraped := func(a, b string, figure func(*result) float64) func(int) float64 {
+	scraped := func(a, b string, figure func(figures) float64) func(int) float64 {
 		return func(d int) float64 {
 			x, y := rep.findIn(groupScrape, a, d), rep.findIn(groupScrape, b, d)
 			if x == nil || y == nil { // a custom plan: its own runs
@@ -150,7 +150,7 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return figure(x) / figure(y)
+			return pairedRatio(x, y, figure)
 		}
 	}
 	cpu := func(a, b string) func(int) float64 {
@@ -159,7 +159,7 @@ func (rep *report) ratios() []ratio {
 			if x == nil || y == nil {
 				return math.NaN()
 			}
-			return x.figs().srvPerM / y.figs().srvPerM
+			return pairedRatio(x, y, srvPerMOf)
 		}
 	}
 	rows := []struct {
@@ -189,10 +189,10 @@ func (rep *report) ratios() []ratio {
 			"≤ 1.1 at P16 (everysec would then be the default)", []int{1}, func(v [2]float64) bool { return v[1] <= 1.1 }},
 		{"sluice RL.TOKEN, appendfsync always ÷ log off, throughput", aof("sluice-token-aof-always", "sluice-token"), "", nil, nil},
 		{"sluice RL.TOKEN, /metrics scraped every second ÷ no endpoint, throughput",
-			scraped("sluice-token-metrics", "sluice-token", (*result).opsPerSec), "≥ 0.97 at P16", []int{1},
+			scraped("sluice-token-metrics", "sluice-token", opsOf), "≥ 0.97 at P16", []int{1},
 			func(v [2]float64) bool { return v[1] >= 0.97 }},
 		{"sluice RL.TOKEN, /metrics scraped every second ÷ no endpoint, server CPU per decision",
-			scraped("sluice-token-metrics", "sluice-token", func(r *result) float64 { return r.figs().srvPerM }), "", nil, nil},
+			scraped("sluice-token-metrics", "sluice-token", srvPerMOf), "", nil, nil},
 		{"sluice RL.CHECK (TOKEN policy) ÷ RL.TOKEN, throughput", check("sluice-check", "sluice-token"),
 			"≥ 0.9 at P16", []int{1}, func(v [2]float64) bool { return v[1] >= 0.9 }},
 		{"sluice RL.CHECK, 1 subject in 10 overridden ÷ none, throughput", check("sluice-check-ovr", "sluice-check"), "", nil, nil},

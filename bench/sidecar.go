@@ -85,7 +85,7 @@ func (rep *report) sidecarRatios() []sidecarRatio {
 		if x == nil || y == nil {
 			return math.NaN()
 		}
-		return x.figs().srvPerM / y.figs().srvPerM
+		return pairedRatio(x, y, srvPerMOf)
 	}
 	var out []sidecarRatio
 	add := func(what string, v float64, target string, ok func(float64) bool) {
@@ -111,7 +111,7 @@ func (rep *report) sidecarRatios() []sidecarRatio {
 	x, y := rep.findSidecar("sluice-token", 0), rep.findSidecar("redis-incr", 0)
 	if x != nil && y != nil {
 		add(fmt.Sprintf("sluice RL.TOKEN ÷ Redis INCR, throughput, %d connections, P1", sidecarManyConns),
-			x.opsPerSec()/y.opsPerSec(), "≥ 1", func(v float64) bool { return v >= 1 })
+			pairedRatio(x, y, opsOf), "≥ 1", func(v float64) bool { return v >= 1 })
 	}
 	return out
 }
@@ -167,7 +167,7 @@ func (rep *report) sidecarMarkdown() string {
 	var b strings.Builder
 	m := rep.machine
 	b.WriteString("## The sidecar regime: CPU per decision at partial load\n\n")
-	fmt.Fprintf(&b, "Measured %s, %d rounds, interleaved (each figure the median round); %s; %s; %s.\n",
+	fmt.Fprintf(&b, "Measured %s, %d rounds, interleaved (each figure the median round, each ratio the median of the rounds' own ratios); %s; %s; %s.\n",
 		rep.started.UTC().Format("2006-01-02 15:04 MST"), rep.rounds, m.sluice, m.redisVersion, m.goVersion)
 	fmt.Fprintf(&b, "Load average (1, 5, 15 min) before: %s; after: %s. nproc %d.\n\n```\n%s\n```\n\n",
 		m.loadBefore, m.loadAfter, m.cpus, rep.argv)
