@@ -78,89 +78,34 @@ type ratio struct {
 var ratioDepths = [2]int{1, 16}
 
 func (rep *report) ratios() []ratio {
-	tput := func(a, b string) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.find(a, d), rep.find(b, d)
-			if x == nil || y == nil {
-				return math.NaN()
+	// compare compares figure get of scenario a with b at each depth, both
+	// found by find; NaN when either run is missing or b's figure is zero.
+	compare := func(find func(name string, d int) *result, get func(figures) float64) func(a, b string) func(int) float64 {
+		return func(a, b string) func(int) float64 {
+			return func(d int) float64 {
+				x, y := find(a, d), find(b, d)
+				if x == nil || y == nil || get(y.figs()) == 0 {
+					return math.NaN()
+				}
+				return pairedRatio(x, y, get)
 			}
-			return pairedRatio(x, y, opsOf)
 		}
 	}
-	p99 := func(a, b string) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.find(a, d), rep.find(b, d)
-			if x == nil || y == nil || y.quantile(99) == 0 {
-				return math.NaN()
-			}
-			return pairedRatio(x, y, p99Of)
-		}
+	in := func(group string) func(name string, d int) *result {
+		return func(name string, d int) *result { return rep.findIn(group, name, d) }
 	}
-	aof := func(a, b string) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.findIn(groupAOF, a, d), rep.findIn(groupAOF, b, d)
-			if x == nil || y == nil {
-				return math.NaN()
+	tput, cpu, p99 := compare(rep.find, opsOf), compare(rep.find, srvPerMOf), compare(rep.find, p99Of)
+	aof, aofCPU := compare(in(groupAOF), opsOf), compare(in(groupAOF), srvPerMOf)
+	check, checkCPU := compare(in(groupCheck), opsOf), compare(in(groupCheck), srvPerMOf)
+	sec := compare(in(groupSec), opsOf)
+	// The scrape comparison's own runs, or a custom plan's.
+	scraped := func(a, b string, get func(figures) float64) func(int) float64 {
+		return compare(func(name string, d int) *result {
+			if rep.findIn(groupScrape, a, d) != nil && rep.findIn(groupScrape, b, d) != nil {
+				return rep.findIn(groupScrape, name, d)
 			}
-			return pairedRatio(x, y, opsOf)
-		}
-	}
-	aofCPU := func(a, b string) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.findIn(groupAOF, a, d), rep.findIn(groupAOF, b, d)
-			if x == nil || y == nil {
-				return math.NaN()
-			}
-			return pairedRatio(x, y, srvPerMOf)
-		}
-	}
-	check := func(a, b string) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.findIn(groupCheck, a, d), rep.findIn(groupCheck, b, d)
-			if x == nil || y == nil {
-				return math.NaN()
-			}
-			return pairedRatio(x, y, opsOf)
-		}
-	}
-	checkCPU := func(a, b string) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.findIn(groupCheck, a, d), rep.findIn(groupCheck, b, d)
-			if x == nil || y == nil {
-				return math.NaN()
-			}
-			return pairedRatio(x, y, srvPerMOf)
-		}
-	}
-	sec := func(a, b string) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.findIn(groupSec, a, d), rep.findIn(groupSec, b, d)
-			if x == nil || y == nil {
-				return math.NaN()
-			}
-			return pairedRatio(x, y, opsOf)
-		}
-	}
-	scraped := func(a, b string, figure func(figures) float64) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.findIn(groupScrape, a, d), rep.findIn(groupScrape, b, d)
-			if x == nil || y == nil { // a custom plan: its own runs
-				x, y = rep.find(a, d), rep.find(b, d)
-			}
-			if x == nil || y == nil {
-				return math.NaN()
-			}
-			return pairedRatio(x, y, figure)
-		}
-	}
-	cpu := func(a, b string) func(int) float64 {
-		return func(d int) float64 {
-			x, y := rep.find(a, d), rep.find(b, d)
-			if x == nil || y == nil {
-				return math.NaN()
-			}
-			return pairedRatio(x, y, srvPerMOf)
-		}
+			return rep.find(name, d)
+		}, get)(a, b)
 	}
 	rows := []struct {
 		what   string

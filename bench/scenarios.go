@@ -106,7 +106,7 @@ var scenarios = []*scenario{
 	// RL.TOKEN on keys of the length and shape RL.CHECK derives at 100k
 	// policies (pol:<policy>:token:<subject>, two bytes shorter: the name's
 	// ':' is not escaped as %3A): the store's part of RL.CHECK's cost,
-	// without the policy lookup, so RL.CHECK at 100k's ceiling.
+	// without the policy lookup, the derived key or the per-policy counts.
 	{
 		name: "sluice-token-derived", label: "sluice RL.TOKEN on RL.CHECK's state keys", server: "sluice",
 		algo: "token", prefix: "pd:", keysPer: 1,
