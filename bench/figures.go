@@ -138,12 +138,16 @@ func combine(rs []*result) *result {
 
 // pairedRatio returns figure get of x over that of y: the median of the
 // rounds' own ratios when both ran the same rounds (round k of every run
-// in one interleaved sweep), else the ratio of their figures. A slow
+// in one interleaved sweep), else the ratio of their figures; NaN when
+// either run is missing (nil) or y's figure is zero. A slow
 // stretch of a shared machine slows neighbouring runs alike, and the
 // runs a ratio compares are mostly neighbours in a sweep, so a ratio taken
 // within each round and then the median is steadier than a ratio of two
 // medians taken from different rounds.
 func pairedRatio(x, y *result, get func(f figures) float64) float64 {
+	if x == nil || y == nil || get(y.figs()) == 0 {
+		return math.NaN()
+	}
 	if len(x.each) > 1 && len(x.each) == len(y.each) {
 		v := make([]float64, len(x.each))
 		for k := range x.each {

@@ -282,4 +282,11 @@ func TestRatiosArePairedByRound(t *testing.T) {
 	if got := pairedRatio(x, mk(500), opsOf); math.Abs(got-900.0/500) > 1e-9 {
 		t.Fatalf("unpaired ratio %v; want 900/500", got)
 	}
+	// A missing run, or a zero to divide by, gives no ratio.
+	if got := pairedRatio(x, nil, opsOf); !math.IsNaN(got) {
+		t.Fatalf("ratio to a missing run %v; want NaN", got)
+	}
+	if got := pairedRatio(x, y, func(figures) float64 { return 0 }); !math.IsNaN(got) {
+		t.Fatalf("ratio to a zero figure %v; want NaN", got)
+	}
 }

@@ -79,16 +79,10 @@ var ratioDepths = [2]int{1, 16}
 
 func (rep *report) ratios() []ratio {
 	// compare compares figure get of scenario a with b at each depth, both
-	// found by find; NaN when either run is missing or b's figure is zero.
+	// found by find (pairedRatio).
 	compare := func(find func(name string, d int) *result, get func(figures) float64) func(a, b string) func(int) float64 {
 		return func(a, b string) func(int) float64 {
-			return func(d int) float64 {
-				x, y := find(a, d), find(b, d)
-				if x == nil || y == nil || get(y.figs()) == 0 {
-					return math.NaN()
-				}
-				return pairedRatio(x, y, get)
-			}
+			return func(d int) float64 { return pairedRatio(find(a, d), find(b, d), get) }
 		}
 	}
 	in := func(group string) func(name string, d int) *result {
