@@ -435,11 +435,15 @@ func dialWorkers(l *load, srv *server, conns int, sha string) ([]*worker, error)
 	return ws, nil
 }
 
+// measureMarks are called where a run's measured part starts and where it
+// ends, to read what is measured beside the requests (CPU times).
+type measureMarks struct{ start, end func() }
+
 // drive runs the workers: warmup, then the measured part, which lasts d or,
-// in count mode, until the budget is spent. It returns the merged tally and
-// the measured wall time; mark is called at the start of the measured part.
-// hardStop closes the connections if the run outlives its bound.
-func drive(l *load, ws []*worker, warmup, d time.Duration, hardStop <-chan struct{}, mark func()) (*tally, time.Duration) {
+// in count mode, until the budget is spent, and ends when the last batch
+// sent in it is answered. It returns the merged tally and the measured wall
+// time. hardStop closes the connections if the run outlives its bound.
+func drive(l *load, ws []*worker, warmup, d time.Duration, hardStop <-chan struct{}, marks measureMarks) (*tally, time.Duration) {
 	var wg sync.WaitGroup
 	finished := make(chan struct{})
 	for _, w := range ws {
@@ -457,7 +461,7 @@ func drive(l *load, ws []*worker, warmup, d time.Duration, hardStop <-chan struc
 	if !wait(warmup, finished, hardStop) {
 		abort()
 	}
-	mark()
+	marks.start()
 	start := time.Now()
 	l.phase.CompareAndSwap(phaseWarmup, phaseMeasure)
 	if l.counted {
@@ -477,6 +481,7 @@ func drive(l *load, ws []*worker, warmup, d time.Duration, hardStop <-chan struc
 		<-finished
 	}
 	elapsed := time.Since(start)
+	marks.end()
 	total := &tally{hist: newHistogram(), problems: map[string]*problem{}}
 	for _, w := range ws {
 		w.close()

@@ -38,7 +38,7 @@ type pacedWorker struct {
 // and the connections' schedules staggered. Warmup, measure and hard stop are
 // drive's; replies that arrive during the measured part are counted. It
 // returns the merged tally and the measured wall time.
-func drivePaced(l *load, ws []*worker, offered float64, warmup, d time.Duration, hardStop <-chan struct{}, mark func()) (*tally, time.Duration) {
+func drivePaced(l *load, ws []*worker, offered float64, warmup, d time.Duration, hardStop <-chan struct{}, marks measureMarks) (*tally, time.Duration) {
 	per := offered / float64(len(ws))
 	interval := time.Duration(float64(time.Second) / per)
 	epoch := time.Now()
@@ -67,7 +67,7 @@ func drivePaced(l *load, ws []*worker, offered float64, warmup, d time.Duration,
 	if !wait(warmup, finished, hardStop) {
 		abort()
 	}
-	mark()
+	marks.start()
 	start := time.Now()
 	l.phase.CompareAndSwap(phaseWarmup, phaseMeasure)
 	if !wait(d, finished, hardStop) {
@@ -75,6 +75,7 @@ func drivePaced(l *load, ws []*worker, offered float64, warmup, d time.Duration,
 	}
 	elapsed := time.Since(start)
 	l.phase.Store(phaseStop) // replies from here on are checked, not counted
+	marks.end()
 	close(stopSend)
 	senders.Wait()
 	for _, p := range pws {

@@ -184,17 +184,21 @@ func measureRLS(srv *rlsServer, o *options) (*result, error) {
 	l := &rlsLoad{callers: o.rls.callers, conns: o.rls.conns, keys: o.rls.keys}
 	var cpu0, gen0 time.Duration
 	var cpuErr error
-	res.t, res.elapsed = driveRLS(l, tr, len(reqs), o.warmup, o.rls.dur, func() {
-		cpu0, cpuErr = srv.cpu()
-		gen0, _ = selfCPU()
+	res.t, res.elapsed = driveRLS(l, tr, len(reqs), o.warmup, o.rls.dur, measureMarks{
+		start: func() {
+			cpu0, cpuErr = srv.cpu()
+			gen0, _ = selfCPU()
+		},
+		end: func() {
+			if cpuErr == nil {
+				if cpu1, err := srv.cpu(); err == nil {
+					res.srvCPU, res.cpuKnown = cpu1-cpu0, true
+				}
+			}
+			gen1, _ := selfCPU()
+			res.genCPU = gen1 - gen0
+		},
 	})
-	if cpuErr == nil {
-		if cpu1, err := srv.cpu(); err == nil {
-			res.srvCPU, res.cpuKnown = cpu1-cpu0, true
-		}
-	}
-	gen1, _ := selfCPU()
-	res.genCPU = gen1 - gen0
 	return res, nil
 }
 

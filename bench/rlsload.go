@@ -123,9 +123,9 @@ func (c *rlsCaller) run() {
 const rlsStopWait = 15 * time.Second
 
 // driveRLS runs the callers over tr with nreqs prebuilt requests: warmup,
-// then d measured. mark is called when the measured part starts; the
+// then d measured, with marks called where that starts and ends; the
 // measured wall time is returned with the merged tally.
-func driveRLS(l *rlsLoad, tr rlsTransport, nreqs int, warmup, d time.Duration, mark func()) (*tally, time.Duration) {
+func driveRLS(l *rlsLoad, tr rlsTransport, nreqs int, warmup, d time.Duration, marks measureMarks) (*tally, time.Duration) {
 	callers := make([]*rlsCaller, l.callers)
 	var wg sync.WaitGroup
 	for i := range callers {
@@ -135,12 +135,13 @@ func driveRLS(l *rlsLoad, tr rlsTransport, nreqs int, warmup, d time.Duration, m
 		go func() { defer wg.Done(); c.run() }()
 	}
 	time.Sleep(warmup)
-	mark()
+	marks.start()
 	start := time.Now()
 	l.phase.Store(phaseMeasure)
 	time.Sleep(d)
 	l.phase.Store(phaseStop)
 	elapsed := time.Since(start)
+	marks.end()
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {

@@ -122,19 +122,27 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 			}
 		}
 	}
-	if spec.offered > 0 {
-		res.t, res.elapsed = drivePaced(l, ws, spec.offered, spec.warmup, spec.duration, hardCtx.Done(), mark)
-	} else {
-		res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), mark)
+	// end reads the CPU times where the measured part ends, before the
+	// workers' tallies are merged: merging a thousand connections'
+	// histograms is the generator's own work, not the run's.
+	end := func() {
+		if srv.pid > 0 && cpuErr == nil {
+			read := srv.cpu
+			if sw != nil {
+				read = sw.stop
+			}
+			if cpu1, err := read(); err == nil {
+				res.srvCPU, res.cpuKnown = cpu1-cpu0, true
+			}
+		}
+		gen1, _ := selfCPU()
+		res.genCPU = gen1 - gen0
 	}
-	if srv.pid > 0 && cpuErr == nil {
-		read := srv.cpu
-		if sw != nil {
-			read = sw.stop
-		}
-		if cpu1, err := read(); err == nil {
-			res.srvCPU, res.cpuKnown = cpu1-cpu0, true
-		}
+	marks := measureMarks{start: mark, end: end}
+	if spec.offered > 0 {
+		res.t, res.elapsed = drivePaced(l, ws, spec.offered, spec.warmup, spec.duration, hardCtx.Done(), marks)
+	} else {
+		res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), marks)
 	}
 	for _, rw := range rws {
 		res.repl = res.repl.add(rw.finish(res.elapsed))
@@ -142,8 +150,6 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 	if sw != nil {
 		res.shares = sw.finish()
 	}
-	gen1, _ := selfCPU()
-	res.genCPU = gen1 - gen0
 	if l.aborted.Load() {
 		if err := ctx.Err(); err != nil {
 			return nil, err
