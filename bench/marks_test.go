@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -106,3 +107,48 @@ func TestMeasureMarksSpanTheMeasuredPart(t *testing.T) {
 	})
 }
 
+// A closed-loop comparison whose generator had its pinned CPU nearly all
+// the time, more than either server, says so beside its ratio: its
+// throughput is what the generator could drive. A generator with room to
+// spare adds nothing.
+func TestSidecarRatioSaysWhenTheGeneratorWasTheBound(t *testing.T) {
+	saved := cpus
+	t.Cleanup(func() { cpus = saved })
+	cpus = cpuPlan{pinned: true, gen: []int{0}, servers: []int{1}}
+	// 100,000 replies in a second; CPU given as cores busy.
+	mk := func(name string, srv, gen float64) *result {
+		r := &result{spec: runSpec{group: groupSidecar, sc: findScenario(name), conns: sidecarManyConns, depth: 1},
+			elapsed: time.Second, cpuKnown: true,
+			srvCPU: time.Duration(srv * float64(time.Second)), genCPU: time.Duration(gen * float64(time.Second)),
+			t: &tally{hist: newHistogram(), ok: 100_000, problems: map[string]*problem{}}}
+		r.t.hist.RecordValue(1e6)
+		return r
+	}
+	many := func(rep *report) sidecarRatio {
+		for _, r := range rep.sidecarRatios() {
+			if strings.Contains(r.what, "1000 connections") {
+				return r
+			}
+		}
+		t.Fatal("no 1000-connection ratio")
+		return sidecarRatio{}
+	}
+
+	bound := many(&report{results: []*result{mk("sluice-token", 0.85, 0.99), mk("redis-incr", 0.81, 0.97)}})
+	if bound.value != 1 || !strings.Contains(bound.note, "generator-bound") || !strings.Contains(bound.note, "0.99 of its 1 cores") ||
+		!strings.Contains(bound.note, "servers at most 0.85") {
+		t.Fatalf("ratio %v, note %q; want 1 and the generator named as the bound with its 0.99 and the servers' 0.85", bound.value, bound.note)
+	}
+	if v := bound.verdict(bold); !strings.HasPrefix(v, "≥ 1 **met** (generator-bound") {
+		t.Fatalf("verdict %q; want the target, the verdict in bold, then the note", v)
+	}
+	for _, c := range []struct {
+		why       string
+		gen, srvs float64
+	}{{"a generator with room", 0.70, 0.99}, {"servers busier than the generator", 0.97, 0.99}} {
+		rep := &report{results: []*result{mk("sluice-token", c.srvs, c.gen), mk("redis-incr", 0.5, c.gen)}}
+		if r := many(rep); r.note != "" {
+			t.Fatalf("%s: note %q; want none", c.why, r.note)
+		}
+	}
+}

@@ -76,7 +76,14 @@ func (rep *report) findSidecar(name string, offered float64) *result {
 // sidecarRatio is one line of the sidecar ratios.
 type sidecarRatio struct {
 	what, target, met string
+	note              string // what else the reader needs to weigh the ratio
 	value             float64
+}
+
+// verdict is the ratio's target, whether it was met (in bold with
+// strong), and its note.
+func (r sidecarRatio) verdict(strong func(string) string) string {
+	return strings.TrimSpace(strings.TrimSpace(r.target+" "+strong(r.met)) + " " + r.note)
 }
 
 func (rep *report) sidecarRatios() []sidecarRatio {
@@ -104,14 +111,17 @@ func (rep *report) sidecarRatios() []sidecarRatio {
 		add("sluice RL.TOKEN ÷ Redis Lua token bucket, server CPU per decision, "+at,
 			cpu("sluice-token", "redis-lua-token", rate), "", nil)
 	}
+	tok, incr := rep.findSidecar("sluice-token", 0), rep.findSidecar("redis-incr", 0)
 	add(fmt.Sprintf("sluice RL.TOKEN ÷ Redis INCR, throughput, %d connections, P1", sidecarManyConns),
-		pairedRatio(rep.findSidecar("sluice-token", 0), rep.findSidecar("redis-incr", 0), opsOf),
-		"≥ 1", func(v float64) bool { return v >= 1 })
+		pairedRatio(tok, incr, opsOf), "≥ 1", func(v float64) bool { return v >= 1 })
+	if v := pairedRatio(tok, incr, opsOf); !math.IsNaN(v) {
+		out[len(out)-1].note = generatorBound(tok, incr)
+	}
 	return out
 }
 
 var sidecarColumns = []string{"scenario", "offered/s", "conns", "P", "ops/s", "p50", "p99", "p99.9", "max",
-	"srv CPU µs/req", "gen CPU µs/req", "admitted", "errors"}
+	"srv CPU µs/req", "gen CPU µs/req", "srv cores busy", "gen cores busy", "admitted", "errors"}
 
 func (r *result) sidecarRow() []string {
 	s := r.spec
@@ -121,7 +131,7 @@ func (r *result) sidecarRow() []string {
 	}
 	head := []string{s.sc.label, offered, fmt.Sprint(s.conns), fmt.Sprint(s.depth)}
 	if r.skipped != "" {
-		return append(head, "skipped", "-", "-", "-", "-", "-", "-", "-", "-")
+		return append(head, "skipped", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-")
 	}
 	f := r.figs()
 	admitted := "-"
@@ -129,7 +139,38 @@ func (r *result) sidecarRow() []string {
 		admitted = fmt.Sprintf("%.1f%%", 100*float64(r.t.allowed)/float64(d))
 	}
 	return append(head, groupDigits(f.ops), fmtLatency(f.p50), fmtLatency(f.p99), fmtLatency(f.p999), fmtLatency(f.max),
-		fmtNum(f.srvPerM), fmtNum(f.genPerM), admitted, fmt.Sprint(r.t.errors))
+		fmtNum(f.srvPerM), fmtNum(f.genPerM), fmtBusy(coresBusy(f, f.srvPerM)), fmtBusy(coresBusy(f, f.genPerM)),
+		admitted, fmt.Sprint(r.t.errors))
+}
+
+// coresBusy is how many cores' worth of CPU a process used over the
+// measured part, from its CPU seconds per million requests: 1 is one core
+// busy all the time.
+func coresBusy(f figures, perM float64) float64 { return perM * f.ops / 1e6 }
+
+func fmtBusy(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// generatorBound says, for a closed-loop comparison of x and y, when the
+// load generator's pinned CPUs were busier than the servers' and close to
+// full: the throughput then shows what the generator could send and read,
+// not what the servers could take. Empty otherwise.
+func generatorBound(x, y *result) string {
+	if x == nil || y == nil || !cpus.pinned {
+		return ""
+	}
+	fx, fy := x.figs(), y.figs()
+	gen := max(coresBusy(fx, fx.genPerM), coresBusy(fy, fy.genPerM))
+	srv := max(coresBusy(fx, fx.srvPerM), coresBusy(fy, fy.srvPerM))
+	if math.IsNaN(gen) || gen < 0.95*float64(len(cpus.gen)) || !(srv < gen) {
+		return ""
+	}
+	return fmt.Sprintf("(generator-bound: the generator %.2f of its %d cores busy, the servers at most %.2f)",
+		gen, len(cpus.gen), srv)
 }
 
 func (rep *report) printSidecar(w io.Writer) {
@@ -150,7 +191,7 @@ func (rep *report) printSidecar(w io.Writer) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "comparison\tratio\ttarget\t")
 		for _, r := range rs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t\n", r.what, fmtRatio(r.value), strings.TrimSpace(r.target+" "+r.met))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t\n", r.what, fmtRatio(r.value), r.verdict(func(s string) string { return s }))
 		}
 		tw.Flush()
 	}
@@ -169,15 +210,18 @@ func (rep *report) sidecarMarkdown() string {
 		"(the connections' schedules staggered) whether or not earlier replies have come, and a request's latency runs " +
 		"from the instant it was due to the read that brought its reply, so a stall delays, and counts against, every " +
 		"request scheduled during it (no coordinated omission). `srv CPU µs/req` is the server process's user+system " +
-		"CPU time (/proc/<pid>/stat) over the measured part divided by the replies counted in it. The 1000-connection " +
-		"runs are closed-loop.\n\n")
+		"CPU time (/proc/<pid>/stat) over the measured part divided by the replies counted in it; `srv cores busy` and " +
+		"`gen cores busy` are the server's and the load generator's CPU time over the measured part divided by its " +
+		"wall time (1.00: one core busy all of it). The 1000-connection runs are closed-loop; their throughput ratio " +
+		"is marked generator-bound when the generator kept its cores nearly all busy, busier than either server: " +
+		"it then shows what the generator could send and read.\n\n")
 	for _, n := range rep.notes {
 		fmt.Fprintf(&b, "> %s\n\n", n)
 	}
 	if rs := rep.sidecarRatios(); len(rs) > 0 {
 		b.WriteString("| comparison (same run) | ratio | target |\n|---|---:|---|\n")
 		for _, r := range rs {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", r.what, fmtRatio(r.value), strings.TrimSpace(r.target+" "+bold(r.met)))
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", r.what, fmtRatio(r.value), r.verdict(bold))
 		}
 		b.WriteString("\n")
 	}
