@@ -135,7 +135,7 @@ func TestSidecarRatioSaysWhenTheGeneratorWasTheBound(t *testing.T) {
 	}
 
 	bound := many(&report{results: []*result{mk("sluice-token", 0.85, 0.99), mk("redis-incr", 0.81, 0.97)}})
-	if bound.value != 1 || !strings.Contains(bound.note, "generator-bound") || !strings.Contains(bound.note, "0.99 of its 1 cores") ||
+	if bound.value != 1 || !strings.Contains(bound.note, "generator-bound") || !strings.Contains(bound.note, "kept 0.99 of its 1 CPU busy") ||
 		!strings.Contains(bound.note, "servers at most 0.85") {
 		t.Fatalf("ratio %v, note %q; want 1 and the generator named as the bound with its 0.99 and the servers' 0.85", bound.value, bound.note)
 	}

@@ -169,8 +169,12 @@ func generatorBound(x, y *result) string {
 	if math.IsNaN(gen) || gen < 0.95*float64(len(cpus.gen)) || !(srv < gen) {
 		return ""
 	}
-	return fmt.Sprintf("(generator-bound: the generator %.2f of its %d cores busy, the servers at most %.2f)",
-		gen, len(cpus.gen), srv)
+	plural := ""
+	if len(cpus.gen) > 1 {
+		plural = "s"
+	}
+	return fmt.Sprintf("(generator-bound: the generator kept %.2f of its %d CPU%s busy, the servers at most %.2f)",
+		gen, len(cpus.gen), plural, srv)
 }
 
 func (rep *report) printSidecar(w io.Writer) {
