@@ -152,3 +152,36 @@ func TestSidecarRatioSaysWhenTheGeneratorWasTheBound(t *testing.T) {
 		}
 	}
 }
+
+// The main report lists the closed-loop runs whose generator set the pace,
+// and only those: the sidecar's runs have their own note.
+func TestReportNamesTheGeneratorBoundRuns(t *testing.T) {
+	saved := cpus
+	t.Cleanup(func() { cpus = saved })
+	cpus = cpuPlan{pinned: true, gen: []int{0}, servers: []int{1}}
+	mk := func(group, name string, depth int, srv, gen float64) *result {
+		r := &result{spec: runSpec{group: group, sc: findScenario(name), conns: 50, depth: depth},
+			elapsed: time.Second, cpuKnown: true,
+			srvCPU: time.Duration(srv * float64(time.Second)), genCPU: time.Duration(gen * float64(time.Second)),
+			t: &tally{hist: newHistogram(), ok: 100_000, problems: map[string]*problem{}}}
+		r.t.hist.RecordValue(1e6)
+		return r
+	}
+	rep := &report{results: []*result{
+		mk(groupOwn, "sluice-token", 1, 0.87, 0.96),   // bound by the generator
+		mk(groupOwn, "redis-incr", 1, 0.97, 0.96),     // the server busier
+		mk(groupOwn, "sluice-token", 16, 0.99, 0.80),  // the generator with room
+		mk(groupSidecar, "redis-incr", 1, 0.80, 1.00), // reported in its own section
+	}}
+	runs := rep.generatorBoundRuns()
+	if len(runs) != 1 || runs[0] != "sluice RL.TOKEN P1 (the generator 0.96, the server 0.87)" {
+		t.Fatalf("generator-bound runs %q; want sluice RL.TOKEN P1 alone", runs)
+	}
+	if n := rep.generatorBoundNote(); !strings.HasPrefix(n, "Generator-bound (the load generator kept at least 0.95 of its 1 CPU busy") {
+		t.Fatalf("note %q", n)
+	}
+	cpus.pinned = false
+	if runs := rep.generatorBoundRuns(); len(runs) != 0 {
+		t.Fatalf("unpinned: %q; want none (the generator's share of the CPUs is unknown)", runs)
+	}
+}

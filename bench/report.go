@@ -214,6 +214,34 @@ func (r *result) row() []string {
 }
 
 // groups returns the groups present, in plan order.
+// generatorBoundRuns names the closed-loop runs outside the sidecar section
+// whose generator kept its pinned CPUs nearly all busy, busier than the
+// server: their throughput, and a throughput ratio taken from them, shows
+// what the generator could drive rather than what the server could take.
+func (rep *report) generatorBoundRuns() []string {
+	var out []string
+	for _, r := range rep.results {
+		if r.spec.group == groupSidecar || r.spec.offered > 0 || r.skipped != "" || r.t == nil || r.t.ok == 0 {
+			continue
+		}
+		if srv, gen := r.busy(); generatorBusy(gen) && srv < gen {
+			out = append(out, fmt.Sprintf("%s P%d (the generator %.2f, the server %.2f)", r.spec.sc.label, r.spec.depth, gen, srv))
+		}
+	}
+	return out
+}
+
+// generatorBoundNote is the sentence that lists generatorBoundRuns; empty
+// when there are none.
+func (rep *report) generatorBoundNote() string {
+	runs := rep.generatorBoundRuns()
+	if len(runs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Generator-bound (the load generator kept at least 0.95 of its %d %s busy, more than the server; "+
+		"their throughput is what the generator could drive): %s.", len(cpus.gen), cpuWord(len(cpus.gen)), strings.Join(runs, "; "))
+}
+
 func (rep *report) groups() []string {
 	var out []string
 	seen := map[string]bool{}
@@ -255,6 +283,9 @@ func (rep *report) printText(w io.Writer) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", r.what, fmtRatio(r.values[0]), fmtRatio(r.values[1]), strings.TrimSpace(r.target+" "+r.met))
 		}
 		tw.Flush()
+	}
+	if n := rep.generatorBoundNote(); n != "" {
+		fmt.Fprintln(w, "\n"+n)
 	}
 	rep.printRepl(w)
 	rep.printSidecar(w)

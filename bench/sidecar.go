@@ -155,26 +155,44 @@ func fmtBusy(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// busy returns the cores' worth of CPU the servers and the generator used
+// in r (its median round).
+func (r *result) busy() (srv, gen float64) {
+	f := r.figs()
+	return coresBusy(f, f.srvPerM), coresBusy(f, f.genPerM)
+}
+
+// generatorBusy reports whether gen cores' worth of CPU is nearly all the
+// generator's pinned CPUs: the generator, not the server, then set the pace
+// of a closed loop whose server was less busy.
+func generatorBusy(gen float64) bool {
+	return cpus.pinned && !math.IsNaN(gen) && gen >= 0.95*float64(len(cpus.gen))
+}
+
+// cpuWord is "CPU" or "CPUs" for n.
+func cpuWord(n int) string {
+	if n == 1 {
+		return "CPU"
+	}
+	return "CPUs"
+}
+
 // generatorBound says, for a closed-loop comparison of x and y, when the
 // load generator's pinned CPUs were busier than the servers' and close to
 // full: the throughput then shows what the generator could send and read,
 // not what the servers could take. Empty otherwise.
 func generatorBound(x, y *result) string {
-	if x == nil || y == nil || !cpus.pinned {
+	if x == nil || y == nil {
 		return ""
 	}
-	fx, fy := x.figs(), y.figs()
-	gen := max(coresBusy(fx, fx.genPerM), coresBusy(fy, fy.genPerM))
-	srv := max(coresBusy(fx, fx.srvPerM), coresBusy(fy, fy.srvPerM))
-	if math.IsNaN(gen) || gen < 0.95*float64(len(cpus.gen)) || !(srv < gen) {
+	sx, gx := x.busy()
+	sy, gy := y.busy()
+	gen, srv := max(gx, gy), max(sx, sy)
+	if !generatorBusy(gen) || !(srv < gen) {
 		return ""
 	}
-	plural := ""
-	if len(cpus.gen) > 1 {
-		plural = "s"
-	}
-	return fmt.Sprintf("(generator-bound: the generator kept %.2f of its %d CPU%s busy, the servers at most %.2f)",
-		gen, len(cpus.gen), plural, srv)
+	return fmt.Sprintf("(generator-bound: the generator kept %.2f of its %d %s busy, the servers at most %.2f)",
+		gen, len(cpus.gen), cpuWord(len(cpus.gen)), srv)
 }
 
 func (rep *report) printSidecar(w io.Writer) {
