@@ -128,8 +128,8 @@ func (rep *report) markdown(chart string) string {
 		}
 		b.WriteString("\n")
 	}
-	if n := rep.generatorBoundNote(); n != "" {
-		b.WriteString(n + "\n\n")
+	if n := rep.generatorBoundNote("- "); n != "" {
+		b.WriteString(n + "\n")
 	}
 	for _, g := range rep.groups() {
 		fmt.Fprintf(&b, "### %s\n\n", groupTitles[g])

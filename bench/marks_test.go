@@ -174,10 +174,11 @@ func TestReportNamesTheGeneratorBoundRuns(t *testing.T) {
 		mk(groupSidecar, "redis-incr", 1, 0.80, 1.00), // reported in its own section
 	}}
 	runs := rep.generatorBoundRuns()
-	if len(runs) != 1 || runs[0] != "sluice RL.TOKEN P1 (the generator 0.96, the server 0.87)" {
-		t.Fatalf("generator-bound runs %q; want sluice RL.TOKEN P1 alone", runs)
+	if len(runs) != 1 || runs[0] != "Runs: sluice RL.TOKEN P1 (0.96 / 0.87)" {
+		t.Fatalf("generator-bound runs %q; want sluice RL.TOKEN P1 alone, under its group's title", runs)
 	}
-	if n := rep.generatorBoundNote(); !strings.HasPrefix(n, "Generator-bound (the load generator kept at least 0.95 of its 1 CPU busy") {
+	if n := rep.generatorBoundNote("- "); !strings.HasPrefix(n, "Generator-bound runs: the load generator kept at least 0.95 of its 1 CPU busy") ||
+		!strings.HasSuffix(n, ":\n- Runs: sluice RL.TOKEN P1 (0.96 / 0.87)\n") {
 		t.Fatalf("note %q", n)
 	}
 	cpus.pinned = false

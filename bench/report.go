@@ -214,32 +214,41 @@ func (r *result) row() []string {
 }
 
 // groups returns the groups present, in plan order.
-// generatorBoundRuns names the closed-loop runs outside the sidecar section
-// whose generator kept its pinned CPUs nearly all busy, busier than the
-// server: their throughput, and a throughput ratio taken from them, shows
-// what the generator could drive rather than what the server could take.
+// generatorBoundRuns names, by group (its title up to the first
+// parenthesis), the closed-loop runs outside the sidecar section whose
+// generator kept its pinned CPUs nearly all busy, busier than the server:
+// their throughput, and a throughput ratio taken from them, shows what the
+// generator could drive rather than what the server could take.
 func (rep *report) generatorBoundRuns() []string {
 	var out []string
-	for _, r := range rep.results {
-		if r.spec.group == groupSidecar || r.spec.offered > 0 || r.skipped != "" || r.t == nil || r.t.ok == 0 {
-			continue
+	for _, g := range rep.groups() {
+		var runs []string
+		for _, r := range rep.results {
+			if r.spec.group != g || r.spec.offered > 0 || r.skipped != "" || r.t == nil || r.t.ok == 0 {
+				continue
+			}
+			if srv, gen := r.busy(); generatorBusy(gen) && srv < gen {
+				runs = append(runs, fmt.Sprintf("%s P%d (%.2f / %.2f)", r.spec.sc.label, r.spec.depth, gen, srv))
+			}
 		}
-		if srv, gen := r.busy(); generatorBusy(gen) && srv < gen {
-			out = append(out, fmt.Sprintf("%s P%d (the generator %.2f, the server %.2f)", r.spec.sc.label, r.spec.depth, gen, srv))
+		if len(runs) > 0 {
+			title, _, _ := strings.Cut(groupTitles[g], " (")
+			out = append(out, title+": "+strings.Join(runs, ", "))
 		}
 	}
 	return out
 }
 
-// generatorBoundNote is the sentence that lists generatorBoundRuns; empty
-// when there are none.
-func (rep *report) generatorBoundNote() string {
+// generatorBoundNote is the paragraph that lists generatorBoundRuns, a
+// line a group, each line starting with bullet; empty when there are none.
+func (rep *report) generatorBoundNote(bullet string) string {
 	runs := rep.generatorBoundRuns()
 	if len(runs) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("Generator-bound (the load generator kept at least 0.95 of its %d %s busy, more than the server; "+
-		"their throughput is what the generator could drive): %s.", len(cpus.gen), cpuWord(len(cpus.gen)), strings.Join(runs, "; "))
+	return fmt.Sprintf("Generator-bound runs: the load generator kept at least 0.95 of its %d %s busy, more than the server "+
+		"(generator / server, cores busy), so their throughput is what the generator could drive:\n%s%s\n",
+		len(cpus.gen), cpuWord(len(cpus.gen)), bullet, strings.Join(runs, "\n"+bullet))
 }
 
 func (rep *report) groups() []string {
@@ -284,8 +293,8 @@ func (rep *report) printText(w io.Writer) {
 		}
 		tw.Flush()
 	}
-	if n := rep.generatorBoundNote(); n != "" {
-		fmt.Fprintln(w, "\n"+n)
+	if n := rep.generatorBoundNote("  "); n != "" {
+		fmt.Fprint(w, "\n"+n)
 	}
 	rep.printRepl(w)
 	rep.printSidecar(w)
