@@ -107,6 +107,22 @@ func TestMeasureMarksSpanTheMeasuredPart(t *testing.T) {
 	})
 }
 
+// busyRun is a closed-loop run of name in group at depth that answered
+// 100,000 requests in a second with the server and the generator keeping
+// srv and gen cores busy.
+func busyRun(group, name string, depth int, srv, gen float64) *result {
+	conns := 50
+	if group == groupSidecar {
+		conns = sidecarManyConns
+	}
+	r := &result{spec: runSpec{group: group, sc: findScenario(name), conns: conns, depth: depth},
+		elapsed: time.Second, cpuKnown: true,
+		srvCPU: time.Duration(srv * float64(time.Second)), genCPU: time.Duration(gen * float64(time.Second)),
+		t: &tally{hist: newHistogram(), ok: 100_000, problems: map[string]*problem{}}}
+	r.t.hist.RecordValue(1e6)
+	return r
+}
+
 // A closed-loop comparison whose generator had its pinned CPU nearly all
 // the time, more than either server, says so beside its ratio: its
 // throughput is what the generator could drive. A generator with room to
@@ -115,14 +131,8 @@ func TestSidecarRatioSaysWhenTheGeneratorWasTheBound(t *testing.T) {
 	saved := cpus
 	t.Cleanup(func() { cpus = saved })
 	cpus = cpuPlan{pinned: true, gen: []int{0}, servers: []int{1}}
-	// 100,000 replies in a second; CPU given as cores busy.
 	mk := func(name string, srv, gen float64) *result {
-		r := &result{spec: runSpec{group: groupSidecar, sc: findScenario(name), conns: sidecarManyConns, depth: 1},
-			elapsed: time.Second, cpuKnown: true,
-			srvCPU: time.Duration(srv * float64(time.Second)), genCPU: time.Duration(gen * float64(time.Second)),
-			t: &tally{hist: newHistogram(), ok: 100_000, problems: map[string]*problem{}}}
-		r.t.hist.RecordValue(1e6)
-		return r
+		return busyRun(groupSidecar, name, 1, srv, gen)
 	}
 	many := func(rep *report) sidecarRatio {
 		for _, r := range rep.sidecarRatios() {
@@ -159,14 +169,7 @@ func TestReportNamesTheGeneratorBoundRuns(t *testing.T) {
 	saved := cpus
 	t.Cleanup(func() { cpus = saved })
 	cpus = cpuPlan{pinned: true, gen: []int{0}, servers: []int{1}}
-	mk := func(group, name string, depth int, srv, gen float64) *result {
-		r := &result{spec: runSpec{group: group, sc: findScenario(name), conns: 50, depth: depth},
-			elapsed: time.Second, cpuKnown: true,
-			srvCPU: time.Duration(srv * float64(time.Second)), genCPU: time.Duration(gen * float64(time.Second)),
-			t: &tally{hist: newHistogram(), ok: 100_000, problems: map[string]*problem{}}}
-		r.t.hist.RecordValue(1e6)
-		return r
-	}
+	mk := busyRun
 	rep := &report{results: []*result{
 		mk(groupOwn, "sluice-token", 1, 0.87, 0.96),   // bound by the generator
 		mk(groupOwn, "redis-incr", 1, 0.97, 0.96),     // the server busier

@@ -213,7 +213,6 @@ func (r *result) row() []string {
 		rss, admitted, fmt.Sprint(r.t.errors))
 }
 
-// groups returns the groups present, in plan order.
 // generatorBoundRuns names, by group (its title up to the first
 // parenthesis), the closed-loop runs outside the sidecar section whose
 // generator kept its pinned CPUs nearly all busy, busier than the server:
@@ -251,6 +250,7 @@ func (rep *report) generatorBoundNote(bullet string) string {
 		len(cpus.gen), cpuWord(len(cpus.gen)), bullet, strings.Join(runs, "\n"+bullet))
 }
 
+// groups returns the groups present, in plan order.
 func (rep *report) groups() []string {
 	var out []string
 	seen := map[string]bool{}
