@@ -82,7 +82,17 @@ func (f *fakeServer) serve(c net.Conn) {
 		default:
 			reply, hangUp = f.answer(f.count.Add(1), args)
 		}
-		if _, err := io.WriteString(c, reply); err != nil || hangUp {
+		// A NUL in a reply splits it into writes a millisecond apart, so
+		// that the client reads it in parts.
+		for i, part := range strings.Split(reply, "\x00") {
+			if i > 0 {
+				time.Sleep(time.Millisecond)
+			}
+			if _, err := io.WriteString(c, part); err != nil {
+				return
+			}
+		}
+		if hangUp {
 			return
 		}
 	}
@@ -114,11 +124,33 @@ func readFakeCommand(r *bufio.Reader) ([]string, error) {
 	return args, nil
 }
 
-// runFake runs a scenario for a short while against the fake server.
+// fakeDrivers are the closed loop's two drivers: a goroutine per
+// connection (drive) and one epoll set for all (driveEpoll, where the
+// platform has it).
+var fakeDrivers = []struct {
+	name    string
+	oneLoop bool
+}{{"goroutines", false}, {"one loop", true}}
+
+// eachDriver runs test once with each of fakeDrivers.
+func eachDriver(t *testing.T, test func(t *testing.T, oneLoop bool)) {
+	for _, d := range fakeDrivers {
+		t.Run(d.name, func(t *testing.T) { test(t, d.oneLoop) })
+	}
+}
+
+// runFake runs a scenario for a short while against the fake server, with
+// a goroutine per connection.
 func runFake(t *testing.T, f *fakeServer, sc *scenario) *result {
 	t.Helper()
+	return runFakeWith(t, f, sc, false)
+}
+
+// runFakeWith is runFake with the driver oneLoop chooses.
+func runFakeWith(t *testing.T, f *fakeServer, sc *scenario, oneLoop bool) *result {
+	t.Helper()
 	spec := runSpec{group: groupOwn, sc: sc, conns: 2, depth: 4, keys: 100, duration: 200 * time.Millisecond,
-		warmup: 0, w: testWorkload}
+		warmup: 0, w: testWorkload, oneLoop: oneLoop}
 	res, err := execute(context.Background(), spec, map[string]*target{sc.server: {kind: sc.server, addr: f.addr()}})
 	if err != nil {
 		t.Fatalf("execute %s: %v", sc.name, err)
@@ -172,40 +204,64 @@ func TestFakeWrongReplies(t *testing.T) {
 		{"Lua fixed window admitting over the limit", "redis-lua-fixed", "*2\r\n:1\r\n:101\r\n", ":101"},
 		{"not RESP at all", "sluice-ping", "?what\r\n", "unknown reply type"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := startFake(t, func(int64, []string) (string, bool) { return tc.reply, false })
-			res := runFake(t, f, findScenario(tc.scenario))
-			assertReported(t, res, tc.want)
-			if res.t.ok != 0 {
-				t.Fatalf("ok = %d; want every wrong reply counted as an error, none as a success", res.t.ok)
-			}
-		})
-	}
+	eachDriver(t, func(t *testing.T, oneLoop bool) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				f := startFake(t, func(int64, []string) (string, bool) { return tc.reply, false })
+				res := runFakeWith(t, f, findScenario(tc.scenario), oneLoop)
+				assertReported(t, res, tc.want)
+				if res.t.ok != 0 {
+					t.Fatalf("ok = %d; want every wrong reply counted as an error, none as a success", res.t.ok)
+				}
+			})
+		}
+	})
 }
 
 func TestFakeSomeRepliesWrong(t *testing.T) {
-	good := "*5\r\n:1\r\n:100\r\n:99\r\n:0\r\n:100\r\n"
-	f := startFake(t, func(n int64, _ []string) (string, bool) {
-		if n%10 == 0 {
-			return "*5\r\n:1\r\n:100\r\n:-1\r\n:0\r\n:100\r\n", false // negative remaining
+	eachDriver(t, func(t *testing.T, oneLoop bool) {
+		good := "*5\r\n:1\r\n:100\r\n:99\r\n:0\r\n:100\r\n"
+		f := startFake(t, func(n int64, _ []string) (string, bool) {
+			if n%10 == 0 {
+				return "*5\r\n:1\r\n:100\r\n:-1\r\n:0\r\n:100\r\n", false // negative remaining
+			}
+			return good, false
+		})
+		res := runFakeWith(t, f, findScenario("sluice-token"), oneLoop)
+		assertReported(t, res, ":-1")
+		total := res.t.ok + res.t.errors
+		if res.t.ok == 0 || res.t.errors < total/20 || res.t.errors > total/5 {
+			t.Fatalf("ok=%d errors=%d; want about one error in ten", res.t.ok, res.t.errors)
 		}
-		return good, false
 	})
-	res := runFake(t, f, findScenario("sluice-token"))
-	assertReported(t, res, ":-1")
-	total := res.t.ok + res.t.errors
-	if res.t.ok == 0 || res.t.errors < total/20 || res.t.errors > total/5 {
-		t.Fatalf("ok=%d errors=%d; want about one error in ten", res.t.ok, res.t.errors)
-	}
+}
+
+// A reply that arrives in parts, split inside an integer, is read whole,
+// and the next request waits for it.
+func TestFakeRepliesSplitAcrossReads(t *testing.T) {
+	eachDriver(t, func(t *testing.T, oneLoop bool) {
+		f := startFake(t, func(int64, []string) (string, bool) {
+			return "*5\r\n:1\r\n:10\x000\r\n:99\r\n:0\x00\r\n:100\r\n", false
+		})
+		res := runFakeWith(t, f, findScenario("sluice-token"), oneLoop)
+		if res.t.errors != 0 || res.t.ok < 8 || int64(res.t.hist.TotalCount()) != res.t.ok {
+			t.Fatalf("ok %d, errors %d (%v), %d latencies; want replies, no errors, a latency each",
+				res.t.ok, res.t.errors, res.t.sortedProblems(), res.t.hist.TotalCount())
+		}
+		if lo := time.Duration(res.t.hist.Min()); lo < 2*time.Millisecond {
+			t.Fatalf("fastest reply %v; want ≥ 2ms, the time its parts took to come", lo)
+		}
+	})
 }
 
 func TestFakeConnectionDrops(t *testing.T) {
-	f := startFake(t, func(n int64, _ []string) (string, bool) {
-		return "+PONG\r\n", n > 20 // answer 20 requests, then hang up on the next
+	eachDriver(t, func(t *testing.T, oneLoop bool) {
+		f := startFake(t, func(n int64, _ []string) (string, bool) {
+			return "+PONG\r\n", n > 20 // answer 20 requests, then hang up on the next
+		})
+		res := runFakeWith(t, f, findScenario("sluice-ping"), oneLoop)
+		assertReported(t, res, "connection: read: EOF")
 	})
-	res := runFake(t, f, findScenario("sluice-ping"))
-	assertReported(t, res, "connection: read: EOF")
 }
 
 func TestFakeNoscriptReloads(t *testing.T) {
@@ -236,12 +292,16 @@ func TestFakeNoscriptReloads(t *testing.T) {
 // reply of a batch of 4 a latency of about k × 10 ms, not the batch's
 // latency for all four, and never less than one request's time.
 func TestFakeLatencyPerReply(t *testing.T) {
+	eachDriver(t, testLatencyPerReply)
+}
+
+func testLatencyPerReply(t *testing.T, oneLoop bool) {
 	const step = 10 * time.Millisecond
 	f := startFake(t, func(int64, []string) (string, bool) {
 		time.Sleep(step)
 		return "+PONG\r\n", false
 	})
-	res := runFake(t, f, findScenario("sluice-ping"))
+	res := runFakeWith(t, f, findScenario("sluice-ping"), oneLoop)
 	if res.t.errors != 0 || res.t.ok < 8 {
 		t.Fatalf("ok %d, errors %d; want some replies and no errors", res.t.ok, res.t.errors)
 	}

@@ -82,8 +82,11 @@ func (t *tally) fail(n int64, what string) {
 	p.count += n
 }
 
+// merge adds o's counts and latencies (none if o.hist is nil) to t's.
 func (t *tally) merge(o *tally) {
-	t.hist.Merge(o.hist)
+	if o.hist != nil {
+		t.hist.Merge(o.hist)
+	}
 	t.ok += o.ok
 	t.errors += o.errors
 	t.allowed += o.allowed

@@ -91,6 +91,32 @@ func TestMeasureMarksSpanTheMeasuredPart(t *testing.T) {
 		}
 	})
 
+	t.Run("one loop", func(t *testing.T) {
+		if !epollDriven {
+			t.Skip("no epoll here")
+		}
+		l, ws := newPingLoad(t, f, 20)
+		var m markTimes
+		counted, open := int64(-1), 0
+		total, elapsed, err := driveEpoll(l, ws, 20*time.Millisecond, 200*time.Millisecond, never, m.marks(func() {
+			counted, open = 0, openConns(ws)
+			for _, w := range ws {
+				counted += w.t.ok
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.window(t, elapsed)
+		if total.ok == 0 || counted != total.ok || total.errors != 0 {
+			t.Fatalf("%d replies counted at the end mark, %d in the run, %d errors; want the same, not 0, and none",
+				counted, total.ok, total.errors)
+		}
+		if open != len(ws) {
+			t.Fatalf("%d of %d connections open at the end mark; want all (the teardown comes after it)", open, len(ws))
+		}
+	})
+
 	t.Run("paced", func(t *testing.T) {
 		l, ws := newPingLoad(t, f, 4)
 		var m markTimes
@@ -152,11 +178,20 @@ func TestSidecarRatioSaysWhenTheGeneratorWasTheBound(t *testing.T) {
 	if v := bound.verdict(bold); !strings.HasPrefix(v, "≥ 1 **met** (generator-bound") {
 		t.Fatalf("verdict %q; want the target, the verdict in bold, then the note", v)
 	}
+	// One run held back by the generator: the ratio bounds the servers'.
+	lower := many(&report{results: []*result{mk("sluice-token", 0.90, 0.99), mk("redis-incr", 0.98, 0.92)}})
+	if want := "(a lower bound: the generator kept 0.99 of its 1 CPU busy in the sluice RL.TOKEN run, its server 0.90; Redis INCR's server 0.98)"; lower.note != want {
+		t.Fatalf("note %q; want %q", lower.note, want)
+	}
+	upper := many(&report{results: []*result{mk("sluice-token", 0.98, 0.92), mk("redis-incr", 0.90, 0.99)}})
+	if !strings.HasPrefix(upper.note, "(an upper bound: the generator kept 0.99 of its 1 CPU busy in the Redis INCR run") {
+		t.Fatalf("note %q; want an upper bound named by Redis INCR's run", upper.note)
+	}
 	for _, c := range []struct {
 		why       string
 		gen, srvs float64
 	}{{"a generator with room", 0.70, 0.99}, {"servers busier than the generator", 0.97, 0.99}} {
-		rep := &report{results: []*result{mk("sluice-token", c.srvs, c.gen), mk("redis-incr", 0.5, c.gen)}}
+		rep := &report{results: []*result{mk("sluice-token", c.srvs, c.gen), mk("redis-incr", c.srvs, c.gen)}}
 		if r := many(rep); r.note != "" {
 			t.Fatalf("%s: note %q; want none", c.why, r.note)
 		}

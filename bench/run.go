@@ -27,8 +27,11 @@ type runSpec struct {
 	duration time.Duration
 	count    int64   // requests to measure; 0: run for duration
 	offered  float64 // open loop (paced.go): requests per second over all connections; 0: closed loop
-	warmup   time.Duration
-	w        workload
+	// oneLoop drives a closed loop from one epoll set (driveEpoll) where
+	// the platform has it, instead of a goroutine per connection.
+	oneLoop bool
+	warmup  time.Duration
+	w       workload
 }
 
 func (s runSpec) dist() string {
@@ -139,9 +142,17 @@ func execute(ctx context.Context, spec runSpec, targets map[string]*target) (res
 		res.genCPU = gen1 - gen0
 	}
 	marks := measureMarks{start: mark, end: end}
-	if spec.offered > 0 {
+	switch {
+	case spec.offered > 0:
 		res.t, res.elapsed = drivePaced(l, ws, spec.offered, spec.warmup, spec.duration, hardCtx.Done(), marks)
-	} else {
+	case spec.oneLoop && epollDriven && sha == "" && srv.shards == nil:
+		if res.t, res.elapsed, err = driveEpoll(l, ws, spec.warmup, spec.duration, hardCtx.Done(), marks); err != nil {
+			for _, w := range ws {
+				w.close()
+			}
+			return nil, fmt.Errorf("%s: %w", spec.sc.label, err)
+		}
+	default:
 		res.t, res.elapsed = drive(l, ws, spec.warmup, spec.duration, hardCtx.Done(), marks)
 	}
 	for _, rw := range rws {
