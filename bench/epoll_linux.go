@@ -8,7 +8,6 @@ import (
 	"io"
 	"runtime"
 	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -172,14 +171,7 @@ func (c *epConn) send(l *load) bool {
 	if n == 0 {
 		return false
 	}
-	w.now = strconv.AppendInt(w.now[:0], time.Now().Unix(), 10)
-	w.out = w.out[:0]
-	for i := 0; i < n; i++ {
-		k := w.nextKey()
-		l.touched.add(k)
-		w.key = appendKey(w.key[:0], l.sc.prefix, k)
-		w.out = l.tmpl.encode(w.out, w.key, w.now)
-	}
+	w.encodeBatch(n)
 	c.pending, c.record, c.t0 = n, ph == phaseMeasure, time.Now()
 	for out := w.out; len(out) > 0; {
 		m, err := unix.Write(c.fd, out)

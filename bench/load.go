@@ -191,6 +191,19 @@ func (w *worker) batch(ph int32) int {
 	return n
 }
 
+// encodeBatch puts n requests on keys drawn for the run into w.out.
+func (w *worker) encodeBatch(n int) {
+	l := w.l
+	w.now = strconv.AppendInt(w.now[:0], time.Now().Unix(), 10)
+	w.out = w.out[:0]
+	for i := 0; i < n; i++ {
+		k := w.nextKey()
+		l.touched.add(k)
+		w.key = appendKey(w.key[:0], l.sc.prefix, k)
+		w.out = l.tmpl.encode(w.out, w.key, w.now)
+	}
+}
+
 // run sends batches until the load stops.
 func (w *worker) run() {
 	if w.legs != nil {
@@ -207,14 +220,7 @@ func (w *worker) run() {
 		if n == 0 {
 			return
 		}
-		w.now = strconv.AppendInt(w.now[:0], time.Now().Unix(), 10)
-		w.out = w.out[:0]
-		for i := 0; i < n; i++ {
-			k := w.nextKey()
-			l.touched.add(k)
-			w.key = appendKey(w.key[:0], l.sc.prefix, k)
-			w.out = l.tmpl.encode(w.out, w.key, w.now)
-		}
+		w.encodeBatch(n)
 		record := ph == phaseMeasure
 		t0 := time.Now()
 		if _, err := w.conn.Write(w.out); err != nil {
