@@ -288,8 +288,9 @@ func (rep *coresReport) ratios() []ratioRow {
 		}
 		return math.NaN()
 	}
+	// busy is the share of cores that r's per-million CPU figure kept busy.
 	busy := func(r *result, perM float64, cores int) float64 {
-		return perM * r.opsPerSec() / 1e6 / float64(cores)
+		return coresBusy(r.figs(), perM) / float64(cores)
 	}
 	out := []ratioRow{
 		row("sluice RL.TOKEN, decisions/s", 0, func(n int) float64 { return ops("sluice-token", n, false) }),

@@ -83,7 +83,7 @@ func driveEpoll(l *load, ws []*worker, warmup, d time.Duration, hardStop <-chan 
 	events := make([]unix.EpollEvent, 256)
 	began := time.Now()
 	var start time.Time
-	aborted := false
+loop:
 	for live > 0 {
 		now := time.Now()
 		ph := l.phase.Load()
@@ -99,11 +99,8 @@ func driveEpoll(l *load, ws []*worker, warmup, d time.Duration, hardStop <-chan 
 		case <-hardStop:
 			l.aborted.Store(true)
 			l.phase.Store(phaseStop)
-			aborted = true
+			break loop
 		default:
-		}
-		if aborted {
-			break
 		}
 		// Poll first: a thread that blocks in a system call has its P
 		// handed to another thread, which then waits in the runtime's own

@@ -224,3 +224,28 @@ func TestReportNamesTheGeneratorBoundRuns(t *testing.T) {
 		t.Fatalf("unpinned: %q; want none (the generator's share of the CPUs is unknown)", runs)
 	}
 }
+
+// A server that never answers holds the one-loop driver only until the
+// hard stop: the run ends, marked aborted, with nothing counted.
+func TestEpollDriverEndsAtTheHardStop(t *testing.T) {
+	if !epollDriven {
+		t.Skip("no epoll here")
+	}
+	release := make(chan struct{})
+	f := startFake(t, func(int64, []string) (string, bool) {
+		<-release
+		return "", true
+	})
+	t.Cleanup(func() { close(release) }) // before the fake's own cleanup waits for its goroutines
+	l, ws := newPingLoad(t, f, 4)
+	stop := make(chan struct{})
+	time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+	began := time.Now()
+	total, _, err := driveEpoll(l, ws, 20*time.Millisecond, time.Hour, stop, measureMarks{start: func() {}, end: func() {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > 5*time.Second || !l.aborted.Load() || total.ok != 0 {
+		t.Fatalf("returned after %v, aborted %v, %d counted; want soon after the stop, aborted, none", took, l.aborted.Load(), total.ok)
+	}
+}

@@ -226,7 +226,7 @@ func (rep *report) generatorBoundRuns() []string {
 			if r.spec.group != g || r.spec.offered > 0 || r.skipped != "" || r.t == nil || r.t.ok == 0 {
 				continue
 			}
-			if srv, gen := r.busy(); generatorBusy(gen) && srv < gen {
+			if bound, srv, gen := r.pacedByGenerator(); bound {
 				runs = append(runs, fmt.Sprintf("%s P%d (%.2f / %.2f)", r.spec.sc.label, r.spec.depth, gen, srv))
 			}
 		}

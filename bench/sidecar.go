@@ -163,11 +163,12 @@ func (r *result) busy() (srv, gen float64) {
 	return coresBusy(f, f.srvPerM), coresBusy(f, f.genPerM)
 }
 
-// generatorBusy reports whether gen cores' worth of CPU is nearly all the
-// generator's pinned CPUs: the generator, not the server, then set the pace
-// of a closed loop whose server was less busy.
-func generatorBusy(gen float64) bool {
-	return cpus.pinned && !math.IsNaN(gen) && gen >= 0.95*float64(len(cpus.gen))
+// pacedByGenerator reports whether the generator, not the server, set the pace of
+// r, a closed loop: the generator kept its pinned CPUs nearly all busy, and
+// busier than the server. It returns the cores' worth each kept busy.
+func (r *result) pacedByGenerator() (bound bool, srv, gen float64) {
+	srv, gen = r.busy()
+	return cpus.pinned && !math.IsNaN(gen) && gen >= 0.95*float64(len(cpus.gen)) && srv < gen, srv, gen
 }
 
 // cpuWord is "CPU" or "CPUs" for n.
@@ -188,9 +189,8 @@ func generatorBound(x, y *result) string {
 	if x == nil || y == nil {
 		return ""
 	}
-	sx, gx := x.busy()
-	sy, gy := y.busy()
-	bx, by := generatorBusy(gx) && sx < gx, generatorBusy(gy) && sy < gy
+	bx, sx, gx := x.pacedByGenerator()
+	by, sy, gy := y.pacedByGenerator()
 	of := fmt.Sprintf("of its %d %s", len(cpus.gen), cpuWord(len(cpus.gen)))
 	switch {
 	case bx && by:
