@@ -51,6 +51,13 @@ func main() {
 		fmt.Println("sluice: the configuration is valid")
 		return
 	}
+	if slack := opts.TimerSlack(); slack > 0 {
+		// Returns only when this image already runs with the slack, or
+		// could not be given it; serving goes on either way.
+		if err := applyTimerSlack(slack); err != nil {
+			fmt.Fprintln(os.Stderr, "sluice: warning: --timer-slack-us not applied:", err)
+		}
+	}
 	opts.Signals = true
 	p, err := process.Open(opts)
 	if err == nil {
