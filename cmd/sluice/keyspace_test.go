@@ -64,8 +64,15 @@ func start(t *testing.T, args ...string) *proc {
 // startArgv runs the server with exactly argv, as start does.
 func startArgv(t *testing.T, argv []string) *proc {
 	t.Helper()
+	return startBin(t, binPath, argv)
+}
+
+// startBin runs the binary at path (the server's, perhaps by another
+// name) with exactly argv, as startArgv does.
+func startBin(t *testing.T, path string, argv []string) *proc {
+	t.Helper()
 	p := &proc{done: make(chan struct{})}
-	p.cmd = exec.Command(binPath, argv...)
+	p.cmd = exec.Command(path, argv...)
 	childproc.KillWithParent(p.cmd)
 	stderr, _ := p.cmd.StderrPipe()
 	if err := p.cmd.Start(); err != nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"syscall"
 	"time"
@@ -26,7 +27,7 @@ const timerSlackEnv = "SLUICE_TIMER_SLACK_EXEC"
 // waiting or a blocking system call, and on a busy CPU every such wake-up
 // is a context switch taken from the work. So the slack is set on the
 // calling thread and the binary executed again over itself (same process,
-// same path, arguments and environment plus timerSlackEnv): the new image's
+// same name, arguments and environment plus timerSlackEnv): the new image's
 // first thread keeps the slack, and every thread the runtime starts from
 // it inherits it.
 //
@@ -50,12 +51,31 @@ func applyTimerSlack(slack time.Duration) error {
 	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(slack.Nanoseconds()), 0, 0, 0); err != nil {
 		return fmt.Errorf("setting the timer slack: %w", err)
 	}
-	// The binary by its path, not /proc/self/exe: the kernel names the
-	// process (ps, pgrep, top) after the file it executes.
-	exe, err := os.Executable()
+	exe, err := selfPath()
 	if err == nil {
 		err = syscall.Exec(exe, os.Args, append(os.Environ(), timerSlackEnv+"=1"))
 	}
 	unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(cur), 0, 0, 0)
 	return fmt.Errorf("executing the binary again to start with the timer slack: %w", err)
+}
+
+// selfPath returns the path to execute this binary by again. The kernel
+// names a process (ps, pgrep, top) after the file it executes, so it is
+// the path the process was started by (argv[0], looked up in PATH as the
+// shell did) when that is this very file, a symbolic link's name
+// included, and else the binary's own path (os.Executable); never
+// /proc/self/exe, which would name the process "exe".
+func selfPath() (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if p, err := exec.LookPath(os.Args[0]); err == nil {
+		a, errA := os.Stat(p)
+		b, errB := os.Stat(self)
+		if errA == nil && errB == nil && os.SameFile(a, b) {
+			return p, nil
+		}
+	}
+	return self, nil
 }

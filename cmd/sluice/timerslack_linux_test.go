@@ -45,6 +45,25 @@ func TestServerRunsWithItsTimerSlack(t *testing.T) {
 	}
 }
 
+// TestServerStartedByALinkKeepsItsName: started through a symbolic link,
+// the server executes itself again by the link's path, so that ps and
+// pgrep still show the name it was started by.
+func TestServerStartedByALinkKeepsItsName(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "sluice-by-link")
+	if err := os.Symlink(binPath, link); err != nil {
+		t.Fatal(err)
+	}
+	p := startBin(t, link, []string{"--port", "auto", "--bind", "127.0.0.1", "--dir", t.TempDir()})
+	serving(t, client(t, p), "link:1", 10)
+	pid := strconv.Itoa(p.cmd.Process.Pid)
+	if got := procNumber(t, "/proc/"+pid+"/timerslack_ns"); got != 1_000_000 {
+		t.Errorf("timer slack %d ns; want 1000000", got)
+	}
+	if comm, err := os.ReadFile("/proc/" + pid + "/comm"); err != nil || strings.TrimSpace(string(comm)) != "sluice-by-link" {
+		t.Errorf("process named %q (%v); want the link's name", comm, err)
+	}
+}
+
 func procNumber(t *testing.T, path string) int64 {
 	t.Helper()
 	b, err := os.ReadFile(path)
