@@ -13,9 +13,9 @@ import (
 // for the application beside it. Its runs offer a fixed rate open-loop
 // (paced.go) over 50 connections at pipeline 1 and compare the server CPU
 // each decision costs; and they run 1000 closed-loop connections at
-// pipeline 1, the many-clients end, from one epoll set (driveEpoll), whose
-// generator has room to spare where a goroutine per connection did not. They are reported in their own section of
-// RESULTS.md, with their own ratios.
+// pipeline 1, the many-clients end, from one epoll set (driveEpoll), which
+// costs the generator less a request than a goroutine per connection. They
+// are reported in their own section of RESULTS.md, with their own ratios.
 
 const (
 	groupSidecar = "sidecar"
@@ -247,8 +247,9 @@ func (rep *report) sidecarMarkdown() string {
 		"`gen cores busy` are the server's and the load generator's CPU time over the measured part divided by its " +
 		"wall time (1.00: one core busy all of it). The 1000-connection runs are closed-loop, every connection served " +
 		"by one generator thread from one epoll set (a socket read only when a reply waits, no goroutine switch per " +
-		"request); their throughput ratio is marked generator-bound when the generator kept its cores nearly all " +
-		"busy, busier than either server: it then shows what the generator could send and read.\n\n")
+		"request). A run whose generator kept its cores nearly all busy, busier than its server, was paced by the " +
+		"generator: the throughput ratio is then marked generator-bound when both runs were (it shows what the " +
+		"generator could drive), a lower bound when only the first run was, an upper bound when only the second was.\n\n")
 	for _, n := range rep.notes {
 		fmt.Fprintf(&b, "> %s\n\n", n)
 	}
