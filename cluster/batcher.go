@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ const (
 	maxBytes    = 1 << 20
 	maxInflight = 8                      // bound on the entries handed to raft and not yet applied (window.limit adapts below it)
 	gatherFor   = 500 * time.Microsecond // the longest an entry waits for the clients the last one answered (gather)
+	quietFor    = 50 * time.Microsecond  // the pause in their coming back that ends gather's wait
 	queueLen    = 8192
 )
 
@@ -36,6 +38,7 @@ type submission struct {
 	done    chan struct{}
 	notify  func(results []result, err error)
 	seq     int64 // the batcher's count of submissions when it was queued
+	client  int64 // the connection it came from (CLIENT ID); 0: not told
 }
 
 // len is the submission's count of ops: its results.
@@ -59,8 +62,9 @@ type batcher struct {
 	in     chan *submission
 	window window
 	stop   chan struct{}
-	seq    atomic.Int64 // submissions queued so far (submission.seq)
-	timer  *time.Timer  // gather's, stopped between uses
+	seq    atomic.Int64  // submissions queued so far (submission.seq)
+	timer  *time.Timer   // gather's, stopped between uses
+	quiet  time.Duration // gather's quiet gap: quietFor
 
 	// mu orders submitAsync's sends before close: after close, the loop
 	// fails whatever is still queued, and nothing more is queued.
@@ -80,6 +84,7 @@ func newBatcher(r *raft.Raft, props *proposals) *batcher {
 		in:     make(chan *submission, queueLen),
 		window: window{limit: 2, wake: make(chan struct{}, 1)},
 		stop:   make(chan struct{}),
+		quiet:  quietFor,
 	}
 	go b.loop()
 	return b
@@ -133,12 +138,13 @@ enqueue:
 	return results, errs
 }
 
-// submitDecisions queues decisions without waiting: notify is called
-// once, from another goroutine, with their results or error. It reports
-// false, having queued nothing, if the batcher is closed or its queue is
-// full. reqs must stay as they are until notify is called.
-func (b *batcher) submitDecisions(now int64, reqs []algorithms.Request, notify func([]result, error)) bool {
-	return b.queue(&submission{now: now, reqs: reqs, notify: notify})
+// submitDecisions queues decisions from client (its CLIENT ID) without
+// waiting: notify is called once, from another goroutine, with their
+// results or error. It reports false, having queued nothing, if the
+// batcher is closed or its queue is full. reqs must stay as they are until
+// notify is called.
+func (b *batcher) submitDecisions(now, client int64, reqs []algorithms.Request, notify func([]result, error)) bool {
+	return b.queue(&submission{now: now, reqs: reqs, notify: notify, client: client})
 }
 
 // queue queues s without waiting; it reports false if the batcher is
@@ -232,25 +238,35 @@ func (b *batcher) loop() {
 
 // gather waits, after the window was full, for the submissions of the
 // clients that the entry which made room has just answered. A client that
-// pipelines sends its next requests as soon as it has its replies; while
-// entries queue inside the group, taking them into this entry instead of
-// the next one saves them an entry's fixed work on every node (the log's
-// sync, the round trips, the wake-ups). gather takes what arrives until
-// 3/4 of the operations answered have come back, the entry is full, or
-// gatherFor, or a quarter of the answered entry's apply time if less, has
-// passed since the answer; it returns the batch and its counts. It waits
-// only when entries already queue (the window was full), so a lightly
-// loaded group never waits, and the submissions already queued wait at
-// most a quarter of the answered entry's apply time more.
+// waits for its replies sends its next requests as soon as it has them;
+// while entries queue inside the group, taking them into this entry
+// instead of the next one saves them an entry's fixed work on every node
+// (the log's sync, the round trips, the wake-ups).
+//
+// gather takes what arrives until all the operations answered have come
+// back or the entry is full, and at the latest until gatherFor, or a
+// quarter of the answered entry's apply time if less, has passed since the
+// answer. While the answered clients themselves keep coming back, each
+// within quietFor of the one before, it waits on past that, up to
+// gatherFor or the answered entry's whole apply time if less: their
+// replies go out one by one, so on a busy node their return takes about as
+// long as the entry did. Arrivals from other clients never prolong the
+// wait: under requests that do not wait for replies (open loop), a burst of
+// them does not hold the submissions already queued. gather waits only
+// when entries already queue (the window was full), so a lightly loaded
+// group never waits. It returns the batch and its counts.
 func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*submission, int, int) {
-	want := room.ops - room.ops/4
+	want := room.ops
 	back := 0
+	until := room.at.Add(min(gatherFor, room.took/4))
+	last := room.at.Add(min(gatherFor, room.took))
 	for _, s := range batch {
 		if s.seq > room.seq {
 			back += s.len()
+			until = room.prolong(until, last, s, b.quiet)
 		}
 	}
-	wait := time.Until(room.at.Add(min(gatherFor, room.took/4)))
+	wait := time.Until(until)
 	if back >= want || wait <= 0 {
 		return batch, nops, size
 	}
@@ -268,6 +284,10 @@ func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*su
 			size += s.size()
 			if s.seq > room.seq {
 				back += s.len()
+				if u := room.prolong(until, last, s, b.quiet); u != until {
+					until = u
+					b.timer.Reset(time.Until(until))
+				}
 			}
 		case <-b.timer.C:
 			return batch, nops, size
@@ -276,6 +296,25 @@ func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*su
 		}
 	}
 	return batch, nops, size
+}
+
+// prolong returns when gather stops waiting after s came back: until, or,
+// if s is from a client that room answered, quiet from now if that is
+// later, never past last.
+func (room freed) prolong(until, last time.Time, s *submission, quiet time.Duration) time.Time {
+	if s.client == 0 {
+		return until
+	}
+	if _, ok := slices.BinarySearch(room.clients, s.client); !ok {
+		return until
+	}
+	if u := time.Now().Add(quiet); u.After(until) {
+		until = u
+	}
+	if until.After(last) {
+		return last
+	}
+	return until
 }
 
 // opsSize bounds the bytes ops take in an entry: their keys and ids, and
@@ -366,7 +405,7 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, nops int, start
 	if err == nil {
 		b.metrics.observeApply(took)
 	}
-	b.window.release(took, time.Now(), err == nil, nops, b.seq.Load())
+	b.window.release(took, time.Now(), err == nil, nops, b.seq.Load(), clientsOf(subs))
 	var results []result
 	if err == nil {
 		resp, _ := f.Response().(applyResponse)
@@ -387,6 +426,18 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, nops int, start
 		off += s.len()
 		s.complete()
 	}
+}
+
+// clientsOf returns the clients that subs came from, sorted, each once.
+func clientsOf(subs []*submission) []int64 {
+	var ids []int64
+	for _, s := range subs {
+		if s.client != 0 {
+			ids = append(ids, s.client)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // proposals are the entries the batcher has handed to raft and still waits
@@ -445,13 +496,15 @@ type window struct {
 }
 
 // freed describes an entry released from the window: the operations it
-// answered, the batcher's submission count (submission.seq) at the
-// release, when that was, and how long the entry took to apply.
+// answered and the clients it answered them for (sorted), the batcher's
+// submission count (submission.seq) at the release, when that was, and how
+// long the entry took to apply.
 type freed struct {
-	ops  int
-	seq  int64
-	at   time.Time
-	took time.Duration
+	ops     int
+	clients []int64
+	seq     int64
+	at      time.Time
+	took    time.Duration
 }
 
 // leastFor is how long the least apply time stands before a newer one
@@ -485,13 +538,13 @@ func (w *window) acquire(stop <-chan struct{}) (room freed, ok bool) {
 
 // release counts an entry out of flight that took took to apply (at now;
 // ok false: it failed, and its time says nothing of the group's). It
-// answered ops operations, with seq submissions queued so far.
-func (w *window) release(took time.Duration, now time.Time, ok bool, ops int, seq int64) {
+// answered ops operations for clients, with seq submissions queued so far.
+func (w *window) release(took time.Duration, now time.Time, ok bool, ops int, seq int64, clients []int64) {
 	w.mu.Lock()
 	w.inflight--
 	w.last = freed{} // a failed entry's clients were refused: nothing to gather
 	if ok {
-		w.last = freed{ops: ops, seq: seq, at: now, took: took}
+		w.last = freed{ops: ops, clients: clients, seq: seq, at: now, took: took}
 		w.limit = w.adapt(took, now)
 	}
 	w.mu.Unlock()

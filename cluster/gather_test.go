@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -8,12 +9,19 @@ import (
 )
 
 func gatherBatcher() *batcher {
-	return &batcher{in: make(chan *submission, 64), stop: make(chan struct{})}
+	return &batcher{in: make(chan *submission, 64), stop: make(chan struct{}), quiet: quietFor}
 }
 
 // queued is a submission of n decisions, queued as the batcher's seq-th.
 func queued(seq int64, n int) *submission {
 	return &submission{reqs: make([]algorithms.Request, n), seq: seq}
+}
+
+// from is queued for a submission from client.
+func from(client, seq int64, n int) *submission {
+	s := queued(seq, n)
+	s.client = client
+	return s
 }
 
 func countOps(batch []*submission) (n int) {
@@ -55,8 +63,9 @@ func TestGatherWaitsForTheClientsTheReleaseAnswered(t *testing.T) {
 		defer close(sent)
 		b.in <- queued(8, 8)  // also from before the release: taken, not counted
 		b.in <- queued(11, 5) // answered clients coming back
-		b.in <- queued(12, 7) // 12 of 16 back: 3/4, enough
-		b.in <- queued(13, 1) // left for the next entry
+		b.in <- queued(12, 7)
+		b.in <- queued(13, 4) // 16 of 16 back: all, enough
+		b.in <- queued(14, 1) // left for the next entry
 	}()
 	done := make(chan []*submission)
 	go func() { done <- gatherFrom(b, batch, room) }()
@@ -64,13 +73,13 @@ func TestGatherWaitsForTheClientsTheReleaseAnswered(t *testing.T) {
 	select {
 	case got = <-done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("gather still waits 10 s after 3/4 of the answered operations came back")
+		t.Fatal("gather still waits 10 s after all the answered operations came back")
 	}
 	<-sent
-	if len(got) != 4 || countOps(got) != 24 {
-		t.Fatalf("gather took %d submissions, %d operations; want 4, 24 (the queued one, the older arrival, and the two that brought 12 of 16 back)", len(got), countOps(got))
+	if len(got) != 5 || countOps(got) != 28 {
+		t.Fatalf("gather took %d submissions, %d operations; want 5, 28 (the queued one, the older arrival, and the three that brought 16 of 16 back)", len(got), countOps(got))
 	}
-	if len(b.in) != 1 || (<-b.in).seq != 13 {
+	if len(b.in) != 1 || (<-b.in).seq != 14 {
 		t.Fatal("gather took more than it waited for")
 	}
 }
@@ -79,9 +88,9 @@ func TestGatherReturnsAtOnceWhenTheClientsAreBack(t *testing.T) {
 	b := gatherBatcher()
 	b.in <- queued(20, 1)
 	room := freed{ops: 8, seq: 10, at: time.Now().Add(time.Minute), took: time.Hour}
-	got := gatherFrom(b, []*submission{queued(11, 6)}, room) // 6 of 8 already drained
-	if len(got) != 1 || len(b.in) != 1 {
-		t.Fatalf("with 3/4 of the answered operations already in the batch, gather took %d submissions and left %d queued; want 1 and 1", len(got), len(b.in))
+	got := gatherFrom(b, []*submission{queued(11, 6), queued(12, 2)}, room) // 8 of 8 already drained
+	if len(got) != 2 || len(b.in) != 1 {
+		t.Fatalf("with all the answered operations already in the batch, gather took %d submissions and left %d queued; want 2 and 1", len(got), len(b.in))
 	}
 	got = gatherFrom(b, []*submission{queued(5, 1)}, freed{ops: 8, seq: 10, at: time.Now().Add(-time.Second), took: time.Hour})
 	if len(got) != 1 || len(b.in) != 1 {
@@ -109,6 +118,50 @@ func TestGatherWaitsNoLongerThanItsBound(t *testing.T) {
 	}
 }
 
+func TestGatherWaitsOnWhileTheAnsweredClientsComeBack(t *testing.T) {
+	// An entry of 400 µs answered clients 1 and 2: gather waits 100 µs
+	// for the first of them, and, once one is back, until 400 µs after
+	// the answer, at the latest (the quiet gap is an hour here).
+	b := gatherBatcher()
+	b.quiet = time.Hour
+	at := time.Now()
+	room := freed{ops: 64, clients: []int64{1, 2}, seq: 10, at: at, took: 400 * time.Microsecond}
+	got := gatherFrom(b, []*submission{from(2, 11, 1)}, room)
+	if waited := time.Since(at); len(got) != 1 || waited < room.took || waited > 5*time.Second {
+		t.Fatalf("with an answered client back, gather returned %d submissions after %v; want 1, after the entry's apply time %v", len(got), waited, room.took)
+	}
+}
+
+func TestGatherWaitsOnOnlyForTheClientsAnswered(t *testing.T) {
+	room := freed{ops: 64, clients: []int64{3, 5, 9}, seq: 10, at: time.Unix(100, 0), took: time.Second}
+	first := room.at.Add(100 * time.Microsecond)
+	last := room.at.Add(gatherFor)
+	before := time.Now()
+	for _, c := range []struct {
+		s    *submission
+		more bool
+	}{
+		{from(5, 11, 1), true},  // answered
+		{from(9, 12, 1), true},  // answered, the last in the list
+		{from(4, 13, 1), false}, // not answered: an arrival of its own
+		{from(10, 14, 1), false},
+		{queued(15, 1), false}, // from a caller that did not say who it is
+	} {
+		until := room.prolong(first, last, c.s, time.Hour)
+		if !c.more && until != first {
+			t.Errorf("client %d, not answered, moved the end of the wait from %v to %v", c.s.client, first, until)
+		}
+		if c.more && until != last {
+			t.Errorf("client %d, answered, with an hour's quiet gap, moved the end of the wait to %v; want its bound %v", c.s.client, until, last)
+		}
+	}
+	// A quiet gap ends where it ends, if that is before the bound.
+	soon := room.prolong(time.Time{}, before.Add(time.Hour), from(3, 16, 1), time.Millisecond)
+	if soon.Before(before.Add(time.Millisecond)) || soon.After(time.Now().Add(time.Millisecond)) {
+		t.Errorf("an answered client moved the end of the wait to %v; want a millisecond from its arrival (%v)", soon, before)
+	}
+}
+
 func TestGatherStopsWithTheBatcherOrAFullEntry(t *testing.T) {
 	b := gatherBatcher()
 	close(b.stop)
@@ -133,11 +186,11 @@ func TestGatherStopsWithTheBatcherOrAFullEntry(t *testing.T) {
 func TestWindowAcquireTellsTheReleaseThatMadeRoom(t *testing.T) {
 	w := &window{limit: 1, wake: make(chan struct{}, 1)}
 	room, ok := w.acquire(nil)
-	if !ok || room != (freed{}) {
+	if !ok || !reflect.DeepEqual(room, freed{}) {
 		t.Fatalf("acquire with room = %+v, %v; want nothing to gather, true", room, ok)
 	}
 	at := time.Unix(100, 0)
-	want := freed{ops: 7, seq: 42, at: at, took: 3 * time.Millisecond}
+	want := freed{ops: 7, clients: []int64{4, 8}, seq: 42, at: at, took: 3 * time.Millisecond}
 	// The window is full, so a second acquire waits, unless the release
 	// below comes first; then it had room, and says nothing. Try until it
 	// waited.
@@ -148,17 +201,17 @@ func TestWindowAcquireTellsTheReleaseThatMadeRoom(t *testing.T) {
 			got <- room
 		}()
 		time.Sleep(time.Duration(try+1) * time.Millisecond)
-		w.release(want.took, at, true, want.ops, want.seq)
+		w.release(want.took, at, true, want.ops, want.seq, want.clients)
 		room = <-got
-		if room == want {
+		if reflect.DeepEqual(room, want) {
 			break
 		}
-		if room != (freed{}) || try == 20 {
+		if !reflect.DeepEqual(room, freed{}) || try == 20 {
 			t.Fatalf("acquire after a release returned %+v; want that release's, %+v", room, want)
 		}
 	}
-	w.release(time.Millisecond, at, false, 9, 44)
-	if w.last != (freed{}) {
+	w.release(time.Millisecond, at, false, 9, 44, []int64{1})
+	if !reflect.DeepEqual(w.last, freed{}) {
 		t.Fatalf("after a failed entry's release, the window hands on %+v; want nothing to gather: its clients were refused", w.last)
 	}
 }

@@ -26,15 +26,16 @@ func (n *Node) Decide(now int64, reqs []algorithms.Request, out []algorithms.Out
 }
 
 // DecideAsync is Decide without waiting (commands.AsyncDecider): on the
-// ready leader the decisions join the batcher's next entry, and on a
-// follower they are forwarded to the leader over a connection of the
-// forwarding pool that is up and free; done is called as the entry is
-// applied or the leader's reply arrives. Anywhere else (no leader yet, a
+// ready leader the decisions join the batcher's next entry, which is told
+// the client they came from (gather), and on a follower they are forwarded
+// to the leader over a connection of the forwarding pool that is up and
+// free; done is called as the entry is applied or the leader's reply
+// arrives. Anywhere else (no leader yet, a
 // full queue, no free connection to the leader) and after an error that
 // says nothing was applied (a leader that lost its leadership, a leader
 // not ready), a goroutine runs Decide, with its forwarding and retries,
 // and then calls done.
-func (n *Node) DecideAsync(now int64, reqs []algorithms.Request, out []algorithms.Outcome, done func()) {
+func (n *Node) DecideAsync(now int64, client int64, reqs []algorithms.Request, out []algorithms.Outcome, done func()) {
 	finish := func(rs []result, err error) {
 		if err != nil && retryable(err) {
 			go func() { n.Decide(now, reqs, out); done() }()
@@ -45,7 +46,7 @@ func (n *Node) DecideAsync(now int64, reqs []algorithms.Request, out []algorithm
 	}
 	switch leaderAddr, leaderID := n.raft.LeaderWithID(); {
 	case n.ready.Load():
-		if n.batcher.submitDecisions(now, reqs, func(rs []result, err error) {
+		if n.batcher.submitDecisions(now, client, reqs, func(rs []result, err error) {
 			if err == nil {
 				n.settle(rs)
 			}

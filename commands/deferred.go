@@ -202,7 +202,7 @@ func (s *session) decideAsync() bool {
 	f := &s.queue.fl
 	s.inFlight = true
 	s.conn.Suspend() // before the keyspace can call done
-	s.h.async.DecideAsync(f.now, f.reqs, f.out, s.resume)
+	s.h.async.DecideAsync(f.now, s.conn.ID(), f.reqs, f.out, s.resume)
 	return true
 }
 

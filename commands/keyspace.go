@@ -119,9 +119,10 @@ type Overrider interface {
 // replicated node's log). DecideAsync starts carrying out reqs as Decide
 // does and returns without waiting; done is called once, from any
 // goroutine, after every outcome is in out. Until then the caller leaves
-// reqs, the bytes they point to, and out alone. With it, a replicated
-// node's decisions run on the event loops without blocking them
-// (server.Conn.Suspend).
+// reqs, the bytes they point to, and out alone. client is the connection's
+// CLIENT ID (nonzero), which tells the keyspace that a client it answered
+// has come back. With it, a replicated node's decisions run on the event
+// loops without blocking them (server.Conn.Suspend).
 type AsyncDecider interface {
-	DecideAsync(now int64, reqs []algorithms.Request, out []algorithms.Outcome, done func())
+	DecideAsync(now int64, client int64, reqs []algorithms.Request, out []algorithms.Outcome, done func())
 }
