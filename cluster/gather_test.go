@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"context"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -213,5 +215,36 @@ func TestWindowAcquireTellsTheReleaseThatMadeRoom(t *testing.T) {
 	w.release(time.Millisecond, at, false, 9, 44, []int64{1})
 	if !reflect.DeepEqual(w.last, freed{}) {
 		t.Fatalf("after a failed entry's release, the window hands on %+v; want nothing to gather: its clients were refused", w.last)
+	}
+}
+
+// An entry remembers the connections it answered by their CLIENT ID, from
+// the event loop through DecideAsync: gather waits on only for those.
+func TestEntryRemembersTheClientsItAnswered(t *testing.T) {
+	g := newGroup(t, 1)
+	m := g.leader()
+	ctx := context.Background()
+	conn := m.client(t).Conn()
+	defer conn.Close()
+	id, err := conn.ClientID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &m.node.batcher.window
+	for try := 0; ; try++ {
+		if err := connDo(ctx, conn, "RL.TOKEN", "k", "10/s", 20).Err(); err != nil {
+			t.Fatal(err)
+		}
+		// The entry is released before its clients are answered; another
+		// entry (an expiry's) may have been released since: try again.
+		w.mu.Lock()
+		clients := w.last.clients
+		w.mu.Unlock()
+		if slices.Equal(clients, []int64{id}) {
+			return
+		}
+		if try == 20 {
+			t.Fatalf("after 20 decisions from client %d the last entry answered clients %v; want [%d]", id, clients, id)
+		}
 	}
 }
