@@ -30,12 +30,11 @@ func (n *Node) Decide(now int64, reqs []algorithms.Request, out []algorithms.Out
 // the client they came from (gather), and on a follower they are forwarded
 // to the leader over a connection of the forwarding pool that is up and
 // free; done is called as the entry is applied or the leader's reply
-// arrives. Anywhere else (no leader yet, a
-// full queue, no free connection to the leader) and after an error that
-// says nothing was applied (a leader that lost its leadership, a leader
-// not ready), a goroutine runs Decide, with its forwarding and retries,
-// and then calls done.
-func (n *Node) DecideAsync(now int64, client int64, reqs []algorithms.Request, out []algorithms.Outcome, done func()) {
+// arrives. Anywhere else (no leader yet, a full queue, no free connection
+// to the leader) and after an error that says nothing was applied (a
+// leader that lost its leadership, a leader not ready), a goroutine runs
+// Decide, with its forwarding and retries, and then calls done.
+func (n *Node) DecideAsync(now, client int64, reqs []algorithms.Request, out []algorithms.Outcome, done func()) {
 	finish := func(rs []result, err error) {
 		if err != nil && retryable(err) {
 			go func() { n.Decide(now, reqs, out); done() }()

@@ -124,5 +124,5 @@ type Overrider interface {
 // has come back. With it, a replicated node's decisions run on the event
 // loops without blocking them (server.Conn.Suspend).
 type AsyncDecider interface {
-	DecideAsync(now int64, client int64, reqs []algorithms.Request, out []algorithms.Outcome, done func())
+	DecideAsync(now, client int64, reqs []algorithms.Request, out []algorithms.Outcome, done func())
 }
