@@ -88,17 +88,26 @@ func TestTierMetricsOnTheEndpoint(t *testing.T) {
 		t.Fatalf("sluice_lease_stock_units = %v; want the %v units taken less the %d spent", held, taken, decisions)
 	}
 
-	// The lease ends 100 ms after its last use: its stock goes back.
+	// The lease ends 100 ms after its last use, once no refill is in
+	// flight (a refill asked for by the last denied requests may land
+	// after the figures above): then its whole stock, every unit taken
+	// less those spent, goes back.
+	ended := func(m map[string]float64) bool {
+		return m["sluice_lease_keys"] == 0 &&
+			m["sluice_lease_returned_units_total"] == m["sluice_lease_refilled_units_total"]-float64(decisions)
+	}
 	deadline := time.Now().Add(5 * time.Second)
-	for m = scrape(t, addr); m["sluice_lease_returns_total"] == 0 && held > 0; m = scrape(t, addr) {
+	for m = scrape(t, addr); !ended(m); m = scrape(t, addr) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no return of %v units 5 s after the lease's last use", held)
+			t.Fatalf("5 s after the lease's last use: %v keys, %v units returned of %v taken less %d spent",
+				m["sluice_lease_keys"], m["sluice_lease_returned_units_total"], m["sluice_lease_refilled_units_total"], decisions)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	want("sluice_lease_returned_units_total", func(v float64) bool { return v == held }, "the stock held")
+	if left := m["sluice_lease_refilled_units_total"] - float64(decisions); left > 0 {
+		want("sluice_lease_returns_total", func(v float64) bool { return v >= 1 }, "at least 1")
+	}
 	want("sluice_lease_stock_units", func(v float64) bool { return v == 0 }, "0 once the lease ended")
-	want("sluice_lease_keys", func(v float64) bool { return v == 0 }, "0")
 
 	up.Kill()
 	if err := rdb.Do(ctx, "RL.LEAKY", "cold", "10/s", 10).Err(); err == nil {
