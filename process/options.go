@@ -142,13 +142,13 @@ func defaultConfig() Options {
 	}
 }
 
-// replicated reports whether the configuration asks for a replicated node.
 // TimerSlack is the timer slack --timer-slack-us asks the process to run
 // with (0: the inherited one). The process cannot give it to the threads
 // the Go runtime started before main, sysmon among them, so sluice's main
 // sets it and re-executes the binary, whose threads then all inherit it.
 func (c *Options) TimerSlack() time.Duration { return time.Duration(c.timerSlackUs) * time.Microsecond }
 
+// replicated reports whether the configuration asks for a replicated node.
 func (c *Options) replicated() bool { return c.cluster.ID != "" || c.cluster.RaftBind != "" }
 
 // The options table: one row per option, which drives the config file and
