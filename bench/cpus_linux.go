@@ -84,3 +84,7 @@ func pinSelf(list []int) error {
 // deathSignal makes the kernel kill a server bench started if bench itself
 // is killed outright.
 func deathSignal() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
+
+// dataSync makes f's written data durable without its metadata
+// (fdatasync), as sluice's log does.
+func dataSync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }

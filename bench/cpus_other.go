@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"syscall"
 )
@@ -24,3 +25,6 @@ func setupCPUs(mode string, _ int) error {
 // deathSignal: only Linux can tie a child's life to bench's; elsewhere the
 // servers are stopped by bench's own exit paths.
 func deathSignal() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+
+// dataSync makes f's written data durable; fdatasync is Linux's.
+func dataSync(f *os.File) error { return f.Sync() }

@@ -19,6 +19,7 @@
 //	                                     # -cluster) at P1, P16, P64, CPU by role; into its own section
 //	go run . -failover 7                 # kill -9 the leader of a fresh group, 7 times
 //	go run . -recovery 5                 # restart a follower of a group of 100,000 keys, 5 times
+//	go run . -floor 3000                 # what a durable entry on 3 processes costs the kernel and disk, nothing else
 //	go run . -rls only                   # Envoy RLS v3: sluice vs envoyproxy/ratelimit + Redis, over gRPC
 //	go run . -cores 1,2,4,8              # sluice on 1-8 cores vs Redis on one thread and with io-threads
 //	go run . -plan sidecar -md RESULTS.md   # only the sidecar regime: paced RL.TOKEN, INCR and Lua at 20k/s and 50k/s,
@@ -75,9 +76,13 @@ type options struct {
 	rls               rlsOptions
 	cores             coresOptions
 	genCPUs           int // CPUs the load generator keeps to when pinned (0: one)
+	floor             int // entries a row of the replication floor (0: no floor)
 }
 
 func main() {
+	if role := os.Getenv(floorEnv); role != "" {
+		os.Exit(floorChild(role, os.Args[1:], os.Stderr))
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -104,6 +109,16 @@ func run(argv []string, stdout, stderr io.Writer) int {
 
 	if o.cores.wanted() {
 		if err := runCores(ctx, o, stdout, stderr); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			if ctx.Err() != nil {
+				return 130
+			}
+			return 1
+		}
+		return 0
+	}
+	if o.floor > 0 {
+		if err := runFloor(ctx, o, stdout); err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
 			if ctx.Err() != nil {
 				return 130
@@ -197,6 +212,7 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.crossCheck, "redis-benchmark", true, "quick and full plans: also run redis-benchmark on the same servers, if installed")
 	fs.IntVar(&o.cluster, "cluster", 3, "nodes of the replicated group bench starts on loopback for every round of a group-* scenario, and for -failover and -recovery; nodes of each group of the cluster scenario")
 	fs.IntVar(&o.clusterGroups, "cluster-groups", 3, "data groups of the sharded cluster bench starts (--cluster-groups) for every round of the cluster-token scenario")
+	fs.IntVar(&o.floor, "floor", 0, "instead of load runs: the replication floor, this many entries a row: a leader and two follower processes (no Raft, no codec) that write, fdatasync and send over loopback TCP entries of 128 B to 64 KiB, with and without fdatasync; their CPU an entry")
 	o.trials.flags(fs)
 	o.rls.flags(fs)
 	o.cores.flags(fs)
@@ -258,6 +274,8 @@ func parseFlags(argv []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-pin %q: want auto, on or off", o.pin)
 	case o.procs < 0:
 		return nil, fmt.Errorf("-gomaxprocs %d: want 0 or more", o.procs)
+	case o.floor < 0 || o.floor > maxFloor:
+		return nil, fmt.Errorf("-floor %d: want 0 to %d entries a row", o.floor, maxFloor)
 	case o.cluster < 1 || o.cluster > maxGroupSize:
 		return nil, fmt.Errorf("-cluster %d: want 1 to %d nodes", o.cluster, maxGroupSize)
 	case o.clusterGroups < 1 || o.clusterGroups > maxClusterGroups:

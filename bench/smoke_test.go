@@ -50,6 +50,9 @@ func sluiceTarget(t *testing.T) *target {
 }
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(floorEnv); role != "" { // a process of the floor (floor_test.go), started by the test
+		os.Exit(floorChild(role, os.Args[1:], os.Stderr))
+	}
 	code := m.Run()
 	stopAll()
 	if buildDir != "" {
