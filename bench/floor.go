@@ -107,40 +107,38 @@ func floorRun(ctx context.Context, self, dir string, size int, durable bool, n, 
 	if procs > 0 {
 		env = append(env, "GOMAXPROCS="+strconv.Itoa(procs))
 	}
-	var addrs, pids []string
-	var procsStarted []*server
+	var running []*server
 	defer func() {
-		for _, s := range procsStarted {
+		for _, s := range running {
 			s.stop()
 		}
 	}()
-	for i := range 2 {
-		addrFile := filepath.Join(dir, fmt.Sprintf("follower-%d.addr", i))
-		os.Remove(addrFile)
-		args := []string{"-dir", dir, "-name", fmt.Sprintf("follower-%d", i), "-sync=" + strconv.FormatBool(durable)}
-		s, err := spawn("floor follower", self, args, append(env, floorEnv+"=follower"), procs, "",
-			filepath.Join(dir, fmt.Sprintf("follower-%d.log", i)))
+	// start runs one process of the floor and returns what it writes to
+	// its -out file once its part is ready (a follower: its address) or
+	// done (the leader: its figures).
+	start := func(role, name string, limit time.Duration, args ...string) (*server, string, error) {
+		out := filepath.Join(dir, name+".out")
+		os.Remove(out)
+		args = append([]string{"-dir", dir, "-name", name, "-sync=" + strconv.FormatBool(durable), "-out", out}, args...)
+		s, err := spawn("floor "+role, self, args, append(env, floorEnv+"="+role), procs, "", filepath.Join(dir, name+".log"))
 		if err != nil {
-			return floorRow{}, err
+			return nil, "", err
 		}
-		procsStarted = append(procsStarted, s)
-		addr, err := waitFile(ctx, s, addrFile, 10*time.Second)
+		running = append(running, s)
+		line, err := waitFile(ctx, s, out, limit)
+		return s, line, err
+	}
+	var addrs, pids []string
+	for i := range 2 {
+		s, addr, err := start("follower", fmt.Sprintf("follower-%d", i), 10*time.Second)
 		if err != nil {
 			return floorRow{}, err
 		}
 		addrs = append(addrs, addr)
 		pids = append(pids, strconv.Itoa(s.pid))
 	}
-	out := filepath.Join(dir, "leader.out")
-	os.Remove(out)
-	args := []string{"-dir", dir, "-name", "leader", "-sync=" + strconv.FormatBool(durable), "-size", strconv.Itoa(size),
-		"-n", strconv.Itoa(n), "-followers", strings.Join(addrs, ","), "-pids", strings.Join(pids, ","), "-out", out}
-	l, err := spawn("floor leader", self, args, append(env, floorEnv+"=leader"), procs, "", filepath.Join(dir, "leader.log"))
-	if err != nil {
-		return floorRow{}, err
-	}
-	procsStarted = append(procsStarted, l)
-	line, err := waitFile(ctx, l, out, 10*time.Minute)
+	_, line, err := start("leader", "leader", 10*time.Minute, "-size", strconv.Itoa(size), "-n", strconv.Itoa(n),
+		"-followers", strings.Join(addrs, ","), "-pids", strings.Join(pids, ","))
 	if err != nil {
 		return floorRow{}, err
 	}
@@ -201,7 +199,7 @@ func floorChild(role string, argv []string, stderr io.Writer) int {
 	var err error
 	switch role {
 	case "follower":
-		err = floorFollower(*dir, *name, *durable)
+		err = floorFollower(*dir, *name, *durable, *out)
 	case "leader":
 		err = floorLeader(*dir, *name, *durable, *size, *n, strings.Split(*followers, ","), strings.Split(*pids, ","), *out)
 	default:
@@ -256,7 +254,7 @@ func (l *floorLog) append(b []byte) error {
 	return dataSync(l.f)
 }
 
-func floorFollower(dir, name string, durable bool) error {
+func floorFollower(dir, name string, durable bool, out string) error {
 	log, err := openFloorLog(filepath.Join(dir, name+".wal"), durable)
 	if err != nil {
 		return err
@@ -267,7 +265,7 @@ func floorFollower(dir, name string, durable bool) error {
 		return err
 	}
 	defer ln.Close()
-	if err := writeWhole(filepath.Join(dir, name+".addr"), ln.Addr().String()); err != nil {
+	if err := writeWhole(out, ln.Addr().String()); err != nil {
 		return err
 	}
 	c, err := ln.Accept()
