@@ -140,9 +140,10 @@ enqueue:
 
 // submitDecisions queues decisions from client (its CLIENT ID) without
 // waiting: notify is called once, from another goroutine, with their
-// results or error. It reports false, having queued nothing, if the
-// batcher is closed or its queue is full. reqs must stay as they are until
-// notify is called.
+// results or error, and must be done with the results when it returns
+// (they go to a later entry). It reports false, having queued nothing, if
+// the batcher is closed or its queue is full. reqs must stay as they are
+// until notify is called.
 func (b *batcher) submitDecisions(now, client int64, reqs []algorithms.Request, notify func([]result, error)) bool {
 	return b.queue(&submission{now: now, reqs: reqs, notify: notify, client: client})
 }
@@ -414,6 +415,7 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, nops int, start
 		err = applyError(err)
 	}
 	off := 0
+	copied := true // every caller copies its results before notify returns
 	for _, s := range subs {
 		switch {
 		case err != nil:
@@ -424,7 +426,11 @@ func (b *batcher) finish(f raft.ApplyFuture, subs []*submission, nops int, start
 			s.err = errUnknown("the entry was applied without its results")
 		}
 		off += s.len()
+		copied = copied && s.notify != nil
 		s.complete()
+	}
+	if copied && results != nil {
+		b.props.giveBack(results)
 	}
 }
 
@@ -444,10 +450,48 @@ func clientsOf(subs []*submission) []int64 {
 // on, by the address of their data: the leader's state machine applies the
 // very slice given to raft.Apply, so it can tell its own entries, whose
 // results a submission reads, from entries that came from the network,
-// whose results nobody reads (stateMachine.Apply).
+// whose results nobody reads (stateMachine.Apply). They also keep the
+// results of applied entries that no caller holds any more, for the state
+// machine's next entries (giveBack, results): an entry's results are
+// otherwise a fresh allocation of about 100 bytes a decision.
 type proposals struct {
-	mu sync.Mutex
-	m  map[*byte]struct{}
+	mu    sync.Mutex
+	m     map[*byte]struct{}
+	spare [][]result // at most maxSpare
+}
+
+// maxSpare bounds the results kept for reuse: one entry in flight needs
+// one, the window's limit more.
+const maxSpare = 4
+
+// giveBack keeps rs for a later entry. Nothing may refer to rs any more.
+func (p *proposals) giveBack(rs []result) {
+	p.mu.Lock()
+	if len(p.spare) < maxSpare {
+		p.spare = append(p.spare, rs)
+	}
+	p.mu.Unlock()
+}
+
+// results returns n zeroed results for an entry of the leader's own: kept
+// ones if large enough, else new ones. p may be nil (no batcher).
+func (p *proposals) results(n int) []result {
+	var rs []result
+	if p != nil {
+		p.mu.Lock()
+		if k := len(p.spare); k > 0 {
+			rs = p.spare[k-1]
+			p.spare[k-1] = nil
+			p.spare = p.spare[:k-1]
+		}
+		p.mu.Unlock()
+	}
+	if cap(rs) < n {
+		return make([]result, n)
+	}
+	rs = rs[:n]
+	clear(rs)
+	return rs
 }
 
 func (p *proposals) add(data []byte) {

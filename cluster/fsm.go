@@ -124,7 +124,7 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 	mine := f.proposals == nil || f.proposals.has(l.Data)
 	var results []result
 	if mine {
-		results = make([]result, len(ops))
+		results = f.proposals.results(len(ops))
 	} else {
 		// Nobody reads these results: run writes every field it reads
 		// back (the decisions' errors before refuseGroups, the others
