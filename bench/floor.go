@@ -125,7 +125,10 @@ func floorRun(ctx context.Context, self, dir string, size int, durable bool, n, 
 			return nil, "", err
 		}
 		running = append(running, s)
-		line, err := waitFile(ctx, s, out, limit)
+		line, err := waitFor(ctx, s, limit, "it wrote "+out, func() (string, error) {
+			b, err := os.ReadFile(out)
+			return strings.TrimSpace(string(b)), err
+		})
 		return s, line, err
 	}
 	var addrs, pids []string
@@ -148,27 +151,6 @@ func floorRun(ctx context.Context, self, dir string, size int, durable bool, n, 
 	}
 	return floorRow{size: size, sync: durable, entries: n, wall: time.Duration(wall),
 		leader: time.Duration(leader), followers: time.Duration(followers)}, nil
-}
-
-// waitFile waits until s has written path (renamed into place whole) and
-// returns its content; it fails at once, with s's log, if s exits first.
-func waitFile(ctx context.Context, s *server, path string, limit time.Duration) (string, error) {
-	for deadline := time.Now().Add(limit); ; time.Sleep(5 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil {
-			return strings.TrimSpace(string(b)), nil
-		}
-		select {
-		case <-s.done:
-			return "", fmt.Errorf("%s exited before it wrote %s; its log (%s) ends with:\n%s", s.kind, path, s.log, tail(s.log))
-		default:
-		}
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("%s wrote no %s in %v; its log (%s) ends with:\n%s", s.kind, path, limit, s.log, tail(s.log))
-		}
-	}
 }
 
 // writeWhole writes content to path through a rename, so that a reader sees

@@ -200,20 +200,28 @@ func (t *target) start(ctx context.Context, procs int) (*server, error) {
 
 // waitPorts waits until the server has written its --ports-file, and returns its listeners.
 func (s *server) waitPorts(ctx context.Context, path string, limit time.Duration) (map[string]string, error) {
+	return waitFor(ctx, s, limit, "it was serving", func() (map[string]string, error) { return proc.ReadPortsFile(path) })
+}
+
+// waitFor polls read every 20 ms until it succeeds, and returns what it
+// read. It fails at once, with the end of s's log, if s exits first, and
+// after limit, saying it waited for what.
+func waitFor[T any](ctx context.Context, s *server, limit time.Duration, what string, read func() (T, error)) (T, error) {
 	for deadline := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
-		if ports, err := proc.ReadPortsFile(path); err == nil {
-			return ports, nil
+		v, err := read()
+		if err == nil {
+			return v, nil
 		}
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("%s exited before it was serving; its log (%s) ends with:\n%s", s.kind, s.log, tail(s.log))
+			return v, fmt.Errorf("%s exited before %s; its log (%s) ends with:\n%s", s.kind, what, s.log, tail(s.log))
 		default:
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return v, err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%s wrote no ports file in %v; log %s:\n%s", s.kind, limit, s.log, tail(s.log))
+			return v, fmt.Errorf("%s: %v passed before %s; its log (%s) ends with:\n%s", s.kind, limit, what, s.log, tail(s.log))
 		}
 	}
 }
