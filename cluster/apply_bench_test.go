@@ -73,17 +73,27 @@ func BenchmarkEncodeEntry(b *testing.B) {
 }
 
 // BenchmarkDecodeEntry decodes an entry of 400 RL.TOKEN decisions into a
-// state machine's scratch, as every replica does before applying it.
-// ns/op is per entry.
+// state machine's scratch, as every replica does before applying it: as
+// ops (any entry) and as requests (an entry of decisions only). ns/op is
+// per entry.
 func BenchmarkDecodeEntry(b *testing.B) {
 	ops := make([]op, 400)
 	for i := range ops {
 		ops[i] = token([]byte("k"+strconv.Itoa(i)), 0)
 	}
 	entry := appendBatch(nil, 1_800_000_000e9, ops)
-	var scratch []op
-	b.ReportAllocs()
-	for b.Loop() {
-		_, scratch, _ = decodeBatchInto(entry, scratch)
-	}
+	b.Run("ops", func(b *testing.B) {
+		var scratch []op
+		b.ReportAllocs()
+		for b.Loop() {
+			_, scratch, _ = decodeBatchInto(entry, scratch)
+		}
+	})
+	b.Run("decisions", func(b *testing.B) {
+		var scratch []algorithms.Request
+		b.ReportAllocs()
+		for b.Loop() {
+			_, scratch, _ = decodeDecisionsInto(entry, scratch)
+		}
+	})
 }

@@ -492,6 +492,74 @@ func decodeBatchInto(data []byte, ops []op) (now int64, _ []op, err error) {
 	return now, ops, nil
 }
 
+// decodeDecisionsInto decodes an entry whose ops are all decisions
+// (decide, check and take ops) into reqs's array when it has room: the
+// requests decodeBatchInto would decode into its ops, without the rest of
+// an op. It reports false, having decoded nothing of use, for an entry
+// holding any other op, and for one that does not decode: decodeBatchInto
+// reads those. The requests alias data and reqs.
+func decodeDecisionsInto(data []byte, reqs []algorithms.Request) (now int64, _ []algorithms.Request, ok bool) {
+	d := decoder{b: data}
+	if d.byte() != codecVersion || d.byte() != kindOps || len(d.b) < 8 {
+		return 0, reqs, false
+	}
+	now = int64(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	count := d.uvarint()
+	if d.err != nil || count > uint64(len(d.b)) { // every op takes at least one byte
+		return 0, reqs, false
+	}
+	if uint64(cap(reqs)) < count {
+		reqs = make([]algorithms.Request, count)
+	}
+	reqs = reqs[:count]
+	for i := range reqs {
+		switch code := opCode(d.byte()); code {
+		case opDecide, opCheck, opTake:
+			d.decideInto(code, &reqs[i])
+		default:
+			d.fail()
+		}
+		if d.err != nil {
+			clear(reqs[:i+1]) // no references into data left behind
+			return 0, reqs[:0], false
+		}
+	}
+	if len(d.b) != 0 {
+		clear(reqs)
+		return 0, reqs[:0], false
+	}
+	return now, reqs, true
+}
+
+// decideInto decodes the body of a decide, check or take op (code) into
+// r, which it overwrites whole; a fault is left in d.err.
+func (d *decoder) decideInto(code opCode, r *algorithms.Request) {
+	*r = algorithms.Request{}
+	g := d.uvarint()
+	if g > math.MaxUint32 {
+		d.fail()
+	}
+	r.Group = int32(uint32(g))
+	r.Limit.Algo = algorithms.Algo(d.byte())
+	r.Limit.Count = d.varint()
+	r.Limit.Period = d.varint()
+	r.N = d.varint()
+	r.Key = d.bytes()
+	r.ID = d.bytes()
+	switch code {
+	case opCheck:
+		r.Override = d.bytes()
+		if r.Override == nil {
+			r.Override = []byte{} // named, if empty
+		}
+	case opTake:
+		if r.Min = d.varint(); r.Min == 0 {
+			d.fail() // a take of min 0 would encode as a decide
+		}
+	}
+}
+
 // op decodes one op of an entry of count ops; a fault is left in d.err.
 func (d *decoder) op(count uint64) op {
 	var o op
@@ -505,28 +573,7 @@ func (d *decoder) opInto(o *op, count uint64) {
 	o.code = opCode(d.byte())
 	switch o.code {
 	case opDecide, opCheck, opTake:
-		g := d.uvarint()
-		if g > math.MaxUint32 {
-			d.fail()
-		}
-		o.req.Group = int32(uint32(g))
-		o.req.Limit.Algo = algorithms.Algo(d.byte())
-		o.req.Limit.Count = d.varint()
-		o.req.Limit.Period = d.varint()
-		o.req.N = d.varint()
-		o.req.Key = d.bytes()
-		o.req.ID = d.bytes()
-		switch o.code {
-		case opCheck:
-			o.req.Override = d.bytes()
-			if o.req.Override == nil {
-				o.req.Override = []byte{} // named, if empty
-			}
-		case opTake:
-			if o.req.Min = d.varint(); o.req.Min == 0 {
-				d.fail() // a take of min 0 would encode as a decide
-			}
-		}
+		d.decideInto(o.code, &o.req)
 		o.code = opDecide
 	case opTx:
 		n := d.uvarint()

@@ -214,8 +214,22 @@ func FuzzDecodeBatch(f *testing.F) {
 	f.Add(appendBatch(nil, -1, sampleOps()))
 	f.Add([]byte{codecVersion, kindOps, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{codecVersion, kindOps})
+	f.Add(appendBatch(nil, 5, decisionOps()))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		now, ops, err := decodeBatch(data)
+		fastNow, reqs, fast := decodeDecisionsInto(data, nil)
+		decisions := err == nil
+		for i := range ops {
+			decisions = decisions && ops[i].code == opDecide
+		}
+		if fast != decisions {
+			t.Fatalf("decoded as decisions: %v; as ops, all decisions: %v (%v)", fast, decisions, err)
+		}
+		for i := range reqs {
+			if !reflect.DeepEqual(reqs[i], ops[i].req) || fastNow != now {
+				t.Fatalf("request %d decodes as %+v, its op as %+v", i, reqs[i], ops[i].req)
+			}
+		}
 		if err != nil {
 			return
 		}

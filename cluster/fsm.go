@@ -44,6 +44,10 @@ type stateMachine struct {
 	leaderRules atomic.Pointer[[32]byte]
 
 	applying uint64 // the index of the entry Apply is carrying out (raft's FSM goroutine only)
+	// mixed is whether the last entry applied held an op that is not a
+	// decision: the next one is then decoded as ops at once, not first
+	// tried as decisions only (applyDecisions).
+	mixed bool
 
 	// fence is a sharded data group's slots (fence.go), nil elsewhere;
 	// meta the meta group's state (meta.go), nil elsewhere. Both change
@@ -110,6 +114,11 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	if !f.mixed {
+		if resp, done := f.applyDecisions(l); done {
+			return resp
+		}
+	}
 	now, ops, err := decodeBatchInto(l.Data, f.ops)
 	if err != nil {
 		return applyResponse{err: fmt.Errorf("entry %d: %w", l.Index, err)}
@@ -139,10 +148,64 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 	f.mu.Lock()
 	f.index = l.Index
 	f.mu.Unlock()
+	f.mixed = false
+	for i := range ops {
+		if ops[i].code != opDecide {
+			f.mixed = true
+			break
+		}
+	}
 	if !mine {
 		return nil
 	}
 	return applyResponse{results: results}
+}
+
+// applyDecisions applies an entry of decisions only, decoded straight
+// into requests (decodeDecisionsInto), as Apply's general path would: the
+// run's decisions in one store call. It reports false, having applied
+// nothing, for an entry holding any other op or refused by the fence (a
+// slot not owned, which refuses whole RL.ALL groups: runDecisions does
+// that), and for one that does not decode (Apply reports why).
+func (f *stateMachine) applyDecisions(l *raft.Log) (any, bool) {
+	now, reqs, ok := decodeDecisionsInto(l.Data, f.reqs[:0])
+	f.reqs = reqs
+	if !ok {
+		return nil, false
+	}
+	defer clear(f.reqs) // drop the references into the entry
+	if f.fence != nil {
+		for i := range reqs {
+			if f.fenceKey(reqs[i].Key) != nil {
+				return nil, false
+			}
+		}
+	}
+	f.mu.Lock()
+	if now > f.applied {
+		f.applied = now
+	}
+	at := f.applied
+	f.mu.Unlock()
+	if cap(f.outs) < len(reqs) {
+		f.outs = make([]algorithms.Outcome, len(reqs))
+	}
+	outs := f.outs[:len(reqs)]
+	f.applying = l.Index
+	f.st.Decide(at, reqs, outs)
+	var resp any
+	if f.proposals == nil || f.proposals.has(l.Data) {
+		results := f.proposals.results(len(reqs))
+		for k := range outs {
+			results[k].out = outs[k]
+		}
+		resp = applyResponse{results: results}
+	}
+	clear(outs)
+	f.mu.Lock()
+	f.index = l.Index
+	f.mu.Unlock()
+	return resp, true
 }
 
 // AppliedIndex returns the index of the last entry Apply has carried out,
