@@ -76,6 +76,8 @@ type Options struct {
 
 	// timerSlackUs is --timer-slack-us (TimerSlack); 0: leave the inherited slack.
 	timerSlackUs int
+	// monitorAwake is --runtime-monitor-awake (MonitorAwake): yes, no or auto.
+	monitorAwake string
 
 	clusterSeed   string // --cluster-seed: a cluster node to join the meta group through
 	clusterGroups int    // --cluster-groups
@@ -136,6 +138,7 @@ func defaultConfig() Options {
 		// at every fsync and message; 1 ms of slack lets those sleeps end
 		// together, and costs the event-driven server nothing it waits on.
 		timerSlackUs:   1000,
+		monitorAwake:   "auto",
 		rulesMaxBytes:  policy.DefaultMaxBytes,
 		tlsReplication: "no",
 		tlsAuthClients: "yes",
@@ -147,6 +150,21 @@ func defaultConfig() Options {
 // the Go runtime started before main, sysmon among them, so sluice's main
 // sets it and re-executes the binary, whose threads then all inherit it.
 func (c *Options) TimerSlack() time.Duration { return time.Duration(c.timerSlackUs) * time.Microsecond }
+
+// MonitorAwake reports whether --runtime-monitor-awake asks the process
+// to keep the Go runtime's monitor thread out of its deep sleep: yes, or
+// auto on a replicated or sharded node. Like the timer slack, it is set
+// before the runtime starts, so sluice's main re-executes the binary with
+// it (the environment's GODEBUG plus schedtrace).
+func (c *Options) MonitorAwake() bool {
+	switch c.monitorAwake {
+	case "yes":
+		return true
+	case "auto":
+		return c.replicated() || c.clusterSeed != ""
+	}
+	return false
+}
 
 // replicated reports whether the configuration asks for a replicated node.
 func (c *Options) replicated() bool { return c.cluster.ID != "" || c.cluster.RaftBind != "" }
@@ -225,6 +243,10 @@ var options = []option{
 		doc: "the kernel's timer slack for the process's threads, in microseconds, set at start by re-executing the binary (Linux); 0: the slack the process inherits",
 		set: func(c *Options, a []string) error { return intArg(a, 0, 100000, &c.timerSlackUs) },
 		get: func(c *Options) string { return strconv.Itoa(c.timerSlackUs) }},
+	{name: "runtime-monitor-awake",
+		doc: "yes: keep the Go runtime's monitor thread from its deep sleep, so that it is not woken at each return from waiting (set at start, with the timer slack's re-execution); no; auto: yes on a replicated or sharded node",
+		set: func(c *Options, a []string) error { return enumArg(a, &c.monitorAwake, "auto", "yes", "no") },
+		get: func(c *Options) string { return c.monitorAwake }},
 	{name: "event-loops",
 		doc:        "epoll loops serving the clients (0: a goroutine per client)",
 		docDefault: "GOMAXPROCS",

@@ -51,11 +51,11 @@ func main() {
 		fmt.Println("sluice: the configuration is valid")
 		return
 	}
-	if slack := opts.TimerSlack(); slack > 0 {
-		// Returns only when this image already runs with the slack, or
-		// could not be given it; serving goes on either way.
-		if err := applyTimerSlack(slack); err != nil {
-			fmt.Fprintln(os.Stderr, "sluice: warning: --timer-slack-us not applied:", err)
+	if slack, awake := opts.TimerSlack(), opts.MonitorAwake(); slack > 0 || awake {
+		// Returns only when this image already runs with them, or could
+		// not be given them; serving goes on either way.
+		if err := restartForRuntime(slack, awake); err != nil {
+			fmt.Fprintln(os.Stderr, "sluice: warning: --timer-slack-us and --runtime-monitor-awake not applied:", err)
 		}
 	}
 	opts.Signals = true
