@@ -464,16 +464,8 @@ func decodeBatch(data []byte) (now int64, ops []op, err error) {
 // every replica). The ops returned alias data and ops.
 func decodeBatchInto(data []byte, ops []op) (now int64, _ []op, err error) {
 	d := decoder{b: data}
-	if d.byte() != codecVersion || d.byte() != kindOps {
-		return 0, nil, errCorrupt
-	}
-	if len(d.b) < 8 {
-		return 0, nil, errCorrupt
-	}
-	now = int64(binary.LittleEndian.Uint64(d.b))
-	d.b = d.b[8:]
-	count := d.uvarint()
-	if count > uint64(len(d.b)) { // every op takes at least one byte
+	now, count, ok := d.head()
+	if !ok {
 		return 0, nil, errCorrupt
 	}
 	if uint64(cap(ops)) < count {
@@ -492,6 +484,22 @@ func decodeBatchInto(data []byte, ops []op) (now int64, _ []op, err error) {
 	return now, ops, nil
 }
 
+// head reads an entry's header: its timestamp and its count of ops. It
+// reports false for an unknown version or kind, a short header, or a count
+// the rest cannot hold (every op takes at least one byte).
+func (d *decoder) head() (now int64, count uint64, ok bool) {
+	if d.byte() != codecVersion || d.byte() != kindOps || len(d.b) < 8 {
+		return 0, 0, false
+	}
+	now = int64(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	count = d.uvarint()
+	if d.err != nil || count > uint64(len(d.b)) {
+		return 0, 0, false
+	}
+	return now, count, true
+}
+
 // decodeDecisionsInto decodes an entry whose ops are all decisions
 // (decide, check and take ops) into reqs's array when it has room: the
 // requests decodeBatchInto would decode into its ops, without the rest of
@@ -500,13 +508,8 @@ func decodeBatchInto(data []byte, ops []op) (now int64, _ []op, err error) {
 // reads those. The requests alias data and reqs.
 func decodeDecisionsInto(data []byte, reqs []algorithms.Request) (now int64, _ []algorithms.Request, ok bool) {
 	d := decoder{b: data}
-	if d.byte() != codecVersion || d.byte() != kindOps || len(d.b) < 8 {
-		return 0, reqs, false
-	}
-	now = int64(binary.LittleEndian.Uint64(d.b))
-	d.b = d.b[8:]
-	count := d.uvarint()
-	if d.err != nil || count > uint64(len(d.b)) { // every op takes at least one byte
+	now, count, ok := d.head()
+	if !ok {
 		return 0, reqs, false
 	}
 	if uint64(cap(reqs)) < count {

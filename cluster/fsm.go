@@ -124,13 +124,8 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 		return applyResponse{err: fmt.Errorf("entry %d: %w", l.Index, err)}
 	}
 	f.ops = ops
-	f.mu.Lock()
-	if now > f.applied {
-		f.applied = now
-	}
-	at := f.applied
-	f.mu.Unlock()
-	mine := f.proposals == nil || f.proposals.has(l.Data)
+	at := f.begin(l.Index, now)
+	mine := f.mine(l.Data)
 	var results []result
 	if mine {
 		results = f.proposals.results(len(ops))
@@ -143,11 +138,8 @@ func (f *stateMachine) Apply(l *raft.Log) any {
 		}
 		results = f.rs[:len(ops)]
 	}
-	f.applying = l.Index
 	f.run(at, ops, results)
-	f.mu.Lock()
-	f.index = l.Index
-	f.mu.Unlock()
+	f.end(l.Index)
 	f.mixed = false
 	for i := range ops {
 		if ops[i].code != opDecide {
@@ -181,20 +173,11 @@ func (f *stateMachine) applyDecisions(l *raft.Log) (any, bool) {
 			}
 		}
 	}
-	f.mu.Lock()
-	if now > f.applied {
-		f.applied = now
-	}
-	at := f.applied
-	f.mu.Unlock()
-	if cap(f.outs) < len(reqs) {
-		f.outs = make([]algorithms.Outcome, len(reqs))
-	}
-	outs := f.outs[:len(reqs)]
-	f.applying = l.Index
+	at := f.begin(l.Index, now)
+	outs := f.outcomes(len(reqs))
 	f.st.Decide(at, reqs, outs)
 	var resp any
-	if f.proposals == nil || f.proposals.has(l.Data) {
+	if f.mine(l.Data) {
 		results := f.proposals.results(len(reqs))
 		for k := range outs {
 			results[k].out = outs[k]
@@ -202,10 +185,42 @@ func (f *stateMachine) applyDecisions(l *raft.Log) (any, bool) {
 		resp = applyResponse{results: results}
 	}
 	clear(outs)
-	f.mu.Lock()
-	f.index = l.Index
-	f.mu.Unlock()
+	f.end(l.Index)
 	return resp, true
+}
+
+// begin starts applying the entry at index stamped now: the applied time
+// moves to now unless that is earlier, and is the instant returned.
+func (f *stateMachine) begin(index uint64, now int64) int64 {
+	f.mu.Lock()
+	if now > f.applied {
+		f.applied = now
+	}
+	at := f.applied
+	f.mu.Unlock()
+	f.applying = index
+	return at
+}
+
+// end records the entry at index as applied.
+func (f *stateMachine) end(index uint64) {
+	f.mu.Lock()
+	f.index = index
+	f.mu.Unlock()
+}
+
+// mine reports whether the entry data is one this node's batcher waits
+// on (every entry, without a batcher): only those get results.
+func (f *stateMachine) mine(data []byte) bool {
+	return f.proposals == nil || f.proposals.has(data)
+}
+
+// outcomes returns the scratch for n decisions' outcomes.
+func (f *stateMachine) outcomes(n int) []algorithms.Outcome {
+	if cap(f.outs) < n {
+		f.outs = make([]algorithms.Outcome, n)
+	}
+	return f.outs[:n]
 }
 
 // AppliedIndex returns the index of the last entry Apply has carried out,
@@ -320,10 +335,7 @@ func (f *stateMachine) runDecisions(at int64, ops []op, results []result, i int)
 	if len(f.keep) != j-i {
 		f.refuseGroups(ops, results, i, j)
 	}
-	if cap(f.outs) < len(f.reqs) {
-		f.outs = make([]algorithms.Outcome, len(f.reqs))
-	}
-	outs := f.outs[:len(f.reqs)]
+	outs := f.outcomes(len(f.reqs))
 	f.st.Decide(at, f.reqs, outs)
 	for k := range outs {
 		results[f.keep[k]].out = outs[k]
