@@ -7,11 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // One Raft port for the several groups a process hosts: each Node opened
@@ -20,12 +17,13 @@ import (
 //
 // Wire format. After the TLS handshake (under mutual TLS the preamble
 // travels inside the session), a connection for group g ≥ 1 starts with
-// two bytes, muxMagic and g, and then carries raft's NetworkTransport
-// stream. A connection for group 0 starts with raft's stream directly,
-// exactly as a node without a RaftPort speaks: the first byte of that
-// stream is an RPC type, 0 to lastRPCType, which muxMagic is not, so old
-// and new peers of group 0 interoperate. (muxMagic followed by 0 is group
-// 0 too.) Any other first byte is refused. A later format with wider group
+// two bytes, muxMagic and g, and then carries the group's transport
+// stream (entrytransport.go). A connection for group 0 starts with that
+// stream directly, exactly as a node without a RaftPort speaks: the first
+// byte of that stream is a raft RPC type, 0 to lastRPCType, or entryMagic,
+// neither of which is muxMagic, so old and new peers of group 0
+// interoperate. (muxMagic followed by 0 is group 0 too.) Any other first
+// byte is refused. A later format with wider group
 // ids takes another magic byte.
 //
 // Admission, per group. A connection for group g reaches g's raft only if
@@ -181,7 +179,7 @@ func (p *RaftPort) Close() error {
 // transport attaches group to the port: it returns raft's transport for
 // the group, and the group's peer filter, which the caller arms with the
 // group's configuration. Closing the transport detaches the group.
-func (p *RaftPort) transport(group uint8, standby bool) (*unpipelined, *peerFilter, *streamLayer, error) {
+func (p *RaftPort) transport(group uint8, standby bool) (*entryTransport, *peerFilter, *streamLayer, error) {
 	f, err := newPeerFilter(p.log, p.allow, standby)
 	if err != nil {
 		return nil, nil, nil, err
@@ -203,7 +201,7 @@ func (p *RaftPort) transport(group uint8, standby bool) (*unpipelined, *peerFilt
 	p.mu.Unlock()
 	p.startOnce.Do(func() { close(p.started) })
 	s := &streamLayer{ln: l, advertise: p.advertise, dialer: p.dialer, clientTLS: p.clientTLS, group: group}
-	return &unpipelined{raft.NewNetworkTransport(s, 3, 10*time.Second, os.Stderr)}, f, s, nil
+	return newEntryTransport(s, p.log), f, s, nil
 }
 
 func (p *RaftPort) serve() {
@@ -344,8 +342,8 @@ func (p *RaftPort) admitsAny(remote net.Addr) bool {
 }
 
 // readPreamble reads c's first bytes (within preambleTimeout) and returns
-// the group c is for, and the connection to hand to raft: for group 0
-// without a preamble, one that replays the RPC type byte read.
+// the group c is for, and the connection to hand to its transport: for
+// group 0 without a preamble, one that replays the first byte read.
 func readPreamble(c net.Conn) (uint8, net.Conn, error) {
 	c.SetReadDeadline(time.Now().Add(preambleTimeout))
 	var b [2]byte
@@ -362,7 +360,7 @@ func readPreamble(c net.Conn) (uint8, net.Conn, error) {
 		}
 		c.SetReadDeadline(time.Time{})
 		return b[1], c, nil
-	case b[0] <= lastRPCType:
+	case b[0] <= lastRPCType, b[0] == entryMagic:
 		c.SetReadDeadline(time.Time{})
 		return 0, &replayConn{Conn: c, first: b[0]}, nil
 	default:

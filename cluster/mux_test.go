@@ -253,10 +253,10 @@ func TestTwoGroupsShareThreeRaftPortsUnderMutualTLS(t *testing.T) {
 // hostedPort opens a port on 127.0.0.1 whose group 1 has a member at
 // 127.0.0.2 and whose group 2 one at 127.0.0.3, with their transports
 // (what reaches raft arrives on their Consumer channels).
-func hostedPort(t *testing.T) (*RaftPort, map[uint8]*unpipelined) {
+func hostedPort(t *testing.T) (*RaftPort, map[uint8]*entryTransport) {
 	t.Helper()
 	p := openPort(t, "127.0.0.1", nil, nil)
-	ts := map[uint8]*unpipelined{}
+	ts := map[uint8]*entryTransport{}
 	for g, member := range map[uint8]string{1: "127.0.0.2:7000", 2: "127.0.0.3:7000"} {
 		tr, f, _, err := p.transport(g, false)
 		if err != nil {
@@ -281,7 +281,7 @@ func peerTransport(t *testing.T, ip string, group uint8) *raft.NetworkTransport 
 
 // answered sends a TimeoutNow from tr to the port and answers it if it
 // reaches want's raft. It reports whether it was answered.
-func answered(t *testing.T, tr *raft.NetworkTransport, p *RaftPort, want *unpipelined) bool {
+func answered(t *testing.T, tr *raft.NetworkTransport, p *RaftPort, want *entryTransport) bool {
 	t.Helper()
 	go func() {
 		select {

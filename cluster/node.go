@@ -374,7 +374,7 @@ func (n *Node) openStorage() error {
 	if cfg.RaftServerTLS != nil {
 		sec = &raftTLS{server: cfg.RaftServerTLS, client: cfg.RaftClientTLS}
 	}
-	t, stream, err := newTCPTransport(cfg.RaftBind, adv, filter, sec)
+	t, stream, err := newTCPTransport(cfg.RaftBind, adv, filter, sec, n.log)
 	if err != nil {
 		return err
 	}

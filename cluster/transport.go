@@ -4,8 +4,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
-	"os"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -85,34 +85,12 @@ func (s *streamLayer) Addr() net.Addr            { return s.advertise }
 // the kernel chose for port 0).
 func (s *streamLayer) bound() net.Addr { return s.ln.Addr() }
 
-// newTCPTransport returns raft's network transport over a streamLayer,
-// without pipelined replication (see unpipelined).
-func newTCPTransport(bind string, advertise string, filter *peerFilter, sec *raftTLS) (*unpipelined, *streamLayer, error) {
+// newTCPTransport returns the node's transport over a streamLayer of its
+// own (entrytransport.go).
+func newTCPTransport(bind string, advertise string, filter *peerFilter, sec *raftTLS, log *slog.Logger) (*entryTransport, *streamLayer, error) {
 	s, err := newStreamLayer(bind, advertise, filter, sec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster: raft transport on %s: %w", bind, err)
 	}
-	return &unpipelined{raft.NewNetworkTransport(s, 3, 10*time.Second, os.Stderr)}, s, nil
-}
-
-// unpipelined is raft's NetworkTransport with pipelined replication
-// refused, so that raft replicates with one AppendEntries at a time per
-// follower (each still carries up to MaxAppendEntries entries).
-//
-// raft v1.7.3's netPipeline can deadlock: its channels are unbuffered at
-// the default MaxRPCsInFlight, and when a follower answers Success=false
-// (it lacks the previous entry, as after a restart or a snapshot) the
-// decoding goroutine returns while the sending loop may still issue one
-// more AppendEntries, which parks forever on the in-flight channel. The
-// follower then gets heartbeats but never another entry, and the leader's
-// Shutdown waits forever for that loop (seen as a 10-minute hang of
-// TestMutualTLSGroupElectsAppendsAndInstallsSnapshots; grafana/pyroscope
-// disabled pipelining for the same stall). Every other method, and the
-// optional interfaces (pre-vote, close), are the NetworkTransport's.
-type unpipelined struct{ *raft.NetworkTransport }
-
-// AppendEntriesPipeline refuses, so raft falls back to synchronous
-// replication.
-func (*unpipelined) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
+	return newEntryTransport(s, log), s, nil
 }

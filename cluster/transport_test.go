@@ -15,9 +15,9 @@ import (
 // runs on answers raft's pipeline request with
 // ErrPipelineReplicationNotSupported, so raft replicates synchronously and
 // never enters netPipeline, whose send loop can park forever after a
-// follower's Success=false (see unpipelined).
+// follower's Success=false (see entryTransport.AppendEntriesPipeline).
 func TestRaftTransportRefusesPipelinedReplication(t *testing.T) {
-	tr, _, err := newTCPTransport("127.0.0.1:0", "127.0.0.1:0", nil, nil)
+	tr, _, err := newTCPTransport("127.0.0.1:0", "127.0.0.1:0", nil, nil, nil)
 
 	if err != nil {
 		t.Fatal(err)
