@@ -5,14 +5,17 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -31,8 +34,9 @@ func randomAppend(rng *rand.Rand, n int) *raft.AppendEntriesRequest {
 		return b
 	}
 	req := &raft.AppendEntriesRequest{
-		RPCHeader:         raft.RPCHeader{ProtocolVersion: raft.ProtocolVersion(rng.IntN(4)), ID: bs(16), Addr: bs(24)},
-		Term:              rng.Uint64(),
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersion(rng.IntN(4)), ID: bs(16), Addr: bs(24)},
+		Term:      rng.Uint64(),
+		//lint:ignore SA1019 the wire carries it: raft v1.7.3 still sends it
 		Leader:            bs(24),
 		PrevLogEntry:      rng.Uint64(),
 		PrevLogTerm:       rng.Uint64() >> rng.IntN(64),
@@ -50,6 +54,7 @@ func randomAppend(rng *rand.Rand, n int) *raft.AppendEntriesRequest {
 
 // sameAppend compares two requests field by field; times by their instant.
 func sameAppend(a, b *raft.AppendEntriesRequest) bool {
+	//lint:ignore SA1019 the wire carries it: raft v1.7.3 still sends it
 	if !reflect.DeepEqual(a.RPCHeader, b.RPCHeader) || a.Term != b.Term || !bytes.Equal(a.Leader, b.Leader) ||
 		a.PrevLogEntry != b.PrevLogEntry || a.PrevLogTerm != b.PrevLogTerm || a.LeaderCommitIndex != b.LeaderCommitIndex ||
 		len(a.Entries) != len(b.Entries) {
@@ -335,4 +340,124 @@ func TestEntryTransportClosesWhatItCannotRead(t *testing.T) {
 		t.Fatalf("after the bad connections: %+v, %v", resp, err)
 	}
 	<-got
+}
+
+// listFSM keeps the data of every command it applies.
+type listFSM struct {
+	mu   sync.Mutex
+	data []string
+}
+
+func (f *listFSM) Apply(l *raft.Log) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.data = append(f.data, string(l.Data))
+	return nil
+}
+
+func (f *listFSM) Snapshot() (raft.FSMSnapshot, error) { return nil, errors.New("no snapshots here") }
+func (f *listFSM) Restore(io.ReadCloser) error         { return errors.New("no snapshots here") }
+
+func (f *listFSM) list() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.data...)
+}
+
+// earlierTransport is the transport of an earlier sluice: raft's
+// NetworkTransport with pipelined replication refused (see
+// entryTransport.AppendEntriesPipeline; raft's pipeline can deadlock a
+// leader's Shutdown).
+type earlierTransport struct{ *raft.NetworkTransport }
+
+func (earlierTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}
+
+// TestRaftGroupOfOldAndNewTransports: a raft group whose members are two
+// entry transports and one plain NetworkTransport (a node of an earlier
+// sluice, as in a rolling upgrade) replicates every command to every
+// member, whichever of them leads: commands go from a new leader to the
+// old member in raft's own RPCs, and from the old leader to the new ones.
+func TestRaftGroupOfOldAndNewTransports(t *testing.T) {
+	plain, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 2*time.Second, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := earlierTransport{plain}
+	trans := []raft.Transport{newTestEntryTransport(t), newTestEntryTransport(t), old}
+	t.Cleanup(func() { old.Close() })
+	var servers []raft.Server
+	for i, tr := range trans {
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(fmt.Sprint("m", i)), Address: tr.LocalAddr()})
+	}
+	fsms := make([]*listFSM, len(trans))
+	rafts := make([]*raft.Raft, len(trans))
+	for i, tr := range trans {
+		c := raft.DefaultConfig()
+		c.LocalID = servers[i].ID
+		fastRaft(c)
+		c.Logger = hclog.NewNullLogger()
+		logs := raft.NewInmemStore()
+		fsms[i] = &listFSM{}
+		r, err := raft.NewRaft(c, fsms[i], logs, logs, raft.NewInmemSnapshotStore(), tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rafts[i] = r
+		t.Cleanup(func() { r.Shutdown().Error() })
+	}
+	if err := rafts[0].BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	leader := func() int {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			for i, r := range rafts {
+				if r.State() == raft.Leader {
+					return i
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("no leader within 10 s")
+		return -1
+	}
+	var want []string
+	for round, to := range []int{-1, 2, 0, 1, 2} {
+		l := leader()
+		if to >= 0 && l != to {
+			if err := rafts[l].LeadershipTransferToServer(servers[to].ID, servers[to].Address).Error(); err != nil {
+				t.Fatalf("round %d: leadership to %s: %v", round, servers[to].ID, err)
+			}
+			if l = leader(); l != to {
+				t.Fatalf("round %d: %s leads, not %s", round, servers[l].ID, servers[to].ID)
+			}
+		}
+		for k := range 50 {
+			cmd := fmt.Sprintf("round %d command %d from %s", round, k, servers[l].ID)
+			if err := rafts[l].Apply([]byte(cmd), 5*time.Second).Error(); err != nil {
+				t.Fatalf("%s: %v", cmd, err)
+			}
+			want = append(want, cmd)
+		}
+	}
+	waitFor(t, 10*time.Second, func() bool {
+		for _, f := range fsms {
+			if len(f.list()) < len(want) {
+				return false
+			}
+		}
+		return true
+	})
+	for i, f := range fsms {
+		if got := f.list(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s applied %d commands, not the %d in order", servers[i].ID, len(got), len(want))
+		}
+	}
+	for i := range 2 {
+		if !trans[i].(*entryTransport).isLegacy(old.LocalAddr()) {
+			t.Errorf("%s never fell back to raft's own RPCs for the old member", servers[i].ID)
+		}
+	}
 }

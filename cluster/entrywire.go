@@ -50,6 +50,7 @@ const (
 // entryRequestSize is an upper bound of the body appendEntryRequest writes
 // for req, for the choice between this wire and raft's.
 func entryRequestSize(req *raft.AppendEntriesRequest) int {
+	//lint:ignore SA1019 raft v1.7.3 still sends Leader, and reads it from a peer that sends no ID
 	n := 11*binary.MaxVarintLen64 + len(req.RPCHeader.ID) + len(req.RPCHeader.Addr) + len(req.Leader)
 	for _, l := range req.Entries {
 		n += 5*binary.MaxVarintLen64 + 2 + len(l.Data) + len(l.Extensions)
@@ -64,6 +65,7 @@ func appendEntryRequest(b []byte, req *raft.AppendEntriesRequest) []byte {
 	b = appendBytes(b, h.ID)
 	b = appendBytes(b, h.Addr)
 	b = binary.AppendUvarint(b, req.Term)
+	//lint:ignore SA1019 as above
 	b = appendBytes(b, req.Leader)
 	b = binary.AppendUvarint(b, req.PrevLogEntry)
 	b = binary.AppendUvarint(b, req.PrevLogTerm)
@@ -94,6 +96,7 @@ func parseEntryRequest(b []byte, req *raft.AppendEntriesRequest) error {
 	req.RPCHeader.ID = orNil(d.bytes())
 	req.RPCHeader.Addr = orNil(d.bytes())
 	req.Term = d.uvarint()
+	//lint:ignore SA1019 as above
 	req.Leader = orNil(d.bytes())
 	req.PrevLogEntry = d.uvarint()
 	req.PrevLogTerm = d.uvarint()
