@@ -172,7 +172,7 @@ func (t *entryTransport) conn(target raft.ServerAddress) (*entryConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &entryConn{conn: nc, r: bufio.NewReaderSize(nc, 64<<10), w: bufio.NewWriterSize(nc, 64<<10)}
+	c := &entryConn{conn: nc, r: bufio.NewReaderSize(nc, 4<<10)}
 	if err := c.handshake(t.timeout); err != nil {
 		nc.Close()
 		if errors.Is(err, errLegacyPeer) {
@@ -239,20 +239,15 @@ func (t *entryTransport) untrack(c net.Conn) {
 // serve answers the requests of an accepted entry connection, read through
 // r after its magic byte, until it fails or the transport closes.
 func (t *entryTransport) serve(c net.Conn, r *bufio.Reader) error {
-	w := bufio.NewWriterSize(c, 4<<10)
 	v, err := r.ReadByte()
 	if err != nil {
 		return err
 	}
 	if v != entryVersion {
-		w.WriteByte(0)
-		w.Flush()
+		c.Write([]byte{0})
 		return fmt.Errorf("entry wire version %d", v)
 	}
-	if err := w.WriteByte(entryVersion); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
+	if _, err := c.Write([]byte{entryVersion}); err != nil {
 		return err
 	}
 	respCh := make(chan raft.RPCResponse, 1)
@@ -283,10 +278,7 @@ func (t *entryTransport) serve(c net.Conn, r *bufio.Reader) error {
 		}
 		out = appendEntryResponse(append(out[:0], 0, 0, 0, 0), resp, res.Error)
 		binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-		if _, err := w.Write(out); err != nil {
-			return err
-		}
-		if err := w.Flush(); err != nil {
+		if _, err := c.Write(out); err != nil {
 			return err
 		}
 	}
@@ -312,23 +304,24 @@ func readEntryFrame(r *bufio.Reader, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// entryConn is a dialed entry connection. One RPC at a time uses it.
+// entryConn is a dialed entry connection. One RPC at a time uses it. A
+// request is built whole in out and written in one call.
 type entryConn struct {
 	conn net.Conn
 	r    *bufio.Reader
-	w    *bufio.Writer
 	out  []byte // the request being written
 	in   []byte // the answer being read
 }
+
+// keptFrame is the most room an idle entryConn keeps for its next request:
+// one larger entry does not hold its size for the connection's life.
+const keptFrame = 1 << 20
 
 // handshake opens the connection, or returns errLegacyPeer if the peer
 // closes it or refuses the version.
 func (c *entryConn) handshake(timeout time.Duration) error {
 	c.conn.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.w.Write([]byte{entryMagic, entryVersion}); err != nil {
-		return err
-	}
-	if err := c.w.Flush(); err != nil {
+	if _, err := c.conn.Write([]byte{entryMagic, entryVersion}); err != nil {
 		return err
 	}
 	v, err := c.r.ReadByte()
@@ -350,13 +343,13 @@ func (c *entryConn) call(args *raft.AppendEntriesRequest, resp *raft.AppendEntri
 	c.conn.SetDeadline(time.Now().Add(timeout))
 	c.out = appendEntryRequest(append(c.out[:0], 0, 0, 0, 0), args)
 	binary.BigEndian.PutUint32(c.out, uint32(len(c.out)-4))
-	if _, err := c.w.Write(c.out); err != nil {
+	_, err := c.conn.Write(c.out)
+	if cap(c.out) > keptFrame {
+		c.out = nil
+	}
+	if err != nil {
 		return "", err
 	}
-	if err := c.w.Flush(); err != nil {
-		return "", err
-	}
-	var err error
 	if c.in, err = readEntryFrame(c.r, c.in); err != nil {
 		return "", err
 	}

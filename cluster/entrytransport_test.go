@@ -241,6 +241,21 @@ func TestEntryTransportCarriesEntries(t *testing.T) {
 		t.Fatalf("an answer of an error came back as %v", err)
 	}
 	<-got
+	big := randomAppend(rng, 1)
+	big.Entries[0].Data = bytes.Repeat([]byte("x"), 2*keptFrame)
+	if err := a.AppendEntries("b", target, big, new(raft.AppendEntriesResponse)); err != nil {
+		t.Fatalf("an entry of %d bytes: %v", 2*keptFrame, err)
+	}
+	if r := <-got; !sameAppend(big, r) {
+		t.Fatal("the large entry arrived changed")
+	}
+	a.mu.Lock()
+	for _, c := range a.pool[target] {
+		if cap(c.out) > keptFrame {
+			t.Errorf("an idle connection keeps %d bytes of room after a large request", cap(c.out))
+		}
+	}
+	a.mu.Unlock()
 	hb := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{Addr: []byte("a")}, Term: 14}
 	var resp raft.AppendEntriesResponse
 	if err := a.AppendEntries("b", target, hb, &resp); err != nil || !resp.Success {
