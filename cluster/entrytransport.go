@@ -366,14 +366,7 @@ type entryStream struct {
 	once   sync.Once
 }
 
-func (s *entryStream) Accept() (net.Conn, error) {
-	select {
-	case c := <-s.others:
-		return c, nil
-	case <-s.done:
-		return nil, net.ErrClosed
-	}
-}
+func (s *entryStream) Accept() (net.Conn, error) { return acceptFrom(s.others, s.done) }
 
 func (s *entryStream) Close() error {
 	s.once.Do(func() { close(s.done) })
@@ -384,18 +377,9 @@ func (s *entryStream) Close() error {
 // connection by its first byte on a goroutine of its own.
 func (s *entryStream) sort() {
 	for {
-		c, err := s.streamLayer.Accept()
-		if err != nil {
-			select {
-			case <-s.done:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // a transient failure (EMFILE): as raft's own loop, retry
-			continue
+		c, ok := nextConn(s.streamLayer, s.done)
+		if !ok {
+			return
 		}
 		if s.t.track(c) {
 			go s.route(c)

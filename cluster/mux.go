@@ -207,18 +207,9 @@ func (p *RaftPort) transport(group uint8, standby bool) (*entryTransport, *peerF
 func (p *RaftPort) serve() {
 	defer p.serving.Done()
 	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			select {
-			case <-p.done:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // a transient failure (EMFILE): as raft's own loop, retry
-			continue
+		c, ok := nextConn(p.ln, p.done)
+		if !ok {
+			return
 		}
 		select {
 		case p.slots <- struct{}{}:

@@ -123,14 +123,7 @@ func (l *tlsListener) handshake(c net.Conn) {
 	}
 }
 
-func (l *tlsListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ready:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
+func (l *tlsListener) Accept() (net.Conn, error) { return acceptFrom(l.ready, l.done) }
 
 func (l *tlsListener) Close() error {
 	var err error

@@ -94,3 +94,35 @@ func newTCPTransport(bind string, advertise string, filter *peerFilter, sec *raf
 	}
 	return newEntryTransport(s, log), s, nil
 }
+
+// nextConn returns the next connection ln accepts, retrying a transient
+// failure (EMFILE) every 10 ms as raft's own accept loop does, or false once
+// done or ln is closed.
+func nextConn(ln interface{ Accept() (net.Conn, error) }, done <-chan struct{}) (net.Conn, bool) {
+	for {
+		c, err := ln.Accept()
+		if err == nil {
+			return c, true
+		}
+		select {
+		case <-done:
+			return nil, false
+		default:
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return nil, false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// acceptFrom is the Accept of a listener that another goroutine feeds: the
+// next connection handed on conns, or net.ErrClosed once done is closed.
+func acceptFrom(conns <-chan net.Conn, done <-chan struct{}) (net.Conn, error) {
+	select {
+	case c := <-conns:
+		return c, nil
+	case <-done:
+		return nil, net.ErrClosed
+	}
+}
