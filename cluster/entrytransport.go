@@ -197,7 +197,10 @@ func (t *entryTransport) release(target raft.ServerAddress, c *entryConn) {
 	t.pool[target] = append(t.pool[target], c)
 }
 
-// Close closes every connection of both kinds and the listener.
+// Close closes the entry connections, idle and accepted (one in a call
+// closes when the call ends), and then the NetworkTransport, which closes
+// the listener. The connections the NetworkTransport accepted stay open
+// until their peers close them, as they did without the entry wire.
 func (t *entryTransport) Close() error {
 	t.once.Do(func() {
 		t.mu.Lock()
