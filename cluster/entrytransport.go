@@ -43,10 +43,11 @@ type entryTransport struct {
 	mu     sync.Mutex
 	pool   map[raft.ServerAddress][]*entryConn
 	legacy map[raft.ServerAddress]time.Time // until when a peer gets raft's own RPCs
-	conns  map[net.Conn]struct{}            // accepted entry connections, and those not yet sorted
 	closed bool
 	done   chan struct{}
 	once   sync.Once
+
+	conns openConns // accepted entry connections, and those not yet sorted
 }
 
 const (
@@ -69,7 +70,6 @@ func newEntryTransport(s *streamLayer, log *slog.Logger) *entryTransport {
 		log:      log,
 		pool:     map[raft.ServerAddress][]*entryConn{},
 		legacy:   map[raft.ServerAddress]time.Time{},
-		conns:    map[net.Conn]struct{}{},
 		done:     make(chan struct{}),
 	}
 	t.stream = &entryStream{streamLayer: s, t: t, others: make(chan net.Conn), done: make(chan struct{})}
@@ -212,31 +212,10 @@ func (t *entryTransport) Close() error {
 			}
 		}
 		t.pool = nil
-		for c := range t.conns {
-			c.Close()
-		}
 		t.mu.Unlock()
+		t.conns.closeAll()
 	})
 	return t.NetworkTransport.Close() // closes the stream too
-}
-
-// track adds c to the connections Close closes, or reports false (and
-// closes c) once the transport is closed.
-func (t *entryTransport) track(c net.Conn) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		c.Close()
-		return false
-	}
-	t.conns[c] = struct{}{}
-	return true
-}
-
-func (t *entryTransport) untrack(c net.Conn) {
-	t.mu.Lock()
-	delete(t.conns, c)
-	t.mu.Unlock()
 }
 
 // serve answers the requests of an accepted entry connection, read through
@@ -384,8 +363,10 @@ func (s *entryStream) sort() {
 		if !ok {
 			return
 		}
-		if s.t.track(c) {
+		if s.t.conns.add(c) {
 			go s.route(c)
+		} else {
+			c.Close()
 		}
 	}
 }
@@ -395,12 +376,12 @@ func (s *entryStream) sort() {
 func (s *entryStream) route(c net.Conn) {
 	var first [1]byte
 	if _, err := io.ReadFull(c, first[:]); err != nil {
-		s.t.untrack(c)
+		s.t.conns.remove(c)
 		c.Close()
 		return
 	}
 	if first[0] == entryMagic {
-		defer s.t.untrack(c)
+		defer s.t.conns.remove(c)
 		defer c.Close()
 		err := s.t.serve(c, bufio.NewReaderSize(c, 64<<10))
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -408,7 +389,7 @@ func (s *entryStream) route(c net.Conn) {
 		}
 		return
 	}
-	s.t.untrack(c)
+	s.t.conns.remove(c)
 	select {
 	case s.others <- &replayConn{Conn: c, first: first[0]}:
 	case <-s.done:

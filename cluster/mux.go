@@ -100,7 +100,7 @@ type RaftPort struct {
 
 	mu      sync.Mutex
 	groups  map[uint8]*groupListener
-	pending map[net.Conn]struct{} // connections in their preamble; Close closes them
+	pending openConns // connections in their preamble
 }
 
 // OpenRaftPort listens on cfg.Bind. Connections wait in the listen backlog
@@ -133,7 +133,7 @@ func OpenRaftPort(cfg PortConfig) (*RaftPort, error) {
 	}
 	p := &RaftPort{log: cfg.Logger, allow: cfg.Allow, refusals: &refusals{log: cfg.Logger}, advertise: advertise,
 		clientTLS: cfg.ClientTLS, raw: raw, started: make(chan struct{}), done: make(chan struct{}),
-		slots: make(chan struct{}, maxPreambles), groups: map[uint8]*groupListener{}, pending: map[net.Conn]struct{}{}}
+		slots: make(chan struct{}, maxPreambles), groups: map[uint8]*groupListener{}}
 	if ip := raw.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
 		p.dialer.LocalAddr = &net.TCPAddr{IP: ip}
 	}
@@ -166,11 +166,7 @@ func (p *RaftPort) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.done)
 		err = p.ln.Close()
-		p.mu.Lock()
-		for c := range p.pending {
-			c.Close()
-		}
-		p.mu.Unlock()
+		p.pending.closeAll()
 		p.serving.Wait()
 	})
 	return err
@@ -226,12 +222,12 @@ func (p *RaftPort) serve() {
 // group's filter admits c's address.
 func (p *RaftPort) route(c net.Conn) {
 	defer func() { <-p.slots; p.serving.Done() }()
-	if !p.track(c) {
+	if !p.pending.add(c) {
 		c.Close()
 		return
 	}
 	group, rc, err := readPreamble(c)
-	p.untrack(c)
+	p.pending.remove(c)
 	if err != nil {
 		select {
 		case <-p.done: // closed by Close, not refused
@@ -282,25 +278,6 @@ func (p *RaftPort) route(c net.Conn) {
 	case <-p.done:
 		c.Close()
 	}
-}
-
-// track records c as in its preamble, unless the port is closed.
-func (p *RaftPort) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	select {
-	case <-p.done:
-		return false
-	default:
-	}
-	p.pending[c] = struct{}{}
-	return true
-}
-
-func (p *RaftPort) untrack(c net.Conn) {
-	p.mu.Lock()
-	delete(p.pending, c)
-	p.mu.Unlock()
 }
 
 // admitsAny reports whether some attached group may admit a connection

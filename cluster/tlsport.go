@@ -45,33 +45,22 @@ type tlsListener struct {
 	slots  chan struct{} // a token per handshake in progress
 	once   sync.Once
 
-	mu       sync.Mutex
-	inFlight map[net.Conn]struct{} // connections in their handshake; Close closes them
-	closed   bool
+	inFlight openConns // connections in their handshake
 }
 
 func newTLSListener(inner net.Listener, cfg *tls.Config, refuse *refusals) *tlsListener {
 	l := &tlsListener{inner: inner, cfg: cfg, refuse: refuse, ready: make(chan net.Conn),
-		done: make(chan struct{}), slots: make(chan struct{}, maxHandshakes), inFlight: map[net.Conn]struct{}{}}
+		done: make(chan struct{}), slots: make(chan struct{}, maxHandshakes)}
 	go l.acceptLoop()
 	return l
 }
 
 func (l *tlsListener) acceptLoop() {
 	for {
-		c, err := l.inner.Accept()
-		if err != nil {
-			select {
-			case <-l.done:
-				return
-			default:
-			}
-			if errors.Is(err, net.ErrClosed) {
-				l.Close()
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // a transient failure (EMFILE): as raft's own loop, retry
-			continue
+		c, ok := nextConn(l.inner, l.done)
+		if !ok {
+			l.Close() // the inner listener closed under it
+			return
 		}
 		select {
 		case l.slots <- struct{}{}:
@@ -85,19 +74,11 @@ func (l *tlsListener) acceptLoop() {
 
 func (l *tlsListener) handshake(c net.Conn) {
 	defer func() { <-l.slots }()
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.inFlight.add(c) {
 		c.Close()
 		return
 	}
-	l.inFlight[c] = struct{}{}
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		delete(l.inFlight, c)
-		l.mu.Unlock()
-	}()
+	defer l.inFlight.remove(c)
 	tc := tls.Server(c, l.cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
 	err := tc.HandshakeContext(ctx)
@@ -130,12 +111,7 @@ func (l *tlsListener) Close() error {
 	l.once.Do(func() {
 		close(l.done)
 		err = l.inner.Close()
-		l.mu.Lock()
-		l.closed = true
-		for c := range l.inFlight {
-			c.Close() // its handshake fails at once
-		}
-		l.mu.Unlock()
+		l.inFlight.closeAll() // their handshakes fail at once
 	})
 	return err
 }

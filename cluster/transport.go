@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -114,6 +115,46 @@ func nextConn(ln interface{ Accept() (net.Conn, error) }, done <-chan struct{}) 
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// openConns are the connections a listener holds between accepting them
+// and handing them on, which its Close closes.
+type openConns struct {
+	mu     sync.Mutex
+	set    map[net.Conn]struct{}
+	closed bool
+}
+
+// add records c, or reports false once closeAll has run; c is then the
+// caller's to close.
+func (o *openConns) add(c net.Conn) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed {
+		return false
+	}
+	if o.set == nil {
+		o.set = map[net.Conn]struct{}{}
+	}
+	o.set[c] = struct{}{}
+	return true
+}
+
+func (o *openConns) remove(c net.Conn) {
+	o.mu.Lock()
+	delete(o.set, c)
+	o.mu.Unlock()
+}
+
+// closeAll closes every connection recorded, and refuses any later one.
+func (o *openConns) closeAll() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	for c := range o.set {
+		c.Close()
+	}
+	o.set = nil
 }
 
 // acceptFrom is the Accept of a listener that another goroutine feeds: the
