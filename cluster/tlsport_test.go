@@ -315,11 +315,15 @@ func TestMutualTLSGroupElectsAppendsAndInstallsSnapshots(t *testing.T) {
 	ld := readyLeader()
 	var moved error
 	var term uint64
-	for try := 0; try < 5; try++ { // a busy machine may elect another leader meanwhile
+	// A busy machine may elect another leader meanwhile, or time a transfer
+	// out; raft then refuses the next one as in progress until the timed-out
+	// one's TimeoutNow returns, so the retries go on for a while.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 		term = ld.stat("term")
 		if moved = ld.node.Transfer(""); moved == nil {
 			break
 		}
+		time.Sleep(100 * time.Millisecond)
 		ld = readyLeader()
 	}
 	if moved != nil {
