@@ -23,6 +23,8 @@ const (
 	maxInflight = 8                      // bound on the entries handed to raft and not yet applied (window.limit adapts below it)
 	gatherFor   = 500 * time.Microsecond // the longest an entry waits for the clients the last one answered (gather)
 	quietFor    = 50 * time.Microsecond  // the pause in their coming back that ends gather's wait
+	gatherRest  = 2 * time.Millisecond   // the longest gather waits once half the answered operations are back
+	halfAtLeast = 64                     // answered operations below which half of them back says nothing (gather)
 	queueLen    = 8192
 )
 
@@ -251,24 +253,27 @@ func (b *batcher) loop() {
 // within quietFor of the one before, it waits on past that, up to
 // gatherFor or the answered entry's whole apply time if less: their
 // replies go out one by one, so on a busy node their return takes about as
-// long as the entry did. Arrivals from other clients never prolong the
-// wait: under requests that do not wait for replies (open loop), a burst of
-// them does not hold the submissions already queued. gather waits only
+// long as the entry did. Once half of the operations answered are back
+// from the clients answered, and they were at least halfAtLeast, the rest
+// are on their way: gather waits for them up to the answered entry's whole
+// apply time, or gatherRest if less, however long the pauses between
+// them, since other work on a shared CPU (the followers' syncs and
+// applies) can hold the replies or their return past quietFor. Arrivals
+// from other clients never prolong the wait: under requests that do not
+// wait for replies (open loop), a burst of them does not hold the
+// submissions already queued, and the answered clients' own requests come
+// back only by chance, seldom half of them so soon. gather waits only
 // when entries already queue (the window was full), so a lightly loaded
 // group never waits. It returns the batch and its counts.
 func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*submission, int, int) {
-	want := room.ops
-	back := 0
-	until := room.at.Add(min(gatherFor, room.took/4))
-	last := room.at.Add(min(gatherFor, room.took))
+	g := room.gathering()
 	for _, s := range batch {
 		if s.seq > room.seq {
-			back += s.len()
-			until = room.prolong(until, last, s, b.quiet)
+			g.arrive(s, b.quiet)
 		}
 	}
-	wait := time.Until(until)
-	if back >= want || wait <= 0 {
+	wait := time.Until(g.until)
+	if g.back >= g.want || wait <= 0 {
 		return batch, nops, size
 	}
 	if b.timer == nil {
@@ -277,17 +282,15 @@ func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*su
 		b.timer.Reset(wait)
 	}
 	defer b.timer.Stop()
-	for back < want && nops < maxOps && size < maxBytes {
+	for g.back < g.want && nops < maxOps && size < maxBytes {
 		select {
 		case s := <-b.in:
 			batch = append(batch, s)
 			nops += s.len()
 			size += s.size()
 			if s.seq > room.seq {
-				back += s.len()
-				if u := room.prolong(until, last, s, b.quiet); u != until {
-					until = u
-					b.timer.Reset(time.Until(until))
+				if until := g.until; g.arrive(s, b.quiet) != until {
+					b.timer.Reset(time.Until(g.until))
 				}
 			}
 		case <-b.timer.C:
@@ -299,21 +302,60 @@ func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*su
 	return batch, nops, size
 }
 
-// prolong returns when gather stops waiting after s came back: until, or,
-// if s is from a client that room answered, quiet from now if that is
-// later, never past last.
-func (room freed) prolong(until, last time.Time, s *submission, quiet time.Duration) time.Time {
+// gathering is gather's count of what came back after the release room
+// and when its wait ends: until, which moves up to last while the
+// answered clients come back without a pause, and to rest once half of
+// the answered operations are back.
+type gathering struct {
+	room                     freed
+	want, back, fromAnswered int // the operations answered; those back; those back from the clients answered
+	until, last, rest        time.Time
+}
+
+func (room freed) gathering() gathering {
+	return gathering{
+		room:  room,
+		want:  room.ops,
+		until: room.at.Add(min(gatherFor, room.took/4)),
+		last:  room.at.Add(min(gatherFor, room.took)),
+		rest:  room.at.Add(min(gatherRest, room.took)),
+	}
+}
+
+// arrive counts s, queued after the release, and returns the end of the
+// wait it leaves.
+func (g *gathering) arrive(s *submission, quiet time.Duration) time.Time {
+	g.back += s.len()
+	if !g.room.answered(s) {
+		return g.until
+	}
+	g.fromAnswered += s.len()
+	if g.want >= halfAtLeast && 2*g.fromAnswered >= g.want && g.rest.After(g.until) {
+		g.until = g.rest
+	} else {
+		g.until = extend(g.until, g.last, quiet)
+	}
+	return g.until
+}
+
+// answered reports whether s came from a client that room answered.
+func (room freed) answered(s *submission) bool {
 	if s.client == 0 {
-		return until
+		return false
 	}
-	if _, ok := slices.BinarySearch(room.clients, s.client); !ok {
-		return until
+	_, ok := slices.BinarySearch(room.clients, s.client)
+	return ok
+}
+
+// extend returns until, or quiet from now if that is later, never past
+// last unless until already is.
+func extend(until, last time.Time, quiet time.Duration) time.Time {
+	u := time.Now().Add(quiet)
+	if u.After(last) {
+		u = last
 	}
-	if u := time.Now().Add(quiet); u.After(until) {
-		until = u
-	}
-	if until.After(last) {
-		return last
+	if u.After(until) {
+		return u
 	}
 	return until
 }

@@ -149,7 +149,11 @@ func TestGatherWaitsOnOnlyForTheClientsAnswered(t *testing.T) {
 		{from(10, 14, 1), false},
 		{queued(15, 1), false}, // from a caller that did not say who it is
 	} {
-		until := room.prolong(first, last, c.s, time.Hour)
+		g := gathering{room: room, want: room.ops, until: first, last: last}
+		until := g.arrive(c.s, time.Hour)
+		if g.back != 1 || until != g.until {
+			t.Errorf("client %d: arrive counted %d back and returned %v with the wait ending at %v; want 1, and the same end", c.s.client, g.back, until, g.until)
+		}
 		if !c.more && until != first {
 			t.Errorf("client %d, not answered, moved the end of the wait from %v to %v", c.s.client, first, until)
 		}
@@ -158,9 +162,63 @@ func TestGatherWaitsOnOnlyForTheClientsAnswered(t *testing.T) {
 		}
 	}
 	// A quiet gap ends where it ends, if that is before the bound.
-	soon := room.prolong(time.Time{}, before.Add(time.Hour), from(3, 16, 1), time.Millisecond)
+	g := gathering{room: room, want: room.ops, last: before.Add(time.Hour)}
+	soon := g.arrive(from(3, 16, 1), time.Millisecond)
 	if soon.Before(before.Add(time.Millisecond)) || soon.After(time.Now().Add(time.Millisecond)) {
 		t.Errorf("an answered client moved the end of the wait to %v; want a millisecond from its arrival (%v)", soon, before)
+	}
+}
+
+func TestGatherWaitsForTheRestOnceHalfTheAnsweredAreBack(t *testing.T) {
+	at := time.Now().Add(time.Minute) // the bounds lie ahead: only the counts move them
+	room := freed{ops: 128, clients: []int64{1, 2, 3, 4, 5, 6, 7, 8}, seq: 10, at: at, took: time.Hour}
+	g := room.gathering()
+	first := at.Add(gatherFor)
+	if g.until != first || g.last != first || g.rest != at.Add(gatherRest) {
+		t.Fatalf("after an entry of an hour, the wait ends at +%v, at most +%v, and +%v once half are back; want +%v, +%v and +%v",
+			g.until.Sub(at), g.last.Sub(at), g.rest.Sub(at), gatherFor, gatherFor, gatherRest)
+	}
+	g.arrive(from(20, 11, 64), 0) // as many operations as half, from a client not answered
+	for i := int64(1); i <= 3; i++ {
+		g.arrive(from(i, 11+i, 16), 0)
+	}
+	g.arrive(from(4, 15, 15), 0) // 63 in all, one short of the half
+	g.arrive(from(9, 16, 16), 0) // not answered either
+	if g.until != first {
+		t.Fatalf("with 63 of 128 answered operations back, and others, the wait ends at +%v; want +%v", g.until.Sub(at), gatherFor)
+	}
+	g.arrive(from(5, 17, 1), 0) // 64 of 128: half
+	if g.until != g.rest {
+		t.Fatalf("with half the answered operations back, the wait ends at +%v; want +%v", g.until.Sub(at), gatherRest)
+	}
+	g.arrive(from(6, 18, 1), time.Hour) // a quiet gap, bounded by last, never shortens it
+	if g.until != g.rest {
+		t.Fatalf("an answered client after the half moved the end of the wait to +%v; want +%v", g.until.Sub(at), gatherRest)
+	}
+	if r := (freed{at: at, took: 800 * time.Microsecond}).gathering().rest; r != at.Add(800*time.Microsecond) {
+		t.Errorf("after an entry of 800 µs, the wait once half are back ends at +%v; want +800µs, the entry's time", r.Sub(at))
+	}
+
+	// Too few operations answered for half of them to say anything: an
+	// open-loop load brings some of them back by chance.
+	small := freed{ops: halfAtLeast - 2, clients: []int64{1, 2}, seq: 10, at: at, took: time.Hour}
+	g = small.gathering()
+	g.arrive(from(1, 11, small.ops), 0)
+	if g.until != first {
+		t.Errorf("with all %d answered operations back (fewer than %d), the wait ends at +%v; want +%v", small.ops, halfAtLeast, g.until.Sub(at), gatherFor)
+	}
+}
+
+func TestGatherWaitsOutTheEntrysTimeOnceHalfAreBack(t *testing.T) {
+	// An entry of 2 ms answered 128 operations; half of them are back at
+	// once, so gather waits for the rest until 2 ms after the answer, not
+	// the quarter (500 µs) it waits for the first of them.
+	b := gatherBatcher()
+	at := time.Now()
+	room := freed{ops: 128, clients: []int64{1, 2}, seq: 10, at: at, took: 2 * time.Millisecond}
+	got := gatherFrom(b, []*submission{from(1, 11, 64)}, room)
+	if waited := time.Since(at); len(got) != 1 || waited < room.took || waited > 5*time.Second {
+		t.Fatalf("with half the answered operations back, gather returned %d submissions after %v; want 1, after the entry's apply time %v", len(got), waited, room.took)
 	}
 }
 
