@@ -273,7 +273,7 @@ func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*su
 		}
 	}
 	wait := time.Until(g.until)
-	if g.back >= g.want || wait <= 0 {
+	if g.back >= room.ops || wait <= 0 {
 		return batch, nops, size
 	}
 	if b.timer == nil {
@@ -282,7 +282,7 @@ func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*su
 		b.timer.Reset(wait)
 	}
 	defer b.timer.Stop()
-	for g.back < g.want && nops < maxOps && size < maxBytes {
+	for g.back < room.ops && nops < maxOps && size < maxBytes {
 		select {
 		case s := <-b.in:
 			batch = append(batch, s)
@@ -307,15 +307,14 @@ func (b *batcher) gather(batch []*submission, nops, size int, room freed) ([]*su
 // answered clients come back without a pause, and to rest once half of
 // the answered operations are back.
 type gathering struct {
-	room                     freed
-	want, back, fromAnswered int // the operations answered; those back; those back from the clients answered
-	until, last, rest        time.Time
+	room               freed
+	back, fromAnswered int // the operations back; those back from the clients answered (of room.ops)
+	until, last, rest  time.Time
 }
 
 func (room freed) gathering() gathering {
 	return gathering{
 		room:  room,
-		want:  room.ops,
 		until: room.at.Add(min(gatherFor, room.took/4)),
 		last:  room.at.Add(min(gatherFor, room.took)),
 		rest:  room.at.Add(min(gatherRest, room.took)),
@@ -330,7 +329,7 @@ func (g *gathering) arrive(s *submission, quiet time.Duration) time.Time {
 		return g.until
 	}
 	g.fromAnswered += s.len()
-	if g.want >= halfAtLeast && 2*g.fromAnswered >= g.want && g.rest.After(g.until) {
+	if g.room.ops >= halfAtLeast && 2*g.fromAnswered >= g.room.ops && g.rest.After(g.until) {
 		g.until = g.rest
 	} else {
 		g.until = extend(g.until, g.last, quiet)

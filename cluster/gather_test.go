@@ -149,7 +149,7 @@ func TestGatherWaitsOnOnlyForTheClientsAnswered(t *testing.T) {
 		{from(10, 14, 1), false},
 		{queued(15, 1), false}, // from a caller that did not say who it is
 	} {
-		g := gathering{room: room, want: room.ops, until: first, last: last}
+		g := gathering{room: room, until: first, last: last}
 		until := g.arrive(c.s, time.Hour)
 		if g.back != 1 || until != g.until {
 			t.Errorf("client %d: arrive counted %d back and returned %v with the wait ending at %v; want 1, and the same end", c.s.client, g.back, until, g.until)
@@ -162,7 +162,7 @@ func TestGatherWaitsOnOnlyForTheClientsAnswered(t *testing.T) {
 		}
 	}
 	// A quiet gap ends where it ends, if that is before the bound.
-	g := gathering{room: room, want: room.ops, last: before.Add(time.Hour)}
+	g := gathering{room: room, last: before.Add(time.Hour)}
 	soon := g.arrive(from(3, 16, 1), time.Millisecond)
 	if soon.Before(before.Add(time.Millisecond)) || soon.After(time.Now().Add(time.Millisecond)) {
 		t.Errorf("an answered client moved the end of the wait to %v; want a millisecond from its arrival (%v)", soon, before)
